@@ -1,0 +1,179 @@
+/*
+ * vlcs.h - Virtual Library Contexts for Linux: the public C API.
+ *
+ * A context holds its own copies of shared libraries (its own linker
+ * namespace), its own CPU set and its own environment.  Libraries loaded in
+ * a context see only the context's CPUs (sched_getaffinity, sysconf,
+ * get_nprocs, /proc/cpuinfo, /proc/self/status, /sys/devices/system/cpu/...),
+ * their threads stay on those CPUs, and they read the context's environment.
+ * Data is shared: every context lives in the one address space.
+ *
+ * Errors: functions that fail return NULL or -1 and leave one sentence,
+ * retrievable with vlcs_error(), in a buffer private to the calling thread
+ * (like dlerror()).  No function aborts on bad input.
+ *
+ * Thread safety: every function may be called from any thread.
+ */
+#ifndef VLCS_H
+#define VLCS_H
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define VLCS_VERSION_MAJOR 0
+#define VLCS_VERSION_MINOR 1
+#define VLCS_VERSION_PATCH 0
+#define VLCS_VERSION_STRING "0.1.0"
+
+#if defined(VLCS_BUILDING)
+#define VLCS_API __attribute__((visibility("default")))
+#else
+#define VLCS_API
+#endif
+
+typedef struct vlcs_ctx vlcs_ctx;
+
+/**
+ * Version of the library that is loaded, e.g. "0.1.0".
+ */
+VLCS_API const char *vlcs_version(void);
+
+/**
+ * Initialise the runtime.  Idempotent; every other function calls it on
+ * first use, so calling it is only needed to learn early about a failure.
+ *
+ * @return 0, or -1 with vlcs_error() set (for example when the loader
+ *         helper libvlcs_interpose.so cannot be found).
+ */
+VLCS_API int vlcs_init(void);
+
+/**
+ * Create a context.  It starts with every CPU the process may use and the
+ * process environment; its linker namespace is created when the first
+ * library is loaded, so creating a context is cheap.
+ *
+ * @param name  a label used in messages and reports; NULL gives "ctxN".
+ * @return the context, or NULL with vlcs_error() set.
+ */
+VLCS_API vlcs_ctx *vlcs_ctx_create(const char *name);
+
+/**
+ * Name of a context ("ctx3" if it was created without one).
+ * @return the name, or NULL with vlcs_error() set for an invalid context.
+ */
+VLCS_API const char *vlcs_ctx_name(const vlcs_ctx *c);
+
+/**
+ * Set the CPUs of a context from a list in the taskset/cpuset format,
+ * e.g. "0-3,8".  CPU ids are real ids.  May be called after libraries are
+ * loaded: new threads and later enters use the new set, and threads of the
+ * context that are running move to it at once.
+ *
+ * @return 0, or -1 with vlcs_error() set: malformed list ("3-1", "a", "",
+ *         "1-"), or a CPU this process may not use.  The context keeps its
+ *         previous set on error.
+ */
+VLCS_API int vlcs_ctx_set_cpus(vlcs_ctx *c, const char *cpulist);
+
+/**
+ * Write the context's CPU list ("0-3,8") into buf.
+ * @return the length of the full list (as snprintf), or -1 with
+ *         vlcs_error() set.
+ */
+VLCS_API int vlcs_ctx_get_cpus(const vlcs_ctx *c, char *buf, unsigned long size);
+
+/**
+ * Set an environment variable in the context only.  Libraries read it with
+ * getenv(), both in their constructors (when set before the load) and later.
+ * The process environment is not changed.
+ *
+ * @return 0, or -1 with vlcs_error() set (empty name or a name containing
+ *         '=').
+ */
+VLCS_API int vlcs_ctx_setenv(vlcs_ctx *c, const char *name, const char *value);
+
+/**
+ * Remove an environment variable from the context only.
+ * @return 0 (also when the variable was not set), or -1 with vlcs_error().
+ */
+VLCS_API int vlcs_ctx_unsetenv(vlcs_ctx *c, const char *name);
+
+/**
+ * Value of an environment variable as libraries in the context see it.
+ * @return the value (valid until the next change of that variable in the
+ *         context), or NULL when it is unset or on error (vlcs_error() is
+ *         set only on error).
+ */
+VLCS_API const char *vlcs_ctx_getenv(vlcs_ctx *c, const char *name);
+
+/**
+ * Load a library and its dependencies privately into the context, like
+ * dlopen(path_or_soname, RTLD_NOW).  The first load creates the context's
+ * linker namespace.
+ *
+ * @return a handle for vlcs_ctx_sym(), or NULL with vlcs_error() set: the
+ *         library or one of its dependencies is missing, or a platform limit
+ *         is reached (linker namespaces, static TLS: the message says to
+ *         start the program with `vlcs run -- PROGRAM`).
+ */
+VLCS_API void *vlcs_ctx_load(vlcs_ctx *c, const char *path_or_soname);
+
+/**
+ * Look up a symbol in a library loaded with vlcs_ctx_load().
+ * @return its address, or NULL with vlcs_error() set.
+ */
+VLCS_API void *vlcs_ctx_sym(void *lib, const char *symbol);
+
+/**
+ * The calling thread joins context c: it runs on c's CPUs until the matching
+ * vlcs_leave().  Enters nest (up to 64 deep); entering a context the thread
+ * is already in is allowed.
+ *
+ * @return 0, or -1 with vlcs_error() set (invalid or destroyed context,
+ *         nesting too deep).
+ */
+VLCS_API int vlcs_enter(vlcs_ctx *c);
+
+/**
+ * Leave the innermost context entered by this thread and return to the CPU
+ * set the thread had before.
+ * @return 0, or -1 with vlcs_error() set when the thread entered none.
+ */
+VLCS_API int vlcs_leave(void);
+
+/**
+ * The context the calling thread is in: the innermost entered one, else the
+ * context whose library created the thread, else NULL.
+ */
+VLCS_API vlcs_ctx *vlcs_current(void);
+
+/**
+ * Number of live threads created by the context's libraries (worker pools of
+ * OpenMP, OpenBLAS, ...).
+ * @return the count, or -1 with vlcs_error() set.
+ */
+VLCS_API int vlcs_ctx_thread_count(const vlcs_ctx *c);
+
+/**
+ * Destroy a context.  Its stdio buffers are flushed and it can no longer be
+ * used; any later use reports that it was destroyed.  Its libraries stay
+ * mapped until the process exits, because their worker threads may still be
+ * parked in their code: the namespace is not returned to glibc.
+ *
+ * @return 0, or -1 with vlcs_error() set (invalid context, already
+ *         destroyed, or a thread is still inside it).
+ */
+VLCS_API int vlcs_ctx_destroy(vlcs_ctx *c);
+
+/**
+ * The last error of the calling thread, one plain sentence; "" if none.
+ * The text stays until the next failing call in this thread.
+ */
+VLCS_API const char *vlcs_error(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* VLCS_H */

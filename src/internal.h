@@ -1,0 +1,128 @@
+/*
+ * internal.h - state shared by the modules of libvlcs (base namespace side).
+ */
+#ifndef VLCS_INTERNAL_H
+#define VLCS_INTERNAL_H
+
+#define _GNU_SOURCE
+#include "ip_abi.h"
+#include "vlcs.h"
+
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define HIDDEN __attribute__((visibility("hidden")))
+
+/* ---- CPU masks (cpuset.c) ---------------------------------------------- */
+
+#define VLCS_MAX_CPUS 1024
+#define MASK_WORDS (VLCS_MAX_CPUS / 64)
+
+typedef struct {
+    uint64_t w[MASK_WORDS];
+} vmask;
+
+HIDDEN int mask_parse(const char *list, vmask *out, char *err, size_t errsize);
+HIDDEN int mask_format(const vmask *m, char *buf, size_t size);
+HIDDEN int mask_count(const vmask *m);
+HIDDEN bool mask_eq(const vmask *a, const vmask *b);
+HIDDEN bool mask_subset(const vmask *a, const vmask *b); /* a within b */
+HIDDEN int mask_first_outside(const vmask *a, const vmask *b);
+HIDDEN void mask_from_cpuset(vmask *m, size_t size, const cpu_set_t *set);
+HIDDEN void mask_to_cpuset(const vmask *m, size_t size, cpu_set_t *set);
+/* Real affinity of a thread (0 = caller), bypassing every interposer. */
+HIDDEN int mask_get_thread(pid_t tid, vmask *m);
+HIDDEN int mask_set_thread(pid_t tid, const vmask *m);
+
+/* ---- errors (error.c) ---------------------------------------------------- */
+
+HIDDEN void set_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* ---- contexts ------------------------------------------------------------ */
+
+/* An immutable snapshot of a context's CPU set.  Readers (interposed calls
+ * on any thread) load the pointer without a lock; a change publishes a new
+ * snapshot and keeps the old one alive until the context is destroyed. */
+struct cpuview {
+    vmask mask;
+    int count;
+    char list[64 * 8]; /* "0-3,8": fits any mask that fits VLCS_MAX_CPUS sanely */
+    struct cpuview *older;
+    char *cpuinfo;     /* forged /proc/cpuinfo for this set, built on demand */
+    size_t cpuinfo_len;
+};
+
+struct envop {
+    struct envop *next;
+    char *name;
+    char *value; /* NULL: unset */
+};
+
+struct tstate;
+
+struct member {
+    struct tstate *ts;
+    pid_t tid;
+    int entered; /* enter frames of this thread for the context */
+    bool created; /* created by one of the context's libraries */
+};
+
+#define CTX_ALIVE 0x766c6373u /* "vlcs" */
+#define CTX_DEAD 0x64656164u  /* "dead" */
+
+struct vlcs_ctx {
+    uint32_t magic;
+    int id;
+    char name[64];
+    struct cpuview *_Atomic view;
+
+    pthread_mutex_t lock; /* everything below */
+    struct envop *pending_env; /* applied when the namespace is created */
+    struct member *members;
+    size_t nmembers, capmembers;
+    int entered;       /* enter frames across all threads */
+    int created_live;  /* live threads created by its libraries */
+
+    /* namespace (namespace.c) */
+    bool has_ns;
+    Lmid_t lmid;
+    void *ip_handle;
+    int (*ns_setenv)(const char *, const char *, int);
+    int (*ns_unsetenv)(const char *);
+    char *(*ns_getenv)(const char *);
+    int (*ns_fflush)(void *);
+    struct vlcs_ip_api api;
+    struct vlcs_ctx *next_all; /* registry of every context ever created */
+};
+
+HIDDEN int ctx_check(const vlcs_ctx *c, const char *doing);
+HIDDEN struct cpuview *ctx_view(const vlcs_ctx *c);
+HIDDEN const vmask *process_mask(void);
+HIDDEN const char *interposer_path(void);
+/* Sets the error for a failed dlmopen, naming the platform limit if one was hit. */
+HIDDEN void load_error(vlcs_ctx *c, const char *what, const char *dlerr);
+
+/* ---- namespaces (namespace.c) --------------------------------------------- */
+
+HIDDEN int ns_create(vlcs_ctx *c); /* with c->lock held */
+HIDDEN void ns_flush(vlcs_ctx *c);
+
+/* ---- threads (thread.c) ---------------------------------------------------- */
+
+HIDDEN void thread_begin(vlcs_ctx *c);
+HIDDEN void thread_end(vlcs_ctx *c);
+HIDDEN void threads_move(vlcs_ctx *c, const vmask *m); /* with c->lock held */
+
+/* ---- the context's view of the machine (view.c) --------------------------- */
+
+HIDDEN void view_filter_mask(vlcs_ctx *c, size_t size, cpu_set_t *set);
+HIDDEN int view_clamp_mask(vlcs_ctx *c, size_t size, const cpu_set_t *in, size_t outsize,
+                           cpu_set_t *out);
+HIDDEN long view_ncpus(vlcs_ctx *c);
+HIDDEN int view_open_forged(vlcs_ctx *c, int dirfd, const char *path, int flags);
+
+#endif

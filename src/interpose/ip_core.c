@@ -1,0 +1,164 @@
+/*
+ * ip_core.c - binding to a context, stdio flush at exit, and the allocator.
+ *
+ * The allocator functions forward to the base namespace's malloc so that
+ * memory may be freed by whichever context or the base ends up owning it.
+ * Before libvlcs binds this copy (while the namespace's libc initialises)
+ * a small bump arena serves requests; its blocks are never freed, and a
+ * realloc moves them to the base heap.
+ */
+#define _GNU_SOURCE
+#include "ip.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <stdalign.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+IP_HIDDEN const struct vlcs_ip_api *vlcs_ip;
+static struct vlcs_ip_api bound_api;
+
+IP_HIDDEN void *ip_next(const char *name) { return dlsym(RTLD_NEXT, name); }
+
+IP_EXPORT int vlcs_ip_bind(const struct vlcs_ip_api *api)
+{
+    if (api == NULL || api->abi_version != VLCS_IP_ABI_VERSION)
+        return -1;
+    bound_api = *api;
+    __atomic_store_n(&vlcs_ip, &bound_api, __ATOMIC_RELEASE);
+    return 0;
+}
+
+/* Libraries in a namespace write through that namespace's libc, whose stdio
+ * buffers the base's exit() does not flush.  _dl_fini runs this destructor
+ * for every namespace at exit. */
+__attribute__((destructor)) static void ip_flush_at_exit(void) { fflush(NULL); }
+
+/* ---- allocator ---------------------------------------------------------- */
+
+#define BUMP_SIZE (256 * 1024)
+static alignas(64) unsigned char bump[BUMP_SIZE];
+static size_t bump_used;
+
+struct bump_hdr {
+    size_t size;
+    size_t pad;
+};
+
+static int in_bump(const void *p)
+{
+    return (const unsigned char *)p >= bump && (const unsigned char *)p < bump + BUMP_SIZE;
+}
+
+static void *bump_alloc(size_t size, size_t align)
+{
+    if (align < 16)
+        align = 16;
+    size_t start = __atomic_load_n(&bump_used, __ATOMIC_RELAXED), base, end;
+    do {
+        base = (start + sizeof(struct bump_hdr) + align - 1) & ~(align - 1);
+        end = base + size;
+        if (end > BUMP_SIZE || end < base) {
+            errno = ENOMEM;
+            return NULL;
+        }
+    } while (!__atomic_compare_exchange_n(&bump_used, &start, end, 0, __ATOMIC_RELAXED,
+                                          __ATOMIC_RELAXED));
+    ((struct bump_hdr *)(bump + base))[-1].size = size;
+    return bump + base;
+}
+
+static const struct vlcs_ip_api *api(void) { return __atomic_load_n(&vlcs_ip, __ATOMIC_ACQUIRE); }
+
+IP_EXPORT void *malloc(size_t n)
+{
+    const struct vlcs_ip_api *a = api();
+    return a ? a->malloc(n) : bump_alloc(n, 16);
+}
+
+IP_EXPORT void free(void *p)
+{
+    const struct vlcs_ip_api *a = api();
+    if (p != NULL && a != NULL && !in_bump(p))
+        a->free(p);
+}
+
+IP_EXPORT void *calloc(size_t n, size_t m)
+{
+    const struct vlcs_ip_api *a = api();
+    if (a)
+        return a->calloc(n, m);
+    if (m != 0 && n > SIZE_MAX / m) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    return bump_alloc(n * m, 16); /* static storage is zeroed */
+}
+
+IP_EXPORT void *realloc(void *p, size_t n)
+{
+    const struct vlcs_ip_api *a = api();
+    if (p == NULL || !in_bump(p))
+        return a ? a->realloc(p, n) : bump_alloc(n, 16);
+    void *q = a ? a->malloc(n) : bump_alloc(n, 16);
+    if (q != NULL) {
+        size_t old = ((struct bump_hdr *)p)[-1].size;
+        memcpy(q, p, old < n ? old : n);
+    }
+    return q;
+}
+
+IP_EXPORT void *reallocarray(void *p, size_t n, size_t m)
+{
+    if (m != 0 && n > SIZE_MAX / m) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    return realloc(p, n * m);
+}
+
+IP_EXPORT int posix_memalign(void **out, size_t align, size_t n)
+{
+    const struct vlcs_ip_api *a = api();
+    if (a)
+        return a->posix_memalign(out, align, n);
+    if (align < sizeof(void *) || (align & (align - 1)) != 0)
+        return EINVAL;
+    *out = bump_alloc(n, align);
+    return *out ? 0 : ENOMEM;
+}
+
+IP_EXPORT void *aligned_alloc(size_t align, size_t n)
+{
+    const struct vlcs_ip_api *a = api();
+    return a ? a->aligned_alloc(align, n) : bump_alloc(n, align);
+}
+
+IP_EXPORT void *memalign(size_t align, size_t n)
+{
+    const struct vlcs_ip_api *a = api();
+    return a ? a->memalign(align, n) : bump_alloc(n, align);
+}
+
+IP_EXPORT void *valloc(size_t n)
+{
+    const struct vlcs_ip_api *a = api();
+    return a ? a->valloc(n) : bump_alloc(n, 4096);
+}
+
+IP_EXPORT void *pvalloc(size_t n)
+{
+    const struct vlcs_ip_api *a = api();
+    return a ? a->pvalloc(n) : bump_alloc((n + 4095) & ~(size_t)4095, 4096);
+}
+
+IP_EXPORT size_t malloc_usable_size(void *p)
+{
+    if (p == NULL)
+        return 0;
+    if (in_bump(p))
+        return ((struct bump_hdr *)p)[-1].size;
+    return api()->malloc_usable_size(p);
+}

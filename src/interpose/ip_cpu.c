@@ -1,0 +1,108 @@
+/*
+ * ip_cpu.c - what code in the namespace learns about CPUs.
+ *
+ * Queries answer with the context's CPUs (intersected with the calling
+ * thread's real affinity, so a thread pinned inside the context still sees
+ * its pin); requests to change affinity are clamped to the context.
+ */
+#define _GNU_SOURCE
+#include "ip.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <sys/syscall.h>
+#include <sys/sysinfo.h>
+#include <unistd.h>
+
+typedef int (*sched_aff_fn)(pid_t, size_t, cpu_set_t *);
+typedef int (*sched_setaff_fn)(pid_t, size_t, const cpu_set_t *);
+typedef int (*pthread_aff_fn)(pthread_t, size_t, cpu_set_t *);
+typedef int (*pthread_setaff_fn)(pthread_t, size_t, const cpu_set_t *);
+typedef long (*sysconf_fn)(int);
+typedef int (*nprocs_fn)(void);
+
+
+/* A thread of this process: the caller itself, or the process (pid). */
+static int is_self(pid_t pid)
+{
+    return pid == 0 || pid == getpid() || pid == (pid_t)syscall(SYS_gettid);
+}
+
+IP_EXPORT int sched_getaffinity(pid_t pid, size_t size, cpu_set_t *mask)
+{
+    NEXT(sched_aff_fn, sched_getaffinity);
+    int rc = next_sched_getaffinity(pid, size, mask);
+    const struct vlcs_ip_api *a = vlcs_ip;
+    if (rc == 0 && a != NULL && is_self(pid))
+        a->filter_mask(a->ctx, size, mask);
+    return rc;
+}
+
+IP_EXPORT int sched_setaffinity(pid_t pid, size_t size, const cpu_set_t *mask)
+{
+    NEXT(sched_setaff_fn, sched_setaffinity);
+    const struct vlcs_ip_api *a = vlcs_ip;
+    if (a == NULL || mask == NULL)
+        return next_sched_setaffinity(pid, size, mask);
+    cpu_set_t clamped[16]; /* 8192 CPUs */
+    size_t csize = size < sizeof clamped ? size : sizeof clamped;
+    if (a->clamp_mask(a->ctx, size, mask, csize, clamped) != 0) {
+        errno = EINVAL;
+        return -1;
+    }
+    return next_sched_setaffinity(pid, csize, clamped);
+}
+
+IP_EXPORT int pthread_getaffinity_np(pthread_t th, size_t size, cpu_set_t *mask)
+{
+    NEXT(pthread_aff_fn, pthread_getaffinity_np);
+    int rc = next_pthread_getaffinity_np(th, size, mask);
+    const struct vlcs_ip_api *a = vlcs_ip;
+    if (rc == 0 && a != NULL)
+        a->filter_mask(a->ctx, size, mask);
+    return rc;
+}
+
+IP_EXPORT int pthread_setaffinity_np(pthread_t th, size_t size, const cpu_set_t *mask)
+{
+    NEXT(pthread_setaff_fn, pthread_setaffinity_np);
+    const struct vlcs_ip_api *a = vlcs_ip;
+    if (a == NULL)
+        return next_pthread_setaffinity_np(th, size, mask);
+    cpu_set_t clamped[16];
+    size_t csize = size < sizeof clamped ? size : sizeof clamped;
+    if (a->clamp_mask(a->ctx, size, mask, csize, clamped) != 0)
+        return EINVAL;
+    return next_pthread_setaffinity_np(th, csize, clamped);
+}
+
+IP_EXPORT long sysconf(int name)
+{
+    const struct vlcs_ip_api *a = vlcs_ip;
+    if (a != NULL && (name == _SC_NPROCESSORS_ONLN || name == _SC_NPROCESSORS_CONF))
+        return a->ncpus(a->ctx);
+    NEXT(sysconf_fn, sysconf);
+    return next_sysconf(name);
+}
+
+IP_EXPORT long __sysconf(int name) { return sysconf(name); }
+
+IP_EXPORT int get_nprocs(void)
+{
+    const struct vlcs_ip_api *a = vlcs_ip;
+    if (a != NULL)
+        return (int)a->ncpus(a->ctx);
+    NEXT(nprocs_fn, get_nprocs);
+    return next_get_nprocs();
+}
+
+IP_EXPORT int get_nprocs_conf(void)
+{
+    const struct vlcs_ip_api *a = vlcs_ip;
+    if (a != NULL)
+        return (int)a->ncpus(a->ctx);
+    NEXT(nprocs_fn, get_nprocs_conf);
+    return next_get_nprocs_conf();
+}

@@ -1,0 +1,70 @@
+/*
+ * ip_abi.h - the table libvlcs hands to the interposer of each namespace.
+ *
+ * libvlcs_interpose.so is loaded first into every context's namespace, so
+ * its definitions of sched_getaffinity, sysconf, open, malloc, ... take
+ * precedence over that namespace's libc for everything loaded afterwards.
+ * It holds no policy: each interposed function calls back into libvlcs (in
+ * the base namespace) through this table, with the context it was bound to.
+ * Keeping the logic in the base means one copy of it, one malloc heap and
+ * one place that knows the context's state.
+ */
+#ifndef VLCS_IP_ABI_H
+#define VLCS_IP_ABI_H
+
+#include <pthread.h>
+#include <sched.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+#define VLCS_IP_ABI_VERSION 1
+
+struct vlcs_ctx;
+
+struct vlcs_ip_api {
+    unsigned abi_version;
+    struct vlcs_ctx *ctx;
+
+    /* The base namespace's allocator: every namespace allocates from it, so a
+     * pointer may be freed by any context or by the base. */
+    void *(*malloc)(size_t);
+    void (*free)(void *);
+    void *(*calloc)(size_t, size_t);
+    void *(*realloc)(void *, size_t);
+    int (*posix_memalign)(void **, size_t, size_t);
+    void *(*aligned_alloc)(size_t, size_t);
+    void *(*memalign)(size_t, size_t);
+    void *(*valloc)(size_t);
+    void *(*pvalloc)(size_t);
+    size_t (*malloc_usable_size)(void *);
+
+    /* CPU view.  filter_mask() intersects a mask the kernel returned for a
+     * thread of this process with the context's CPUs (the whole context set
+     * if the intersection is empty).  clamp_mask() intersects a requested
+     * mask with the context's CPUs; it returns -1 if nothing is left. */
+    void (*filter_mask)(struct vlcs_ctx *, size_t, cpu_set_t *);
+    int (*clamp_mask)(struct vlcs_ctx *, size_t, const cpu_set_t *, size_t, cpu_set_t *);
+    long (*ncpus)(struct vlcs_ctx *);
+
+    /* Forged files: a read-only file descriptor with the context's view of
+     * /proc/cpuinfo, /proc/self/status or /sys/devices/system/cpu/..., or -2
+     * when the path is not one vlcs forges (the caller opens it as usual). */
+    int (*open_forged)(struct vlcs_ctx *, int dirfd, const char *path, int flags);
+
+    /* Thread-specific data keys: a thread's slots are shared by every libc
+     * copy, so keys must come from one table (the base libc's) or a
+     * destructor of one copy runs on data of another at thread exit. */
+    int (*key_create)(pthread_key_t *, void (*)(void *));
+    int (*key_delete)(pthread_key_t);
+    void *(*getspecific)(pthread_key_t);
+    int (*setspecific)(pthread_key_t, void *);
+
+    /* Threads created by the context's libraries. */
+    void (*thread_begin)(struct vlcs_ctx *);
+    void (*thread_end)(struct vlcs_ctx *);
+};
+
+/* Exported by libvlcs_interpose.so; returns 0 on success. */
+typedef int (*vlcs_ip_bind_fn)(const struct vlcs_ip_api *api);
+
+#endif

@@ -1,0 +1,393 @@
+/*
+ * runtime.c - initialisation and the life of a context: creation, CPU set,
+ * environment, loading, destruction.
+ */
+#include "internal.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <link.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static pthread_once_t init_once = PTHREAD_ONCE_INIT;
+static int init_rc;
+static char init_error[PATH_MAX + 512];
+static char ip_path[PATH_MAX];
+static vmask allowed; /* CPUs the process may use, read at init */
+
+static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
+static vlcs_ctx *all_contexts;
+static int next_id;
+
+VLCS_API const char *vlcs_version(void) { return VLCS_VERSION_STRING; }
+
+const vmask *process_mask(void) { return &allowed; }
+const char *interposer_path(void) { return ip_path; }
+
+static void *noop_thread(void *arg) { return arg; }
+
+static void do_init(void)
+{
+    const char *env = getenv("VLCS_INTERPOSER");
+    if (env != NULL && *env != '\0') {
+        snprintf(ip_path, sizeof ip_path, "%s", env);
+    } else {
+        /* The interposer is installed beside libvlcs.so. */
+        Dl_info info;
+        if (dladdr((void *)vlcs_init, &info) == 0 || info.dli_fname == NULL) {
+            snprintf(init_error, sizeof init_error,
+                     "Error initialising vlcs: cannot tell where libvlcs.so was loaded from");
+            init_rc = -1;
+            return;
+        }
+        const char *slash = strrchr(info.dli_fname, '/');
+        int dirlen = slash ? (int)(slash - info.dli_fname) : 1;
+        snprintf(ip_path, sizeof ip_path, "%.*s/libvlcs_interpose.so", dirlen,
+                 slash ? info.dli_fname : ".");
+    }
+    struct stat st;
+    if (stat(ip_path, &st) != 0) {
+        snprintf(init_error, sizeof init_error,
+                 "Error initialising vlcs: %s: %s; reinstall vlcs or point VLCS_INTERPOSER "
+                 "at libvlcs_interpose.so",
+                 ip_path, strerror(errno));
+        init_rc = -1;
+        return;
+    }
+    if (mask_get_thread(getpid(), &allowed) != 0) {
+        snprintf(init_error, sizeof init_error,
+                 "Error initialising vlcs: sched_getaffinity failed: %s", strerror(errno));
+        init_rc = -1;
+        return;
+    }
+    /* glibc skips locking in code paths it believes single-threaded; threads
+     * that namespaces create are invisible to the base libc, so make it
+     * multi-threaded for good before any exist. */
+    pthread_t t;
+    if (pthread_create(&t, NULL, noop_thread, NULL) == 0)
+        pthread_join(t, NULL);
+}
+
+VLCS_API int vlcs_init(void)
+{
+    pthread_once(&init_once, do_init);
+    if (init_rc != 0)
+        set_error("%s", init_error);
+    return init_rc;
+}
+
+int ctx_check(const vlcs_ctx *c, const char *doing)
+{
+    if (c == NULL) {
+        set_error("Error %s: the context is NULL", doing);
+        return -1;
+    }
+    if (c->magic == CTX_DEAD) {
+        set_error("Error %s: context '%s' was destroyed", doing, c->name);
+        return -1;
+    }
+    if (c->magic != CTX_ALIVE) {
+        set_error("Error %s: %p is not a vlcs context", doing, (const void *)c);
+        return -1;
+    }
+    return 0;
+}
+
+struct cpuview *ctx_view(const vlcs_ctx *c)
+{
+    return atomic_load_explicit((struct cpuview *_Atomic *)&c->view, memory_order_acquire);
+}
+
+static struct cpuview *view_new(const vmask *m, struct cpuview *older)
+{
+    struct cpuview *v = calloc(1, sizeof *v);
+    if (v == NULL)
+        return NULL;
+    v->mask = *m;
+    v->count = mask_count(m);
+    mask_format(m, v->list, sizeof v->list);
+    v->older = older;
+    return v;
+}
+
+VLCS_API vlcs_ctx *vlcs_ctx_create(const char *name)
+{
+    if (vlcs_init() != 0)
+        return NULL;
+    if (name != NULL && strlen(name) >= sizeof((vlcs_ctx *)0)->name) {
+        set_error("Error creating context: name \"%.20s...\" is longer than %zu characters",
+                  name, sizeof((vlcs_ctx *)0)->name - 1);
+        return NULL;
+    }
+    vlcs_ctx *c = calloc(1, sizeof *c);
+    struct cpuview *v = view_new(&allowed, NULL);
+    if (c == NULL || v == NULL) {
+        free(c);
+        free(v);
+        set_error("Error creating context: out of memory");
+        return NULL;
+    }
+    pthread_mutex_init(&c->lock, NULL);
+    atomic_init(&c->view, v);
+    pthread_mutex_lock(&registry_lock);
+    c->id = next_id++;
+    if (name != NULL)
+        snprintf(c->name, sizeof c->name, "%s", name);
+    else
+        snprintf(c->name, sizeof c->name, "ctx%d", c->id);
+    c->next_all = all_contexts;
+    all_contexts = c;
+    pthread_mutex_unlock(&registry_lock);
+    c->magic = CTX_ALIVE;
+    return c;
+}
+
+VLCS_API const char *vlcs_ctx_name(const vlcs_ctx *c)
+{
+    if (ctx_check(c, "reading a context's name") != 0)
+        return NULL;
+    return c->name;
+}
+
+VLCS_API int vlcs_ctx_set_cpus(vlcs_ctx *c, const char *cpulist)
+{
+    if (ctx_check(c, "setting CPUs") != 0)
+        return -1;
+    vmask m;
+    char why[256];
+    if (mask_parse(cpulist, &m, why, sizeof why) != 0) {
+        set_error("Error setting CPUs of context '%s': %s", c->name, why);
+        return -1;
+    }
+    int outside = mask_first_outside(&m, &allowed);
+    if (outside >= 0) {
+        char have[256];
+        mask_format(&allowed, have, sizeof have);
+        set_error("Error setting CPUs of context '%s': CPU %d is not available to this process "
+                  "(it may use %s)",
+                  c->name, outside, have);
+        return -1;
+    }
+    pthread_mutex_lock(&c->lock);
+    struct cpuview *old = ctx_view(c);
+    if (!mask_eq(&old->mask, &m)) {
+        struct cpuview *v = view_new(&m, old);
+        if (v == NULL) {
+            pthread_mutex_unlock(&c->lock);
+            set_error("Error setting CPUs of context '%s': out of memory", c->name);
+            return -1;
+        }
+        atomic_store_explicit(&c->view, v, memory_order_release);
+        threads_move(c, &m);
+    }
+    pthread_mutex_unlock(&c->lock);
+    return 0;
+}
+
+VLCS_API int vlcs_ctx_get_cpus(const vlcs_ctx *c, char *buf, unsigned long size)
+{
+    if (ctx_check(c, "reading CPUs") != 0)
+        return -1;
+    struct cpuview *v = ctx_view(c);
+    return snprintf(buf, size, "%s", v->list);
+}
+
+static int check_env_name(const vlcs_ctx *c, const char *name, const char *doing)
+{
+    if (name == NULL || *name == '\0' || strchr(name, '=') != NULL) {
+        set_error("Error %s in context '%s': invalid variable name \"%s\" (it must be "
+                  "non-empty and contain no '=')",
+                  doing, c->name, name ? name : "(null)");
+        return -1;
+    }
+    return 0;
+}
+
+static int env_record(vlcs_ctx *c, const char *name, const char *value)
+{
+    struct envop *op = calloc(1, sizeof *op);
+    if (op == NULL || (op->name = strdup(name)) == NULL ||
+        (value != NULL && (op->value = strdup(value)) == NULL)) {
+        if (op)
+            free(op->name);
+        free(op);
+        set_error("Error changing the environment of context '%s': out of memory", c->name);
+        return -1;
+    }
+    /* Kept in order of the calls; replayed in that order. */
+    struct envop **tail = &c->pending_env;
+    while (*tail)
+        tail = &(*tail)->next;
+    *tail = op;
+    return 0;
+}
+
+VLCS_API int vlcs_ctx_setenv(vlcs_ctx *c, const char *name, const char *value)
+{
+    if (ctx_check(c, "setting an environment variable") != 0 ||
+        check_env_name(c, name, "setting an environment variable") != 0)
+        return -1;
+    if (value == NULL)
+        value = "";
+    pthread_mutex_lock(&c->lock);
+    int rc;
+    if (c->has_ns) {
+        rc = c->ns_setenv(name, value, 1);
+        if (rc != 0)
+            set_error("Error setting %s in context '%s': %s", name, c->name, strerror(errno));
+    } else {
+        rc = env_record(c, name, value);
+    }
+    pthread_mutex_unlock(&c->lock);
+    return rc;
+}
+
+VLCS_API int vlcs_ctx_unsetenv(vlcs_ctx *c, const char *name)
+{
+    if (ctx_check(c, "unsetting an environment variable") != 0 ||
+        check_env_name(c, name, "unsetting an environment variable") != 0)
+        return -1;
+    pthread_mutex_lock(&c->lock);
+    int rc = c->has_ns ? c->ns_unsetenv(name) : env_record(c, name, NULL);
+    pthread_mutex_unlock(&c->lock);
+    return rc;
+}
+
+VLCS_API const char *vlcs_ctx_getenv(vlcs_ctx *c, const char *name)
+{
+    if (ctx_check(c, "reading an environment variable") != 0 ||
+        check_env_name(c, name, "reading an environment variable") != 0)
+        return NULL;
+    pthread_mutex_lock(&c->lock);
+    const char *v;
+    if (c->has_ns) {
+        v = c->ns_getenv(name);
+    } else {
+        v = getenv(name);
+        for (struct envop *op = c->pending_env; op; op = op->next)
+            if (strcmp(op->name, name) == 0)
+                v = op->value;
+    }
+    pthread_mutex_unlock(&c->lock);
+    return v;
+}
+
+VLCS_API int vlcs_ctx_thread_count(const vlcs_ctx *c)
+{
+    if (ctx_check(c, "counting threads") != 0)
+        return -1;
+    return __atomic_load_n(&c->created_live, __ATOMIC_ACQUIRE);
+}
+
+static const char *base_name(const char *path)
+{
+    const char *s = strrchr(path, '/');
+    return s ? s + 1 : path;
+}
+
+/* glibc's words for its limits, and what to do about them. */
+static const char *limit_advice(const char *dlerr)
+{
+    const char *t = getenv("GLIBC_TUNABLES");
+    bool tuned = t != NULL && strstr(t, "glibc.rtld.nns") != NULL;
+    if (strstr(dlerr, "no more namespaces")) {
+        return tuned ? "every linker namespace glibc allows is in use (glibc.rtld.nns is at "
+                       "most 16, and destroyed contexts keep theirs)"
+                     : "every linker namespace glibc allows by default is in use; start the "
+                       "program with `vlcs run -- PROGRAM` to raise glibc.rtld.nns to 16";
+    }
+    if (strstr(dlerr, "static TLS")) {
+        return tuned ? "the static TLS block is full; raise "
+                       "glibc.rtld.optional_static_tls in GLIBC_TUNABLES"
+                     : "the static TLS block is full; start the program with `vlcs run -- "
+                       "PROGRAM` to raise glibc.rtld.optional_static_tls";
+    }
+    return NULL;
+}
+
+void load_error(vlcs_ctx *c, const char *what, const char *dlerr)
+{
+    const char *advice = limit_advice(dlerr ? dlerr : "");
+    if (advice)
+        set_error("Error loading %s into context '%s': %s", what, c->name, advice);
+    else
+        set_error("Error loading %s into context '%s': %s", what, c->name,
+                  dlerr ? dlerr : "unknown dlmopen failure");
+}
+
+VLCS_API void *vlcs_ctx_load(vlcs_ctx *c, const char *path)
+{
+    if (ctx_check(c, "loading a library") != 0)
+        return NULL;
+    if (path == NULL || *path == '\0') {
+        set_error("Error loading into context '%s': the library name is empty", c->name);
+        return NULL;
+    }
+    pthread_mutex_lock(&c->lock);
+    void *h = NULL;
+    if (!c->has_ns && ns_create(c) != 0)
+        goto out;
+    dlerror();
+    h = dlmopen(c->lmid, path, RTLD_NOW | RTLD_LOCAL);
+    if (h == NULL)
+        load_error(c, base_name(path), dlerror());
+out:
+    pthread_mutex_unlock(&c->lock);
+    return h;
+}
+
+VLCS_API void *vlcs_ctx_sym(void *lib, const char *symbol)
+{
+    if (lib == NULL) {
+        set_error("Error looking up symbol '%s': the library handle is NULL",
+                  symbol ? symbol : "(null)");
+        return NULL;
+    }
+    if (symbol == NULL || *symbol == '\0') {
+        set_error("Error looking up a symbol: the symbol name is empty");
+        return NULL;
+    }
+    dlerror();
+    void *p = dlsym(lib, symbol);
+    if (p == NULL) {
+        struct link_map *lm = NULL;
+        const char *libname = "the library";
+        if (dlinfo(lib, RTLD_DI_LINKMAP, &lm) == 0 && lm != NULL && lm->l_name[0])
+            libname = base_name(lm->l_name);
+        const char *err = dlerror();
+        set_error("Error looking up symbol '%s' in %s: %s", symbol, libname,
+                  err && strstr(err, "undefined symbol") ? "no such symbol" : "its value is NULL");
+    }
+    return p;
+}
+
+VLCS_API int vlcs_ctx_destroy(vlcs_ctx *c)
+{
+    if (ctx_check(c, "destroying a context") != 0)
+        return -1;
+    pthread_mutex_lock(&c->lock);
+    if (c->entered > 0) {
+        int n = c->entered;
+        pthread_mutex_unlock(&c->lock);
+        set_error("Error destroying context '%s': %d thread(s) are inside it; they must "
+                  "vlcs_leave() first",
+                  c->name, n);
+        return -1;
+    }
+    if (c->has_ns)
+        ns_flush(c);
+    for (struct envop *op = c->pending_env, *next; op; op = next) {
+        next = op->next;
+        free(op->name);
+        free(op->value);
+        free(op);
+    }
+    c->pending_env = NULL;
+    c->magic = CTX_DEAD;
+    pthread_mutex_unlock(&c->lock);
+    return 0;
+}

@@ -1,0 +1,260 @@
+/*
+ * thread.c - which context a thread is in, and keeping it on its CPUs.
+ *
+ * A thread is in a context while it has entered it (vlcs_enter) or, for
+ * threads that a context's libraries created, for its whole life.  Each
+ * context keeps a list of its member threads so that a change of its CPU set
+ * can move them.  Enter and leave skip the affinity syscall when the thread
+ * already runs on the right CPUs: that is what makes them cheap.
+ */
+#include "internal.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#define MAX_DEPTH 64
+
+struct tstate {
+    pid_t tid;
+    int depth;
+    vlcs_ctx *stack[MAX_DEPTH];
+    vlcs_ctx *implicit; /* the context whose library created this thread */
+    vmask saved;        /* affinity before the outermost enter */
+    vmask cur;          /* affinity as last set or read by this thread */
+    atomic_bool moved;  /* set_cpus moved the thread: cur is stale */
+};
+
+static _Thread_local struct tstate self;
+
+static struct tstate *tstate(void)
+{
+    if (self.tid == 0)
+        self.tid = (pid_t)syscall(SYS_gettid);
+    return &self;
+}
+
+static vlcs_ctx *effective(const struct tstate *ts)
+{
+    int d = __atomic_load_n(&ts->depth, __ATOMIC_ACQUIRE);
+    return d > 0 ? __atomic_load_n(&ts->stack[d - 1], __ATOMIC_RELAXED)
+                 : __atomic_load_n(&ts->implicit, __ATOMIC_RELAXED);
+}
+
+/* ---- membership, with c->lock held ---------------------------------------- */
+
+static struct member *member_find(vlcs_ctx *c, const struct tstate *ts)
+{
+    for (size_t i = 0; i < c->nmembers; i++)
+        if (c->members[i].ts == ts)
+            return &c->members[i];
+    return NULL;
+}
+
+static struct member *member_add(vlcs_ctx *c, struct tstate *ts)
+{
+    struct member *m = member_find(c, ts);
+    if (m)
+        return m;
+    if (c->nmembers == c->capmembers) {
+        size_t cap = c->capmembers ? 2 * c->capmembers : 8;
+        struct member *n = realloc(c->members, cap * sizeof *n);
+        if (n == NULL)
+            return NULL;
+        c->members = n;
+        c->capmembers = cap;
+    }
+    m = &c->members[c->nmembers++];
+    memset(m, 0, sizeof *m);
+    m->ts = ts;
+    m->tid = ts->tid;
+    return m;
+}
+
+static void member_drop_if_unused(vlcs_ctx *c, struct member *m)
+{
+    if (m->entered == 0 && !m->created)
+        *m = c->members[--c->nmembers];
+}
+
+void threads_move(vlcs_ctx *c, const vmask *mask)
+{
+    for (size_t i = 0; i < c->nmembers; i++) {
+        struct member *m = &c->members[i];
+        if (effective(m->ts) != c)
+            continue;
+        /* A thread that exited between the check and the call makes this fail
+         * with ESRCH; nothing to move then. */
+        mask_set_thread(m->tid, mask);
+        atomic_store(&m->ts->moved, true);
+    }
+}
+
+/* ---- applying affinity ---------------------------------------------------- */
+
+static void refresh_if_moved(struct tstate *ts)
+{
+    if (atomic_exchange(&ts->moved, false))
+        mask_get_thread(0, &ts->cur);
+}
+
+static int apply(struct tstate *ts, const vmask *target)
+{
+    if (mask_eq(&ts->cur, target))
+        return 0;
+    if (mask_set_thread(0, target) != 0)
+        return -1;
+    ts->cur = *target;
+    return 0;
+}
+
+static void pop_frame(struct tstate *ts)
+{
+    vlcs_ctx *c = ts->stack[ts->depth - 1];
+    pthread_mutex_lock(&c->lock);
+    struct member *m = member_find(c, ts);
+    if (m) {
+        m->entered--;
+        member_drop_if_unused(c, m);
+    }
+    c->entered--;
+    __atomic_store_n(&ts->depth, ts->depth - 1, __ATOMIC_RELEASE);
+    pthread_mutex_unlock(&c->lock);
+}
+
+/* A thread that exits inside contexts leaves them, so that they can be
+ * destroyed and no one moves a thread id that may be reused. */
+static void unwind(struct tstate *ts)
+{
+    while (ts->depth > 0)
+        pop_frame(ts);
+}
+
+static pthread_key_t exit_key;
+static pthread_once_t exit_key_once = PTHREAD_ONCE_INIT;
+
+/* The value is not trusted: thread-specific slots are shared by every libc
+ * copy of the process, so the destructor reads this thread's own state. */
+static void on_base_thread_exit(void *p)
+{
+    (void)p;
+    unwind(tstate());
+}
+static void exit_key_create(void) { pthread_key_create(&exit_key, on_base_thread_exit); }
+
+/* ---- public ------------------------------------------------------------- */
+
+VLCS_API int vlcs_enter(vlcs_ctx *c)
+{
+    if (ctx_check(c, "entering a context") != 0)
+        return -1;
+    struct tstate *ts = tstate();
+    if (ts->depth == MAX_DEPTH) {
+        set_error("Error entering context '%s': contexts are nested %d deep already; leave one "
+                  "first",
+                  c->name, MAX_DEPTH);
+        return -1;
+    }
+    if (ts->depth == 0) {
+        /* Only the base libc runs this key's destructor, at the exit of
+         * threads it created; thread_end() covers the others. */
+        if (ts->implicit == NULL) {
+            pthread_once(&exit_key_once, exit_key_create);
+            pthread_setspecific(exit_key, ts);
+        }
+        atomic_store(&ts->moved, false);
+        if (mask_get_thread(0, &ts->saved) != 0) {
+            set_error("Error entering context '%s': sched_getaffinity failed: %s", c->name,
+                      strerror(errno));
+            return -1;
+        }
+        ts->cur = ts->saved;
+    } else {
+        refresh_if_moved(ts);
+    }
+    pthread_mutex_lock(&c->lock);
+    if (c->magic != CTX_ALIVE) { /* destroyed while we checked */
+        pthread_mutex_unlock(&c->lock);
+        return ctx_check(c, "entering a context");
+    }
+    struct member *m = member_add(c, ts);
+    if (m == NULL) {
+        pthread_mutex_unlock(&c->lock);
+        set_error("Error entering context '%s': out of memory", c->name);
+        return -1;
+    }
+    if (apply(ts, &ctx_view(c)->mask) != 0) {
+        int e = errno;
+        member_drop_if_unused(c, m);
+        pthread_mutex_unlock(&c->lock);
+        set_error("Error entering context '%s': cannot move the thread to CPUs %s: %s", c->name,
+                  ctx_view(c)->list, strerror(e));
+        return -1;
+    }
+    m->entered++;
+    c->entered++;
+    ts->stack[ts->depth] = c;
+    __atomic_store_n(&ts->depth, ts->depth + 1, __ATOMIC_RELEASE);
+    pthread_mutex_unlock(&c->lock);
+    return 0;
+}
+
+VLCS_API int vlcs_leave(void)
+{
+    struct tstate *ts = tstate();
+    if (ts->depth == 0) {
+        set_error("Error leaving a context: this thread has not entered any (vlcs_leave without "
+                  "vlcs_enter)");
+        return -1;
+    }
+    refresh_if_moved(ts);
+    pop_frame(ts);
+
+    const vmask *target;
+    if (ts->depth > 0)
+        target = &ctx_view(ts->stack[ts->depth - 1])->mask;
+    else if (ts->implicit != NULL)
+        target = &ctx_view(ts->implicit)->mask;
+    else
+        target = &ts->saved;
+    /* The thread has left even if the CPUs it had are gone (offlined, or a
+     * cgroup shrank): it then stays where it is. */
+    apply(ts, target);
+    return 0;
+}
+
+VLCS_API vlcs_ctx *vlcs_current(void) { return effective(tstate()); }
+
+/* ---- threads created by a context's libraries ----------------------------- */
+
+void thread_begin(vlcs_ctx *c)
+{
+    struct tstate *ts = tstate();
+    pthread_mutex_lock(&c->lock);
+    const vmask *mask = &ctx_view(c)->mask;
+    mask_set_thread(0, mask);
+    ts->cur = *mask;
+    __atomic_store_n(&ts->implicit, c, __ATOMIC_RELEASE);
+    struct member *m = member_add(c, ts);
+    if (m != NULL)
+        m->created = true;
+    c->created_live++;
+    pthread_mutex_unlock(&c->lock);
+}
+
+void thread_end(vlcs_ctx *c)
+{
+    struct tstate *ts = tstate();
+    unwind(ts);
+    pthread_mutex_lock(&c->lock);
+    struct member *m = member_find(c, ts);
+    if (m) {
+        m->created = false;
+        member_drop_if_unused(c, m);
+    }
+    c->created_live--;
+    ts->implicit = NULL;
+    pthread_mutex_unlock(&c->lock);
+}

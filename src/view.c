@@ -1,0 +1,283 @@
+/*
+ * view.c - the machine as code inside a context sees it: its CPUs, and the
+ * files that list CPUs, forged in memory.
+ */
+#include "internal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+void view_filter_mask(vlcs_ctx *c, size_t size, cpu_set_t *set)
+{
+    const struct cpuview *v = ctx_view(c);
+    size_t n = size / sizeof(uint64_t), i;
+    uint64_t *w = (uint64_t *)set, any = 0;
+    for (i = 0; i < n; i++) {
+        w[i] &= i < MASK_WORDS ? v->mask.w[i] : 0;
+        any |= w[i];
+    }
+    if (!any) /* a thread of the base calling in: it sees the whole context */
+        mask_to_cpuset(&v->mask, size, set);
+}
+
+int view_clamp_mask(vlcs_ctx *c, size_t size, const cpu_set_t *in, size_t outsize,
+                    cpu_set_t *out)
+{
+    const struct cpuview *v = ctx_view(c);
+    vmask m;
+    mask_from_cpuset(&m, size, in);
+    uint64_t any = 0;
+    for (int i = 0; i < MASK_WORDS; i++)
+        any |= (m.w[i] &= v->mask.w[i]);
+    if (!any)
+        return -1;
+    mask_to_cpuset(&m, outsize, out);
+    return 0;
+}
+
+long view_ncpus(vlcs_ctx *c) { return ctx_view(c)->count; }
+
+/* ---- forged files --------------------------------------------------------- */
+
+enum forged_kind { NOT_FORGED, CPUINFO, STATUS, CPULIST };
+
+/* "/proc/self/status", "/proc/thread-self/status", "/proc/<pid>/status",
+ * "/proc/<pid or self>/task/<tid>/status": the caller's own process. */
+static bool own_status_path(const char *p)
+{
+    p += 6; /* "/proc/" */
+    if (strncmp(p, "self/", 5) == 0)
+        p += 5;
+    else if (strncmp(p, "thread-self/", 12) == 0)
+        return strcmp(p + 12, "status") == 0;
+    else {
+        char *end;
+        long pid = strtol(p, &end, 10);
+        if (end == p || *end != '/' || pid != getpid())
+            return false;
+        p = end + 1;
+    }
+    if (strncmp(p, "task/", 5) == 0) {
+        char *end;
+        strtol(p + 5, &end, 10);
+        if (end == p + 5 || *end != '/')
+            return false;
+        p = end + 1;
+    }
+    return strcmp(p, "status") == 0;
+}
+
+static enum forged_kind classify(const char *p)
+{
+    if (strncmp(p, "/sys/devices/system/cpu/", 24) == 0) {
+        const char *f = p + 24;
+        return strcmp(f, "online") == 0 || strcmp(f, "present") == 0 ||
+                       strcmp(f, "possible") == 0
+                   ? CPULIST
+                   : NOT_FORGED;
+    }
+    if (strcmp(p, "/proc/cpuinfo") == 0)
+        return CPUINFO;
+    if (strncmp(p, "/proc/", 6) == 0 && own_status_path(p))
+        return STATUS;
+    return NOT_FORGED;
+}
+
+/* Whole content of a real file, bypassing every interposer. */
+static char *slurp(const char *path, size_t *len)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return NULL;
+    size_t cap = 8192, n = 0;
+    char *buf = malloc(cap);
+    for (;;) {
+        if (buf == NULL)
+            break;
+        if (n + 1 >= cap) {
+            char *b = realloc(buf, cap *= 2);
+            if (b == NULL) {
+                free(buf);
+                buf = NULL;
+                break;
+            }
+            buf = b;
+        }
+        ssize_t r = read(fd, buf + n, cap - n - 1);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0) {
+            free(buf);
+            buf = NULL;
+            break;
+        }
+        if (r == 0)
+            break;
+        n += (size_t)r;
+    }
+    int e = errno;
+    close(fd);
+    errno = e;
+    if (buf) {
+        buf[n] = '\0';
+        *len = n;
+    }
+    return buf;
+}
+
+/* Keep the blocks of /proc/cpuinfo whose "processor : N" is in the mask;
+ * CPU ids stay real. */
+static char *filter_cpuinfo(const vmask *m, size_t *len)
+{
+    size_t n;
+    char *in = slurp("/proc/cpuinfo", &n);
+    if (in == NULL)
+        return NULL;
+    char *out = malloc(n + 1), *o = out;
+    if (out == NULL) {
+        free(in);
+        return NULL;
+    }
+    for (char *blk = in; *blk;) {
+        char *end = strstr(blk, "\n\n");
+        end = end ? end + 2 : blk + strlen(blk);
+        int cpu = -1;
+        if (sscanf(blk, "processor : %d", &cpu) != 1)
+            sscanf(blk, "processor\t: %d", &cpu);
+        if (cpu >= 0 && cpu < VLCS_MAX_CPUS && ((m->w[cpu / 64] >> (cpu % 64)) & 1)) {
+            memcpy(o, blk, (size_t)(end - blk));
+            o += end - blk;
+        }
+        blk = end;
+    }
+    *o = '\0';
+    *len = (size_t)(o - out);
+    free(in);
+    return out;
+}
+
+/* The kernel's "%*pb" format: hex in comma-separated 32-bit groups, as many
+ * digits as the real line had. */
+static void format_hexmask(const vmask *m, int digits, char *out)
+{
+    int pos = 0;
+    for (int d = digits - 1; d >= 0; d--) {
+        int bit = d * 4;
+        unsigned nib = bit < VLCS_MAX_CPUS ? (unsigned)(m->w[bit / 64] >> (bit % 64)) & 0xf : 0;
+        out[pos++] = "0123456789abcdef"[nib];
+        if (d > 0 && d % 8 == 0)
+            out[pos++] = ',';
+    }
+    out[pos] = '\0';
+}
+
+static char *forge_status(vlcs_ctx *c, const char *path, size_t *len)
+{
+    size_t n;
+    char *in = slurp(path, &n);
+    if (in == NULL)
+        return NULL;
+    vmask m;
+    cpu_set_t *set = (cpu_set_t *)&m;
+    mask_get_thread(0, &m);
+    view_filter_mask(c, sizeof m, set);
+    char list[sizeof ctx_view(c)->list];
+    mask_format(&m, list, sizeof list);
+    size_t cap = n + 2 * VLCS_MAX_CPUS + 64;
+    char *out = malloc(cap), *o = out;
+    if (out == NULL) {
+        free(in);
+        return NULL;
+    }
+    for (char *line = in; *line;) {
+        char *nl = strchr(line, '\n');
+        char *end = nl ? nl + 1 : line + strlen(line);
+        if (strncmp(line, "Cpus_allowed:\t", 14) == 0) {
+            int digits = 0;
+            for (char *p = line + 14; p < end; p++)
+                digits += (*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'f');
+            char hex[VLCS_MAX_CPUS / 4 + VLCS_MAX_CPUS / 32 + 1];
+            format_hexmask(&m, digits < VLCS_MAX_CPUS / 4 ? digits : VLCS_MAX_CPUS / 4, hex);
+            o += sprintf(o, "Cpus_allowed:\t%s\n", hex);
+        } else if (strncmp(line, "Cpus_allowed_list:\t", 19) == 0) {
+            o += sprintf(o, "Cpus_allowed_list:\t%s\n", list);
+        } else {
+            memcpy(o, line, (size_t)(end - line));
+            o += end - line;
+        }
+        line = end;
+    }
+    *o = '\0';
+    *len = (size_t)(o - out);
+    free(in);
+    return out;
+}
+
+static int memfd_with(const char *name, const char *data, size_t len, int flags)
+{
+    int fd = memfd_create(name, (flags & O_CLOEXEC) ? MFD_CLOEXEC : 0);
+    if (fd < 0)
+        return -1;
+    for (size_t off = 0; off < len;) {
+        ssize_t w = write(fd, data + off, len - off);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w < 0) {
+            int e = errno;
+            close(fd);
+            errno = e;
+            return -1;
+        }
+        off += (size_t)w;
+    }
+    lseek(fd, 0, SEEK_SET);
+    return fd;
+}
+
+int view_open_forged(vlcs_ctx *c, int dirfd, const char *path, int flags)
+{
+    (void)dirfd; /* only absolute paths are forged */
+    enum forged_kind kind = classify(path);
+    if (kind == NOT_FORGED)
+        return -2;
+    struct cpuview *v = ctx_view(c);
+    if (kind == CPULIST) {
+        char buf[sizeof v->list + 2];
+        int n = snprintf(buf, sizeof buf, "%s\n", v->list);
+        return memfd_with("vlcs-cpulist", buf, (size_t)n, flags);
+    }
+    if (kind == CPUINFO) {
+        /* Built once per CPU set: the model, flags and topology it lists do
+         * not change (only "cpu MHz" goes stale). */
+        char *info = __atomic_load_n(&v->cpuinfo, __ATOMIC_ACQUIRE);
+        if (info == NULL) {
+            size_t len;
+            char *fresh = filter_cpuinfo(&v->mask, &len);
+            if (fresh == NULL)
+                return -1;
+            v->cpuinfo_len = len;
+            char *expected = NULL;
+            if (__atomic_compare_exchange_n(&v->cpuinfo, &expected, fresh, false,
+                                            __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+                info = fresh;
+            else {
+                free(fresh);
+                info = expected;
+            }
+        }
+        return memfd_with("vlcs-cpuinfo", info, v->cpuinfo_len, flags);
+    }
+    size_t len;
+    char *status = forge_status(c, path, &len);
+    if (status == NULL)
+        return -1;
+    int fd = memfd_with("vlcs-status", status, len, flags);
+    free(status);
+    return fd;
+}

@@ -1,0 +1,68 @@
+/* check.h - minimal assertions for the C tests: expected value first, and a
+ * hint on failure; a test program exits non-zero on its first failure. */
+#ifndef VLCS_CHECK_H
+#define VLCS_CHECK_H
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "vlcs.h"
+
+#define FAIL(...)                                                                        \
+    do {                                                                                 \
+        fprintf(stderr, "%s:%d: FAIL: ", __FILE__, __LINE__);                            \
+        fprintf(stderr, __VA_ARGS__);                                                    \
+        fprintf(stderr, "\n  last vlcs_error(): %s\n", vlcs_error());                    \
+        exit(1);                                                                         \
+    } while (0)
+
+#define CHECK(cond, ...)                                                                 \
+    do {                                                                                 \
+        if (!(cond))                                                                     \
+            FAIL("%s: " __VA_ARGS__, #cond);                                             \
+    } while (0)
+
+#define CHECK_EQ(expected, actual, hint)                                                 \
+    do {                                                                                 \
+        long long e_ = (long long)(expected), a_ = (long long)(actual);                  \
+        if (e_ != a_)                                                                    \
+            FAIL("%s: expected %lld, got %lld (%s)", #actual, e_, a_, hint);             \
+    } while (0)
+
+#define CHECK_STR(expected, actual, hint)                                                \
+    do {                                                                                 \
+        const char *e_ = (expected), *a_ = (actual);                                     \
+        if (a_ == NULL || strcmp(e_, a_) != 0)                                           \
+            FAIL("%s: expected \"%s\", got \"%s\" (%s)", #actual, e_, a_ ? a_ : "(null)", \
+                 hint);                                                                  \
+    } while (0)
+
+/* The call must fail and its message must contain `needle`. */
+#define CHECK_ERR(call, needle)                                                          \
+    do {                                                                                 \
+        if ((call) == 0)                                                                 \
+            FAIL("%s succeeded; expected an error mentioning \"%s\"", #call, needle);    \
+        if (strstr(vlcs_error(), needle) == NULL)                                        \
+            FAIL("%s: error \"%s\" does not mention \"%s\"", #call, vlcs_error(), needle); \
+    } while (0)
+
+#define SYM(lib, type, name) ((type)vlcs_ctx_sym(lib, name))
+
+static inline void *must_load(vlcs_ctx *c, const char *path)
+{
+    void *h = vlcs_ctx_load(c, path);
+    if (h == NULL)
+        FAIL("loading %s: %s", path, vlcs_error());
+    return h;
+}
+
+static inline void *must_sym(void *lib, const char *name)
+{
+    void *p = vlcs_ctx_sym(lib, name);
+    if (p == NULL)
+        FAIL("symbol %s: %s", name, vlcs_error());
+    return p;
+}
+
+#define PASS(name) printf("ok - %s\n", name)
+#endif

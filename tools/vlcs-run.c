@@ -1,0 +1,79 @@
+/*
+ * vlcs-run - start a program with the glibc tunables that many contexts need.
+ *
+ *   vlcs-run [--static-tls BYTES] [--] PROGRAM [ARGS...]
+ *
+ * glibc reads its tunables once, when a process starts: the number of linker
+ * namespaces (glibc.rtld.nns, at most 16) and the spare static TLS that
+ * libraries with initial-exec TLS (libgomp) need in every namespace
+ * (glibc.rtld.optional_static_tls).  Tunables the user already set win.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: vlcs run [--static-tls BYTES] -- PROGRAM [ARGS...]\n"
+               "Starts PROGRAM with GLIBC_TUNABLES raised so that up to 15 contexts, each\n"
+               "with libraries such as libgomp, fit in one process.\n");
+}
+
+int main(int argc, char **argv)
+{
+    const char *tls = "65536";
+    int i = 1;
+    for (; i < argc; i++) {
+        if (strcmp(argv[i], "--") == 0) {
+            i++;
+            break;
+        }
+        if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
+            usage(stdout);
+            return 0;
+        }
+        if (strcmp(argv[i], "--static-tls") == 0 && i + 1 < argc) {
+            char *end;
+            errno = 0;
+            unsigned long v = strtoul(argv[i + 1], &end, 10);
+            if (errno || *end || end == argv[i + 1] || v > (1ul << 24)) {
+                fprintf(stderr, "vlcs run: --static-tls wants a byte count up to 16777216, got "
+                                "'%s'\n",
+                        argv[i + 1]);
+                return 2;
+            }
+            tls = argv[++i];
+            continue;
+        }
+        if (argv[i][0] == '-') {
+            fprintf(stderr, "vlcs run: unknown option '%s'\n", argv[i]);
+            usage(stderr);
+            return 2;
+        }
+        break;
+    }
+    if (i >= argc) {
+        fprintf(stderr, "vlcs run: no program given\n");
+        usage(stderr);
+        return 2;
+    }
+    const char *old = getenv("GLIBC_TUNABLES");
+    char buf[4096];
+    int n = snprintf(buf, sizeof buf, "%s", old ? old : "");
+    if (old == NULL || strstr(old, "glibc.rtld.nns=") == NULL)
+        n += snprintf(buf + n, sizeof buf - (size_t)n, "%sglibc.rtld.nns=16", n ? ":" : "");
+    if (old == NULL || strstr(old, "glibc.rtld.optional_static_tls=") == NULL)
+        n += snprintf(buf + n, sizeof buf - (size_t)n, "%sglibc.rtld.optional_static_tls=%s",
+                      n ? ":" : "", tls);
+    if (n >= (int)sizeof buf) {
+        fprintf(stderr, "vlcs run: GLIBC_TUNABLES is too long\n");
+        return 2;
+    }
+    setenv("GLIBC_TUNABLES", buf, 1);
+    execvp(argv[i], argv + i);
+    fprintf(stderr, "vlcs run: cannot run '%s': %s\n", argv[i], strerror(errno));
+    return errno == ENOENT ? 127 : 126;
+}
