@@ -354,13 +354,14 @@ VLCS_API void *vlcs_ctx_sym(void *lib, const char *symbol)
     dlerror();
     void *p = dlsym(lib, symbol);
     if (p == NULL) {
+        const char *err = dlerror();
+        bool missing = err != NULL && strstr(err, "undefined symbol") != NULL;
         struct link_map *lm = NULL;
         const char *libname = "the library";
         if (dlinfo(lib, RTLD_DI_LINKMAP, &lm) == 0 && lm != NULL && lm->l_name[0])
             libname = base_name(lm->l_name);
-        const char *err = dlerror();
         set_error("Error looking up symbol '%s' in %s: %s", symbol, libname,
-                  err && strstr(err, "undefined symbol") ? "no such symbol" : "its value is NULL");
+                  missing ? "no such symbol" : "its value is NULL");
     }
     return p;
 }

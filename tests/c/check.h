@@ -18,8 +18,12 @@
 
 #define CHECK(cond, ...)                                                                 \
     do {                                                                                 \
-        if (!(cond))                                                                     \
-            FAIL("%s: " __VA_ARGS__, #cond);                                             \
+        if (!(cond)) {                                                                   \
+            fprintf(stderr, "%s:%d: FAIL: %s: ", __FILE__, __LINE__, #cond);             \
+            fprintf(stderr, __VA_ARGS__);                                                \
+            fprintf(stderr, "\n  last vlcs_error(): %s\n", vlcs_error());               \
+            exit(1);                                                                     \
+        }                                                                                \
     } while (0)
 
 #define CHECK_EQ(expected, actual, hint)                                                 \
@@ -41,6 +45,15 @@
 #define CHECK_ERR(call, needle)                                                          \
     do {                                                                                 \
         if ((call) == 0)                                                                 \
+            FAIL("%s succeeded; expected an error mentioning \"%s\"", #call, needle);    \
+        if (strstr(vlcs_error(), needle) == NULL)                                        \
+            FAIL("%s: error \"%s\" does not mention \"%s\"", #call, vlcs_error(), needle); \
+    } while (0)
+
+/* The call must return NULL and its message must contain `needle`. */
+#define CHECK_NULL(call, needle)                                                         \
+    do {                                                                                 \
+        if ((call) != NULL)                                                              \
             FAIL("%s succeeded; expected an error mentioning \"%s\"", #call, needle);    \
         if (strstr(vlcs_error(), needle) == NULL)                                        \
             FAIL("%s: error \"%s\" does not mention \"%s\"", #call, vlcs_error(), needle); \

@@ -18,6 +18,7 @@ int omp_probe_region(unsigned long *cpus_mask)
 #pragma omp parallel reduction(| : all)
     {
         cpu_set_t s;
+        CPU_ZERO(&s);
         if (syscall(SYS_sched_getaffinity, 0, sizeof s, &s) > 0)
             for (int i = 0; i < 64; i++)
                 if (CPU_ISSET(i, &s))

@@ -90,6 +90,7 @@ static void *spawn_main(void *p)
     struct seen *s = p;
     cpu_set_t real;
     /* The raw syscall: what the kernel enforces, not what we are told. */
+    CPU_ZERO(&real);
     long rc = syscall(SYS_sched_getaffinity, 0, sizeof real, &real);
     s->count = rc > 0 ? CPU_COUNT(&real) : -1;
     for (int i = 0; i < 4; i++)

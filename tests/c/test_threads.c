@@ -1,0 +1,94 @@
+/* Confinement: threads created by a context's libraries run only on its
+ * CPUs, whichever thread created them; affinity requests are clamped; a
+ * change of the CPU set moves running threads. */
+#define _GNU_SOURCE
+#include "check.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <sys/syscall.h>
+#include <sys/sysinfo.h>
+#include <unistd.h>
+
+typedef int (*spawn_fn)(int *, int *, int *);
+typedef int (*set_fn)(int);
+typedef int (*has_fn)(int);
+typedef double (*sum_fn)(long);
+typedef int (*region_fn)(unsigned long *);
+
+static int real_has(pid_t tid, int cpu)
+{
+    cpu_set_t s;
+    CPU_ZERO(&s);
+    CHECK(syscall(SYS_sched_getaffinity, tid, sizeof s, &s) > 0, "getaffinity of %d", tid);
+    return CPU_ISSET(cpu, &s);
+}
+
+struct call {
+    spawn_fn spawn;
+    int count, has0, has1;
+};
+static void *from_base_thread(void *p)
+{
+    struct call *c = p;
+    c->spawn(&c->count, &c->has0, &c->has1);
+    return NULL;
+}
+
+int main(void)
+{
+    if (get_nprocs() < 2) {
+        printf("SKIP: needs 2 CPUs\n");
+        return 77;
+    }
+    vlcs_ctx *c = vlcs_ctx_create("c1");
+    CHECK_EQ(0, vlcs_ctx_set_cpus(c, "1"), "set");
+    void *lib = must_load(c, PROBE_LIB);
+    spawn_fn spawn = SYM(lib, spawn_fn, "probe_spawn");
+
+    /* Created from the main thread, which is not in the context. */
+    int count, has0, has1;
+    CHECK_EQ(0, spawn(&count, &has0, &has1), "spawn");
+    CHECK_EQ(1, count, "thread created by the library is confined");
+    CHECK_EQ(0, has0, "not on CPU 0");
+    CHECK_EQ(1, has1, "on CPU 1");
+    CHECK_EQ(1, real_has(0, 0), "the calling (base) thread itself is unchanged");
+
+    /* Created from another base thread. */
+    struct call call = {spawn, 0, 0, 0};
+    pthread_t t;
+    pthread_create(&t, NULL, from_base_thread, &call);
+    pthread_join(t, NULL);
+    CHECK_EQ(1, call.count, "confined whichever thread created it");
+    CHECK_EQ(1, call.has1, "on CPU 1");
+
+    /* Clamping: setting CPU 0 from inside a CPU-1 context is refused as the
+     * kernel would refuse an empty set; CPU 1 is fine. */
+    CHECK_EQ(0, vlcs_enter(c), "enter");
+    CHECK_EQ(EINVAL, SYM(lib, set_fn, "probe_setaffinity")(0), "sched_setaffinity outside the set");
+    CHECK_EQ(EINVAL, SYM(lib, set_fn, "probe_pthread_setaffinity")(0), "pthread_setaffinity_np outside");
+    CHECK_EQ(0, SYM(lib, set_fn, "probe_setaffinity")(1), "inside the set");
+    CHECK_EQ(1, real_has(0, 1), "on CPU 1");
+    CHECK_EQ(0, vlcs_leave(), "leave");
+    CHECK_EQ(1, real_has(0, 0), "leave restores the thread's CPUs");
+
+    /* An OpenMP pool created in a 1-CPU context moves when the set grows. */
+    vlcs_ctx *o = vlcs_ctx_create("omp");
+    CHECK_EQ(0, vlcs_ctx_set_cpus(o, "0"), "set");
+    CHECK_EQ(0, vlcs_ctx_setenv(o, "OMP_NUM_THREADS", "2"), "two threads on one CPU");
+    void *omp = must_load(o, OMP_LIB);
+    unsigned long seen = 0;
+    CHECK_EQ(0, vlcs_enter(o), "enter");
+    CHECK_EQ(2, SYM(omp, region_fn, "omp_probe_region")(&seen), "team of 2");
+    CHECK_EQ(1ul, seen, "all team threads on CPU 0");
+    CHECK_EQ(1, vlcs_ctx_thread_count(o), "libgomp's pool: one worker");
+    CHECK_EQ(0, vlcs_ctx_set_cpus(o, "1"), "move the context");
+    CHECK_EQ(1, real_has(0, 1) && !real_has(0, 0), "the entered thread moved");
+    CHECK_EQ(2, SYM(omp, region_fn, "omp_probe_region")(&seen), "team of 2");
+    CHECK_EQ(2ul, seen, "the pool's worker moved to CPU 1");
+    CHECK_EQ(0, vlcs_leave(), "leave");
+    CHECK_EQ(1, real_has(0, 0), "restored");
+    PASS("threads");
+    return 0;
+}
