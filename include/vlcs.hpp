@@ -1,0 +1,143 @@
+// vlcs.hpp - header-only C++ wrapper of vlcs.h: RAII and exceptions.
+//
+//   vlcs::Runtime rt;                       // initialises, throws on failure
+//   vlcs::Context ctx("blas");
+//   ctx.set_allowed_cpus("0-3");            // or {0, 1, 2, 3}
+//   ctx.setenv("OPENBLAS_NUM_THREADS", "4");
+//   vlcs::Loader blas(ctx, "libopenblas.so.0");
+//   auto dgemm = blas.sym<dgemm_t>("dgemm_");
+//   {
+//       auto in = ctx.enter();              // this thread runs on 0-3 until scope end
+//       dgemm(...);
+//   }
+#ifndef VLCS_HPP
+#define VLCS_HPP
+
+#include <initializer_list>
+#include <stdexcept>
+#include <string>
+#include <utility>
+
+#include "vlcs.h"
+
+namespace vlcs {
+
+// Every failure of the C API, with vlcs_error()'s sentence as what().
+class Error : public std::runtime_error {
+public:
+    explicit Error(const std::string &what) : std::runtime_error(what) {}
+};
+
+namespace detail {
+[[noreturn]] inline void fail() { throw Error(vlcs_error()); }
+inline void check(int rc)
+{
+    if (rc != 0)
+        fail();
+}
+} // namespace detail
+
+// The process-wide runtime.  Creating one is optional (contexts initialise
+// vlcs themselves); it reports initialisation problems early.
+class Runtime {
+public:
+    Runtime() { detail::check(vlcs_init()); }
+    static const char *version() { return vlcs_version(); }
+    // The context the calling thread is in, or nullptr.
+    static vlcs_ctx *current() { return vlcs_current(); }
+};
+
+// Leaves the context when it goes out of scope.
+class Scope {
+public:
+    explicit Scope(vlcs_ctx *c) { detail::check(vlcs_enter(c)); }
+    Scope(const Scope &) = delete;
+    Scope &operator=(const Scope &) = delete;
+    ~Scope() { vlcs_leave(); }
+};
+
+class Context {
+public:
+    explicit Context(const char *name = nullptr) : c_(vlcs_ctx_create(name))
+    {
+        if (c_ == nullptr)
+            detail::fail();
+    }
+    explicit Context(const std::string &name) : Context(name.c_str()) {}
+    Context(const Context &) = delete;
+    Context &operator=(const Context &) = delete;
+    Context(Context &&o) noexcept : c_(std::exchange(o.c_, nullptr)) {}
+    // Destroys the context; a thread still inside makes this a no-op rather
+    // than an exception from a destructor.
+    ~Context()
+    {
+        if (c_ != nullptr)
+            vlcs_ctx_destroy(c_);
+    }
+
+    void set_allowed_cpus(const std::string &cpulist)
+    {
+        detail::check(vlcs_ctx_set_cpus(c_, cpulist.c_str()));
+    }
+    void set_allowed_cpus(std::initializer_list<int> cpus)
+    {
+        std::string list;
+        for (int cpu : cpus)
+            list += (list.empty() ? "" : ",") + std::to_string(cpu);
+        set_allowed_cpus(list);
+    }
+    std::string allowed_cpus() const
+    {
+        char buf[4096];
+        if (vlcs_ctx_get_cpus(c_, buf, sizeof buf) < 0)
+            detail::fail();
+        return buf;
+    }
+    void setenv(const std::string &name, const std::string &value)
+    {
+        detail::check(vlcs_ctx_setenv(c_, name.c_str(), value.c_str()));
+    }
+    void unsetenv(const std::string &name) { detail::check(vlcs_ctx_unsetenv(c_, name.c_str())); }
+    int thread_count() const
+    {
+        int n = vlcs_ctx_thread_count(c_);
+        if (n < 0)
+            detail::fail();
+        return n;
+    }
+    std::string name() const { return vlcs_ctx_name(c_); }
+
+    // The calling thread runs in this context until the returned guard dies.
+    [[nodiscard]] Scope enter() { return Scope(c_); }
+    vlcs_ctx *get() const { return c_; }
+
+private:
+    vlcs_ctx *c_;
+};
+
+// A library opened in a context.  The library stays loaded for the life of
+// the process (see vlcs_ctx_destroy), so a Loader is only a handle.
+class Loader {
+public:
+    Loader(Context &ctx, const std::string &library)
+        : h_(vlcs_ctx_load(ctx.get(), library.c_str()))
+    {
+        if (h_ == nullptr)
+            detail::fail();
+    }
+    template <typename T> T sym(const std::string &name) const
+    {
+        void *p = vlcs_ctx_sym(h_, name.c_str());
+        if (p == nullptr)
+            detail::fail();
+        return reinterpret_cast<T>(p);
+    }
+    void *handle() const { return h_; }
+
+private:
+    void *h_;
+};
+
+} // namespace vlcs
+
+#endif // VLCS_HPP

@@ -1,0 +1,65 @@
+// The C++ wrapper: RAII scope guards, typed symbols, exceptions that carry
+// vlcs_error()'s sentence.
+#include "vlcs.hpp"
+
+#include <cstdio>
+#include <cstring>
+#include <thread>
+#include <vector>
+
+#define EXPECT(cond)                                                                     \
+    do {                                                                                 \
+        if (!(cond)) {                                                                   \
+            std::fprintf(stderr, "%s:%d: FAIL: %s\n", __FILE__, __LINE__, #cond);        \
+            return 1;                                                                    \
+        }                                                                                \
+    } while (0)
+
+int main()
+{
+    vlcs::Runtime rt;
+    vlcs::Context a("a"), b("b");
+    a.set_allowed_cpus({0});
+    b.set_allowed_cpus("1");
+    a.setenv("OMP_NUM_THREADS", "1");
+    b.setenv("OMP_NUM_THREADS", "2");
+    EXPECT(a.allowed_cpus() == "0" && b.allowed_cpus() == "1");
+    vlcs::Loader la(a, PROBE_CXX_LIB), lb(b, PROBE_CXX_LIB);
+    auto hc_a = la.sym<unsigned (*)()>("probe_hardware_concurrency");
+    auto hc_b = lb.sym<unsigned (*)()>("probe_hardware_concurrency");
+    EXPECT(hc_a() == 1 && hc_b() == 1);
+    EXPECT(std::thread::hardware_concurrency() >= 2); // the base is unchanged
+
+    vlcs::Loader oa(a, OMP_LIB), ob(b, OMP_LIB);
+    auto max_a = oa.sym<int (*)()>("omp_probe_max_threads");
+    auto max_b = ob.sym<int (*)()>("omp_probe_max_threads");
+    EXPECT(max_a() == 1 && max_b() == 2);
+
+    {
+        auto in = a.enter();
+        EXPECT(vlcs::Runtime::current() == a.get());
+        {
+            auto in2 = b.enter();
+            EXPECT(vlcs::Runtime::current() == b.get());
+        }
+        EXPECT(vlcs::Runtime::current() == a.get());
+    }
+    EXPECT(vlcs::Runtime::current() == nullptr);
+
+    bool threw = false;
+    try {
+        a.set_allowed_cpus("3-1");
+    } catch (const vlcs::Error &e) {
+        threw = std::strstr(e.what(), "ends before it starts") != nullptr;
+    }
+    EXPECT(threw);
+    threw = false;
+    try {
+        vlcs::Loader missing(a, "libnot-there.so.3");
+    } catch (const vlcs::Error &e) {
+        threw = std::strstr(e.what(), "libnot-there.so.3") != nullptr;
+    }
+    EXPECT(threw);
+    std::printf("ok - c++ wrapper\n");
+    return 0;
+}
