@@ -91,6 +91,7 @@ struct vlcs_ctx {
     bool has_ns;
     Lmid_t lmid;
     void *ip_handle;
+    char **ns_environ; /* the copy handed over; kept so leak checkers see it */
     int (*ns_setenv)(const char *, const char *, int);
     int (*ns_unsetenv)(const char *);
     char *(*ns_getenv)(const char *);

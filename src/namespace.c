@@ -122,6 +122,7 @@ int ns_create(vlcs_ctx *c)
         goto fail;
     }
     *ns_environ = env;
+    c->ns_environ = env;
     /* Output of libraries in the context goes through the base's streams:
      * ordered with the program's own output, and flushed by its exit(). */
     *ns_stdin = stdin;
