@@ -1,0 +1,181 @@
+"""The ``vlcs`` command: a thin layer over the native runtime.
+
+    vlcs run [--static-tls BYTES] -- PROGRAM [ARGS...]
+    vlcs info [--cflags] [--libs] [--json]
+    vlcs bench core [--json]
+    vlcs demo
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import subprocess
+import sys
+from typing import Any
+
+from vlcs import __version__
+from vlcs._paths import include_dir, native_dir, program_path
+
+
+def _run(args: argparse.Namespace) -> int:
+    command = list(args.command)
+    if command and command[0] == "--":
+        command = command[1:]
+    if not command:
+        print("vlcs run: no program given; usage: vlcs run -- PROGRAM [ARGS...]", file=sys.stderr)
+        return 2
+    launcher = str(program_path("vlcs-run"))
+    argv = [launcher]
+    if args.static_tls is not None:
+        argv += ["--static-tls", str(args.static_tls)]
+    argv += ["--", *command]
+    # exec: the program replaces this process, as with env(1) or taskset(1).
+    os.execv(launcher, argv)
+    return 127  # not reached
+
+
+def _glibc_version() -> str:
+    name, version = platform.libc_ver()
+    return f"{name} {version}".strip()
+
+
+def info_dict() -> dict[str, Any]:
+    """What is installed where, and what this machine offers."""
+    tunables = os.environ.get("GLIBC_TUNABLES", "")
+    return {
+        "version": __version__,
+        "native_dir": str(native_dir()),
+        "include_dir": str(include_dir()),
+        "library": str(native_dir() / "libvlcs.so"),
+        "launcher": str(native_dir() / "vlcs-run"),
+        "cpus_usable": sorted(os.sched_getaffinity(0)),
+        "glibc": _glibc_version(),
+        "python": platform.python_version(),
+        "glibc_tunables": tunables,
+        "many_contexts_enabled": "glibc.rtld.nns" in tunables,
+    }
+
+
+def _info(args: argparse.Namespace) -> int:
+    if args.cflags or args.libs:
+        parts = []
+        if args.cflags:
+            parts.append(f"-I{include_dir()}")
+        if args.libs:
+            lib = native_dir()
+            parts.append(f"-L{lib} -Wl,-rpath,{lib} -lvlcs")
+        print(" ".join(parts))
+        return 0
+    info = info_dict()
+    if args.json:
+        print(json.dumps(info, indent=2))
+    else:
+        for key, value in info.items():
+            print(f"{key:22} {value}")
+    return 0
+
+
+def _bench(args: argparse.Namespace) -> int:
+    if args.suite != "core":
+        print(f"vlcs bench: unknown suite '{args.suite}'; available: core", file=sys.stderr)
+        return 2
+    print("vlcs bench core: measuring (about 20 s)...", file=sys.stderr)
+    proc = subprocess.run(
+        [str(program_path("vlcs-run")), "--", str(program_path("vlcs-bench-core"))],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if proc.returncode != 0:
+        print(proc.stderr, file=sys.stderr, end="")
+        print(f"vlcs bench core: the benchmark failed (exit {proc.returncode})", file=sys.stderr)
+        return 1
+    result = json.loads(proc.stdout)
+    result["machine"] = {
+        "cpu_model": _cpu_model(),
+        "cpus": os.cpu_count(),
+        "glibc": _glibc_version(),
+    }
+    if args.json:
+        print(json.dumps(result, indent=2))
+        return 0
+    print(f"{'call':32} {'inside':>12} {'outside':>12} {'ratio':>7}  target")
+    for name, r in result["calls"].items():
+        target = f"<= {r['target_ratio']}x" if "target_ratio" in r else ""
+        print(
+            f"{name:32} {r['inside_ns']:10.1f}ns {r['outside_ns']:10.1f}ns "
+            f"{r['ratio']:6.2f}x  {target}"
+        )
+    print()
+    for name, r in result["contexts"].items():
+        target = f"<= {r['target_ns'] / 1000:g} us" if "target_ns" in r else ""
+        print(f"{name:40} {r['ns'] / 1000:10.2f} us  {target}")
+    print()
+    for name, r in result["load"].items():
+        print(
+            f"load {name:30} once {r['once_ms']:7.2f} ms, "
+            f"4 contexts {r['four_contexts_ms']:7.2f} ms ({r['ratio']:.1f}x)"
+        )
+    return 0
+
+
+def _cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
+def _demo(args: argparse.Namespace) -> int:
+    demo = program_path("vlcs-demo-nested-gemm")
+    return subprocess.call([str(program_path("vlcs-run")), "--", str(demo), str(args.repeats)])
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="vlcs", description="Virtual Library Contexts for Linux."
+    )
+    p.add_argument("--version", action="version", version=f"vlcs {__version__}")
+    sub = p.add_subparsers(dest="cmd", required=True)
+
+    r = sub.add_parser(
+        "run",
+        help="start a program with the glibc tunables that many contexts need",
+        description="Start PROGRAM with GLIBC_TUNABLES raised (glibc.rtld.nns=16, "
+        "glibc.rtld.optional_static_tls) so that up to 15 contexts fit in one process.",
+    )
+    r.add_argument("--static-tls", type=int, metavar="BYTES", help="spare static TLS (65536)")
+    r.add_argument("command", nargs=argparse.REMAINDER, help="-- PROGRAM [ARGS...]")
+    r.set_defaults(func=_run)
+
+    i = sub.add_parser("info", help="where vlcs is installed; compiler flags")
+    i.add_argument("--cflags", action="store_true", help="print the include flag")
+    i.add_argument("--libs", action="store_true", help="print the link flags")
+    i.add_argument("--json", action="store_true", help="print JSON")
+    i.set_defaults(func=_info)
+
+    b = sub.add_parser("bench", help="run a benchmark suite")
+    b.add_argument("suite", help="core")
+    b.add_argument("--json", action="store_true", help="print JSON")
+    b.set_defaults(func=_bench)
+
+    d = sub.add_parser("demo", help="run the nested-GEMM demo")
+    d.add_argument("--repeats", type=int, default=3)
+    d.set_defaults(func=_demo)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return int(args.func(args))
+    except FileNotFoundError as e:
+        print(f"vlcs: {e}", file=sys.stderr)
+        return 1
