@@ -82,7 +82,7 @@ def _bench(args: argparse.Namespace) -> int:
     if args.suite != "core":
         print(f"vlcs bench: unknown suite '{args.suite}'; available: core", file=sys.stderr)
         return 2
-    print("vlcs bench core: measuring (about 20 s)...", file=sys.stderr)
+    print("vlcs bench core: measuring (a few seconds)...", file=sys.stderr)
     proc = subprocess.run(
         [str(program_path("vlcs-run")), "--", str(program_path("vlcs-bench-core"))],
         capture_output=True,

@@ -1,0 +1,35 @@
+"""Shared fixtures: the installed vlcs command and a CMake build of the tree."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def vlcs_cmd(*args: str, **kw) -> subprocess.CompletedProcess:
+    """Run the installed ``vlcs`` command (as ``python -m vlcs``)."""
+    return subprocess.run(
+        [sys.executable, "-m", "vlcs", *args], capture_output=True, text=True, **kw
+    )
+
+
+@pytest.fixture(scope="session")
+def build_dir(tmp_path_factory) -> Path:
+    """A CMake build of the tree: ./run's if it made one, else a fresh one."""
+    given = os.environ.get("VLCS_BUILD_DIR")
+    if given and (Path(given) / "CMakeCache.txt").exists():
+        return Path(given)
+    out = tmp_path_factory.mktemp("build")
+    subprocess.run(
+        ["cmake", "-S", str(ROOT), "-B", str(out), "-G", "Ninja", "-DVLCS_BUILD_TESTS=OFF"],
+        check=True,
+        capture_output=True,
+    )
+    subprocess.run(["cmake", "--build", str(out)], check=True, capture_output=True)
+    return out

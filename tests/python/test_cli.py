@@ -1,0 +1,116 @@
+"""The vlcs command as a user meets it after ``pip install .``."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+from conftest import vlcs_cmd
+
+C_PROGRAM = r"""
+#include <stdio.h>
+#include <vlcs.h>
+typedef int (*nthreads_fn)(void);
+int main(void) {
+    vlcs_ctx *c = vlcs_ctx_create("one");
+    if (vlcs_ctx_set_cpus(c, "0") != 0) { puts(vlcs_error()); return 1; }
+    void *blas = vlcs_ctx_load(c, "libopenblas.so.0");
+    if (!blas) { puts(vlcs_error()); return 1; }
+    nthreads_fn n = (nthreads_fn)vlcs_ctx_sym(blas, "openblas_get_num_threads");
+    printf("threads=%d\n", n());
+    if (vlcs_ctx_set_cpus(c, "0-") == 0) return 1;
+    printf("error=%s\n", vlcs_error());
+    return 0;
+}
+"""
+
+CXX_PROGRAM = r"""
+#include <cstdio>
+#include <vlcs.hpp>
+int main() {
+    vlcs::Context c("cxx");
+    c.set_allowed_cpus({0});
+    try { vlcs::Loader l(c, "libnot-a-library.so.9"); }
+    catch (const vlcs::Error &e) { std::printf("caught: %s\n", e.what()); }
+    return 0;
+}
+"""
+
+
+def test_info_flags_compile_and_run_a_c_program(tmp_path):
+    flags = vlcs_cmd("info", "--cflags", "--libs", check=True).stdout.split()
+    src = tmp_path / "app.c"
+    src.write_text(C_PROGRAM)
+    exe = tmp_path / "app"
+    subprocess.run(["cc", "-std=c11", str(src), "-o", str(exe), *flags], check=True)
+    out = subprocess.run([str(exe)], capture_output=True, text=True, check=True).stdout
+    assert "threads=1" in out  # OpenBLAS sized itself to the 1-CPU context
+    assert 'error=Error setting CPUs of context \'one\': malformed CPU list "0-"' in out
+
+
+def test_info_flags_compile_a_cxx_program(tmp_path):
+    flags = vlcs_cmd("info", "--cflags", "--libs", check=True).stdout.split()
+    src = tmp_path / "app.cpp"
+    src.write_text(CXX_PROGRAM)
+    exe = tmp_path / "app"
+    subprocess.run(["c++", "-std=c++17", str(src), "-o", str(exe), *flags], check=True)
+    out = subprocess.run([str(exe)], capture_output=True, text=True, check=True).stdout
+    assert "caught: Error loading libnot-a-library.so.9 into context 'cxx'" in out
+
+
+def test_info_json_describes_the_install():
+    info = json.loads(vlcs_cmd("info", "--json", check=True).stdout)
+    assert os.path.exists(info["library"])
+    assert os.path.exists(os.path.join(info["include_dir"], "vlcs.h"))
+    assert info["cpus_usable"] == sorted(os.sched_getaffinity(0))
+
+
+def test_run_sets_the_tunables_and_keeps_the_users():
+    code = "import os; print(os.environ['GLIBC_TUNABLES'])"
+    env = dict(os.environ, GLIBC_TUNABLES="glibc.malloc.check=0")
+    out = vlcs_cmd("run", "--", sys.executable, "-c", code, env=env, check=True).stdout
+    assert out.strip().split(":") == [
+        "glibc.malloc.check=0",
+        "glibc.rtld.nns=16",
+        "glibc.rtld.optional_static_tls=65536",
+    ]
+
+
+def test_run_passes_arguments_and_exit_status():
+    r = vlcs_cmd("run", "--", sys.executable, "-c", "import sys; sys.exit(len(sys.argv))", "a")
+    assert r.returncode == 2
+
+
+def test_run_without_a_program_is_a_usage_error():
+    r = vlcs_cmd("run")
+    assert r.returncode == 2
+    assert "no program given" in r.stderr
+
+
+def test_run_of_a_missing_program_says_so():
+    r = vlcs_cmd("run", "--", "/nonexistent/program")
+    assert r.returncode == 127
+    assert "cannot run '/nonexistent/program'" in r.stderr
+
+
+def test_bench_core_json_reports_every_case_side_by_side():
+    r = vlcs_cmd("bench", "core", "--json")
+    assert r.returncode == 0, r.stderr
+    result = json.loads(r.stdout)
+    for name in ("sched_getaffinity", "open_read_proc_cpuinfo", "getppid", "lseek_read_file"):
+        case = result["calls"][name]
+        assert case["inside_ns"] > 0 and case["outside_ns"] > 0
+        assert abs(case["ratio"] - case["inside_ns"] / case["outside_ns"]) < 0.01
+    for name in ("create_destroy", "enter_leave", "enter_leave_with_affinity_change"):
+        assert result["contexts"][name]["ns"] > 0
+    for lib in ("libopenblas.so.0", "libgomp.so.1"):
+        assert result["load"][lib]["four_contexts_ms"] > 0
+    assert result["machine"]["cpus"] == os.cpu_count()
+
+
+def test_unknown_bench_suite_is_refused():
+    r = vlcs_cmd("bench", "nope")
+    assert r.returncode == 2
+    assert "unknown suite 'nope'" in r.stderr
