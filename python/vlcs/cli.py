@@ -1,9 +1,9 @@
 """The ``vlcs`` command: a thin layer over the native runtime.
 
-    vlcs run [--static-tls BYTES] -- PROGRAM [ARGS...]
-    vlcs info [--cflags] [--libs] [--json]
-    vlcs bench core [--json]
-    vlcs demo
+vlcs run [--static-tls BYTES] -- PROGRAM [ARGS...]
+vlcs info [--cflags] [--libs] [--json]
+vlcs bench core [--json]
+vlcs demo
 """
 
 from __future__ import annotations
@@ -139,9 +139,7 @@ def _demo(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
-        prog="vlcs", description="Virtual Library Contexts for Linux."
-    )
+    p = argparse.ArgumentParser(prog="vlcs", description="Virtual Library Contexts for Linux.")
     p.add_argument("--version", action="version", version=f"vlcs {__version__}")
     sub = p.add_subparsers(dest="cmd", required=True)
 

@@ -47,7 +47,7 @@ def test_info_flags_compile_and_run_a_c_program(tmp_path):
     subprocess.run(["cc", "-std=c11", str(src), "-o", str(exe), *flags], check=True)
     out = subprocess.run([str(exe)], capture_output=True, text=True, check=True).stdout
     assert "threads=1" in out  # OpenBLAS sized itself to the 1-CPU context
-    assert 'error=Error setting CPUs of context \'one\': malformed CPU list "0-"' in out
+    assert "error=Error setting CPUs of context 'one': malformed CPU list \"0-\"" in out
 
 
 def test_info_flags_compile_a_cxx_program(tmp_path):
