@@ -69,6 +69,13 @@ int main(void)
     CHECK_STR("1", buf, "/proc/cpuinfo lists processor 1 only");
     expect_view(libw, cxxw, ncpu, all, "context with every CPU");
 
+    /* libgomp sizes itself from what it sees when it loads. */
+    void *omp1 = must_load(one, OMP_LIB), *ompw = must_load(whole, OMP_LIB);
+    CHECK_EQ(1, SYM(omp1, int_fn, "omp_probe_num_procs")(), "omp_get_num_procs in 1-CPU context");
+    CHECK_EQ(1, SYM(omp1, int_fn, "omp_probe_max_threads")(), "omp_get_max_threads follows");
+    CHECK_EQ(ncpu, SYM(ompw, int_fn, "omp_probe_num_procs")(), "omp_get_num_procs, every CPU");
+    CHECK_EQ(ncpu, SYM(ompw, int_fn, "omp_probe_max_threads")(), "omp_get_max_threads, every CPU");
+
     /* The base is unchanged: same library loaded normally. */
     void *base = dlopen(PROBE_LIB, RTLD_NOW);
     CHECK(base != NULL, "dlopen in base: %s", dlerror());
