@@ -57,10 +57,11 @@ static double seconds(const std::chrono::steady_clock::time_point &t0)
 int main(int argc, char **argv)
 {
     int ncpu = int(std::thread::hardware_concurrency());
-    // Sized so that, on 2 cores, the large GEMM on one core takes about as
-    // long as the small ones on the other; small GEMMs of 96 are just past
-    // OpenBLAS's threading threshold, where extra threads only cost.
-    Work w{ncpu >= 8 ? 3000 : 1500, 96, ncpu >= 8 ? 12000 : 6000};
+    // Small GEMMs of 64 run single-threaded in OpenBLAS (below its threading
+    // threshold), so run one after the other they leave every other core
+    // idle.  Sized so that on 2 cores the large GEMM on one core takes about
+    // as long as the small ones on the other.
+    Work w{ncpu >= 8 ? 3000 : 1500, 64, ncpu >= 8 ? 40000 : 10000};
     int reps = argc > 1 ? std::atoi(argv[1]) : 3;
     if (argc > 4)
         w = Work{std::atoi(argv[2]), std::atoi(argv[3]), std::atoi(argv[4])};
