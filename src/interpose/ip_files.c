@@ -40,94 +40,65 @@ static mode_t mode_arg(int flags, va_list ap)
     return (flags & O_CREAT) || (flags & O_TMPFILE) == O_TMPFILE ? va_arg(ap, mode_t) : 0;
 }
 
-IP_EXPORT int open(const char *path, int flags, ...)
-{
-    int fd = forged(AT_FDCWD, path, flags);
-    if (fd != -2)
-        return fd;
-    va_list ap;
-    va_start(ap, flags);
-    mode_t mode = mode_arg(flags, ap);
-    va_end(ap);
-    NEXT(open_fn, open);
-    return next_open(path, flags, mode);
-}
+/* open(path, flags, ...) and openat(dirfd, path, flags, ...) in all their
+ * spellings: forge, or pass through with the mode when there is one. */
+#define OPEN_LIKE(name)                                                                  \
+    IP_EXPORT int name(const char *path, int flags, ...)                                 \
+    {                                                                                    \
+        int fd = forged(AT_FDCWD, path, flags);                                          \
+        if (fd != -2)                                                                    \
+            return fd;                                                                   \
+        va_list ap;                                                                      \
+        va_start(ap, flags);                                                             \
+        mode_t mode = mode_arg(flags, ap);                                               \
+        va_end(ap);                                                                      \
+        NEXT(open_fn, name);                                                             \
+        return next_##name(path, flags, mode);                                           \
+    }
 
-IP_EXPORT int open64(const char *path, int flags, ...)
-{
-    int fd = forged(AT_FDCWD, path, flags);
-    if (fd != -2)
-        return fd;
-    va_list ap;
-    va_start(ap, flags);
-    mode_t mode = mode_arg(flags, ap);
-    va_end(ap);
-    NEXT(open_fn, open64);
-    return next_open64(path, flags, mode);
-}
+#define OPENAT_LIKE(name)                                                                \
+    IP_EXPORT int name(int dirfd, const char *path, int flags, ...)                      \
+    {                                                                                    \
+        int fd = forged(dirfd, path, flags);                                             \
+        if (fd != -2)                                                                    \
+            return fd;                                                                   \
+        va_list ap;                                                                      \
+        va_start(ap, flags);                                                             \
+        mode_t mode = mode_arg(flags, ap);                                               \
+        va_end(ap);                                                                      \
+        NEXT(openat_fn, name);                                                           \
+        return next_##name(dirfd, path, flags, mode);                                    \
+    }
 
-IP_EXPORT int openat(int dirfd, const char *path, int flags, ...)
-{
-    int fd = forged(dirfd, path, flags);
-    if (fd != -2)
-        return fd;
-    va_list ap;
-    va_start(ap, flags);
-    mode_t mode = mode_arg(flags, ap);
-    va_end(ap);
-    NEXT(openat_fn, openat);
-    return next_openat(dirfd, path, flags, mode);
-}
+/* The _FORTIFY_SOURCE entry points take no mode. */
+#define OPEN_2_LIKE(name)                                                                \
+    IP_EXPORT int name(const char *path, int flags)                                      \
+    {                                                                                    \
+        int fd = forged(AT_FDCWD, path, flags);                                          \
+        if (fd != -2)                                                                    \
+            return fd;                                                                   \
+        NEXT(open2_fn, name);                                                            \
+        return next_##name(path, flags);                                                 \
+    }
 
-IP_EXPORT int openat64(int dirfd, const char *path, int flags, ...)
-{
-    int fd = forged(dirfd, path, flags);
-    if (fd != -2)
-        return fd;
-    va_list ap;
-    va_start(ap, flags);
-    mode_t mode = mode_arg(flags, ap);
-    va_end(ap);
-    NEXT(openat_fn, openat64);
-    return next_openat64(dirfd, path, flags, mode);
-}
+#define OPENAT_2_LIKE(name)                                                              \
+    IP_EXPORT int name(int dirfd, const char *path, int flags)                           \
+    {                                                                                    \
+        int fd = forged(dirfd, path, flags);                                             \
+        if (fd != -2)                                                                    \
+            return fd;                                                                   \
+        NEXT(openat2_fn, name);                                                          \
+        return next_##name(dirfd, path, flags);                                          \
+    }
 
-/* _FORTIFY_SOURCE entry points. */
-IP_EXPORT int __open_2(const char *path, int flags)
-{
-    int fd = forged(AT_FDCWD, path, flags);
-    if (fd != -2)
-        return fd;
-    NEXT(open2_fn, __open_2);
-    return next___open_2(path, flags);
-}
-
-IP_EXPORT int __open64_2(const char *path, int flags)
-{
-    int fd = forged(AT_FDCWD, path, flags);
-    if (fd != -2)
-        return fd;
-    NEXT(open2_fn, __open64_2);
-    return next___open64_2(path, flags);
-}
-
-IP_EXPORT int __openat_2(int dirfd, const char *path, int flags)
-{
-    int fd = forged(dirfd, path, flags);
-    if (fd != -2)
-        return fd;
-    NEXT(openat2_fn, __openat_2);
-    return next___openat_2(dirfd, path, flags);
-}
-
-IP_EXPORT int __openat64_2(int dirfd, const char *path, int flags)
-{
-    int fd = forged(dirfd, path, flags);
-    if (fd != -2)
-        return fd;
-    NEXT(openat2_fn, __openat64_2);
-    return next___openat64_2(dirfd, path, flags);
-}
+OPEN_LIKE(open)
+OPEN_LIKE(open64)
+OPENAT_LIKE(openat)
+OPENAT_LIKE(openat64)
+OPEN_2_LIKE(__open_2)
+OPEN_2_LIKE(__open64_2)
+OPENAT_2_LIKE(__openat_2)
+OPENAT_2_LIKE(__openat64_2)
 
 static FILE *fopen_common(const char *path, const char *mode, fopen_fn next)
 {

@@ -9,6 +9,18 @@
 
 #include "arpack_solve.h"
 
+/* Alternate the steps of two solves in this thread until both end. */
+static void interleave(struct solve *s1, struct solve *s2)
+{
+    int more1 = 1, more2 = 1;
+    while (more1 || more2) {
+        if (more1)
+            more1 = solve_step(s1);
+        if (more2)
+            more2 = solve_step(s2);
+    }
+}
+
 static void *run(void *p)
 {
     solve_run(p);
@@ -45,13 +57,7 @@ int main(void)
     if (pid == 0) {
         solve_init(&s1, la, 600, 1.0);
         solve_init(&s2, la, 600, 3.0);
-        int m1 = 1, m2 = 1;
-        while (m1 || m2) {
-            if (m1)
-                m1 = solve_step(&s1);
-            if (m2)
-                m2 = solve_step(&s2);
-        }
+        interleave(&s1, &s2);
         printf("one copy, interleaved: info %d and %d, correct %d and %d\n", s1.info, s2.info,
                solve_correct(&s1), solve_correct(&s2));
         fflush(stdout);
@@ -65,13 +71,7 @@ int main(void)
     /* Two copies, same interleaving: both exact. */
     solve_init(&s1, la, 600, 1.0);
     solve_init(&s2, lb, 600, 3.0);
-    int more1 = 1, more2 = 1;
-    while (more1 || more2) {
-        if (more1)
-            more1 = solve_step(&s1);
-        if (more2)
-            more2 = solve_step(&s2);
-    }
+    interleave(&s1, &s2);
     CHECK(solve_correct(&s1) && solve_correct(&s2), "interleaved in two contexts (info %d %d)",
           s1.info, s2.info);
     solve_free(&s1);

@@ -39,24 +39,24 @@ int main() {
 """
 
 
-def test_info_flags_compile_and_run_a_c_program(tmp_path):
+def _build_and_run(tmp_path, compiler: str, source_name: str, program: str) -> str:
+    """Compile with the flags `vlcs info` gives, run, return stdout."""
     flags = vlcs_cmd("info", "--cflags", "--libs", check=True).stdout.split()
-    src = tmp_path / "app.c"
-    src.write_text(C_PROGRAM)
+    src = tmp_path / source_name
+    src.write_text(program)
     exe = tmp_path / "app"
-    subprocess.run(["cc", "-std=c11", str(src), "-o", str(exe), *flags], check=True)
-    out = subprocess.run([str(exe)], capture_output=True, text=True, check=True).stdout
+    subprocess.run([compiler, str(src), "-o", str(exe), *flags], check=True)
+    return subprocess.run([str(exe)], capture_output=True, text=True, check=True).stdout
+
+
+def test_info_flags_compile_and_run_a_c_program(tmp_path):
+    out = _build_and_run(tmp_path, "cc", "app.c", C_PROGRAM)
     assert "threads=1" in out  # OpenBLAS sized itself to the 1-CPU context
     assert "error=Error setting CPUs of context 'one': malformed CPU list \"0-\"" in out
 
 
 def test_info_flags_compile_a_cxx_program(tmp_path):
-    flags = vlcs_cmd("info", "--cflags", "--libs", check=True).stdout.split()
-    src = tmp_path / "app.cpp"
-    src.write_text(CXX_PROGRAM)
-    exe = tmp_path / "app"
-    subprocess.run(["c++", "-std=c++17", str(src), "-o", str(exe), *flags], check=True)
-    out = subprocess.run([str(exe)], capture_output=True, text=True, check=True).stdout
+    out = _build_and_run(tmp_path, "c++", "app.cpp", CXX_PROGRAM)
     assert "caught: Error loading libnot-a-library.so.9 into context 'cxx'" in out
 
 
