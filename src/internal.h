@@ -52,8 +52,12 @@ struct cpuview {
     int count;
     char list[64 * 8]; /* "0-3,8": fits any mask that fits VLCS_MAX_CPUS sanely */
     struct cpuview *older;
-    char *cpuinfo;     /* forged /proc/cpuinfo for this set, built on demand */
-    size_t cpuinfo_len;
+    struct forged_text *cpuinfo; /* forged /proc/cpuinfo for this set, built on demand */
+};
+
+struct forged_text {
+    size_t len;
+    char text[];
 };
 
 struct envop {

@@ -133,17 +133,18 @@ static char *slurp(const char *path, size_t *len)
 
 /* Keep the blocks of /proc/cpuinfo whose "processor : N" is in the mask;
  * CPU ids stay real. */
-static char *filter_cpuinfo(const vmask *m, size_t *len)
+static struct forged_text *filter_cpuinfo(const vmask *m)
 {
     size_t n;
     char *in = slurp("/proc/cpuinfo", &n);
     if (in == NULL)
         return NULL;
-    char *out = malloc(n + 1), *o = out;
+    struct forged_text *out = malloc(sizeof *out + n + 1);
     if (out == NULL) {
         free(in);
         return NULL;
     }
+    char *o = out->text;
     for (char *blk = in; *blk;) {
         char *end = strstr(blk, "\n\n");
         end = end ? end + 2 : blk + strlen(blk);
@@ -157,7 +158,7 @@ static char *filter_cpuinfo(const vmask *m, size_t *len)
         blk = end;
     }
     *o = '\0';
-    *len = (size_t)(o - out);
+    out->len = (size_t)(o - out->text);
     free(in);
     return out;
 }
@@ -255,23 +256,20 @@ int view_open_forged(vlcs_ctx *c, int dirfd, const char *path, int flags)
     if (kind == CPUINFO) {
         /* Built once per CPU set: the model, flags and topology it lists do
          * not change (only "cpu MHz" goes stale). */
-        char *info = __atomic_load_n(&v->cpuinfo, __ATOMIC_ACQUIRE);
+        struct forged_text *info = __atomic_load_n(&v->cpuinfo, __ATOMIC_ACQUIRE);
         if (info == NULL) {
-            size_t len;
-            char *fresh = filter_cpuinfo(&v->mask, &len);
+            struct forged_text *fresh = filter_cpuinfo(&v->mask), *expected = NULL;
             if (fresh == NULL)
                 return -1;
-            v->cpuinfo_len = len;
-            char *expected = NULL;
             if (__atomic_compare_exchange_n(&v->cpuinfo, &expected, fresh, false,
                                             __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
                 info = fresh;
             else {
-                free(fresh);
+                free(fresh); /* another thread built the same text first */
                 info = expected;
             }
         }
-        return memfd_with("vlcs-cpuinfo", info, v->cpuinfo_len, flags);
+        return memfd_with("vlcs-cpuinfo", info->text, info->len, flags);
     }
     size_t len;
     char *status = forge_status(c, path, &len);
