@@ -48,6 +48,38 @@ VLCS_API const char *vlcs_version(void);
  */
 VLCS_API int vlcs_init(void);
 
+/** Options for vlcs_init_opts(). */
+typedef struct vlcs_opts {
+    unsigned size; /* sizeof(vlcs_opts): lets later versions add fields */
+    int strict;    /* 1: also answer raw syscalls (see below) */
+} vlcs_opts;
+
+/**
+ * Initialise the runtime with options.  May be called after vlcs_init()
+ * to turn strict mode on later.
+ *
+ * Strict mode installs a seccomp filter on every thread of the process that
+ * traps sched_getaffinity, sched_setaffinity, open, openat and openat2, and
+ * answers them in-process with the same view as the symbol layer: raw
+ * syscalls, inline syscall instructions and libc's internal opens made by
+ * code in a context then see the context's CPUs too.  Threads outside
+ * contexts get the real answers.  No ptrace is used: debuggers attach as
+ * usual.  It cannot be turned off, it sets no_new_privs on the process (so
+ * exec'd set-uid programs do not gain privileges), and vlcs owns SIGSYS:
+ * SIGSYS raised by other filters is passed to the handler installed before;
+ * a handler installed after it receives vlcs's traps instead, and those
+ * syscalls then fail.  VLCS_STRICT=1 in the environment turns it on in
+ * vlcs_init().
+ *
+ * @return 0, or -1 with vlcs_error() set (seccomp unavailable: kernel,
+ *         container policy or an existing filter; not x86_64).  Contexts work
+ *         on at the symbol level after a failure.
+ */
+VLCS_API int vlcs_init_opts(const vlcs_opts *opts);
+
+/** 1 when strict mode is on, else 0. */
+VLCS_API int vlcs_strict_active(void);
+
 /**
  * Create a context.  It starts with every CPU the process may use and the
  * process environment; its linker namespace is created when the first

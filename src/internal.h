@@ -38,6 +38,19 @@ HIDDEN void mask_to_cpuset(const vmask *m, size_t size, cpu_set_t *set);
 HIDDEN int mask_get_thread(pid_t tid, vmask *m);
 HIDDEN int mask_set_thread(pid_t tid, const vmask *m);
 
+/* ---- strict mode (strict.c) ----------------------------------------------- */
+
+/* A raw syscall that strict mode's filter never traps; returns -errno. */
+HIDDEN long strict_syscall(long nr, long a1, long a2, long a3, long a4, long a5, long a6);
+HIDDEN int strict_enable(char *err, size_t errsize);
+HIDDEN bool strict_active(void);
+/* Rebuild the table of which code belongs to which context (after a load). */
+HIDDEN void strict_note_load(void);
+/* The calling thread's context, readable from a signal handler. */
+HIDDEN void strict_set_thread_ctx(vlcs_ctx *c);
+HIDDEN vlcs_ctx *registry_first(void);
+HIDDEN vlcs_ctx *registry_next(vlcs_ctx *c);
+
 /* ---- errors (error.c) ---------------------------------------------------- */
 
 HIDDEN void set_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -56,7 +69,7 @@ struct cpuview {
 };
 
 struct forged_text {
-    size_t len;
+    size_t len, cap; /* cap: bytes mapped, header included */
     char text[];
 };
 

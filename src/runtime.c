@@ -26,6 +26,17 @@ static int next_id;
 VLCS_API const char *vlcs_version(void) { return VLCS_VERSION_STRING; }
 
 const vmask *process_mask(void) { return &allowed; }
+
+vlcs_ctx *registry_first(void)
+{
+    pthread_mutex_lock(&registry_lock);
+    vlcs_ctx *c = all_contexts;
+    pthread_mutex_unlock(&registry_lock);
+    return c;
+}
+
+/* Contexts are never freed and only prepended, so a walk needs no lock. */
+vlcs_ctx *registry_next(vlcs_ctx *c) { return c->next_all; }
 const char *interposer_path(void) { return ip_path; }
 
 static void *noop_thread(void *arg) { return arg; }
@@ -75,10 +86,46 @@ static void do_init(void)
 VLCS_API int vlcs_init(void)
 {
     pthread_once(&init_once, do_init);
-    if (init_rc != 0)
+    if (init_rc != 0) {
         set_error("%s", init_error);
-    return init_rc;
+        return init_rc;
+    }
+    static atomic_bool env_strict_done;
+    if (!atomic_exchange(&env_strict_done, true)) {
+        const char *s = getenv("VLCS_STRICT");
+        if (s != NULL && strcmp(s, "1") == 0) {
+            vlcs_opts o = {sizeof o, 1};
+            if (vlcs_init_opts(&o) != 0) {
+                /* The symbol layer works on; say why strict mode does not. */
+                fprintf(stderr, "vlcs: VLCS_STRICT=1 ignored: %s\n", vlcs_error());
+            }
+        }
+    }
+    return 0;
 }
+
+VLCS_API int vlcs_init_opts(const vlcs_opts *opts)
+{
+    pthread_once(&init_once, do_init);
+    if (init_rc != 0) {
+        set_error("%s", init_error);
+        return init_rc;
+    }
+    if (opts == NULL || opts->size < sizeof(unsigned) + sizeof(int)) {
+        set_error("Error initialising vlcs: vlcs_opts is NULL or its size field is not set");
+        return -1;
+    }
+    if (opts->strict) {
+        char why[512];
+        if (strict_enable(why, sizeof why) != 0) {
+            set_error("Error enabling strict mode: %s; contexts keep working without it", why);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+VLCS_API int vlcs_strict_active(void) { return strict_active() ? 1 : 0; }
 
 int ctx_check(const vlcs_ctx *c, const char *doing)
 {
@@ -335,6 +382,8 @@ VLCS_API void *vlcs_ctx_load(vlcs_ctx *c, const char *path)
     h = dlmopen(c->lmid, path, RTLD_NOW | RTLD_LOCAL);
     if (h == NULL)
         load_error(c, base_name(path), dlerror());
+    else
+        strict_note_load();
 out:
     pthread_mutex_unlock(&c->lock);
     return h;

@@ -89,31 +89,48 @@ static enum forged_kind classify(const char *p)
     return NOT_FORGED;
 }
 
-/* Whole content of a real file, bypassing every interposer. */
-static char *slurp(const char *path, size_t *len)
+/* Buffers come from mmap, not malloc: strict mode forges files inside a
+ * SIGSYS handler, where malloc is not safe to call. */
+static void *buf_alloc(size_t size)
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
+    void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    return p == MAP_FAILED ? NULL : p;
+}
+
+static void buf_free(void *p, size_t size)
+{
+    if (p != NULL)
+        munmap(p, size);
+}
+
+/* Whole content of a real file into an mmap'd buffer of *cap bytes,
+ * bypassing every interposer and every trap. */
+static char *slurp(const char *path, size_t *len, size_t *cap)
+{
+    int fd = (int)strict_syscall(SYS_openat, AT_FDCWD, (long)path, O_RDONLY | O_CLOEXEC, 0, 0, 0);
+    if (fd < 0) {
+        errno = -fd;
         return NULL;
-    size_t cap = 8192, n = 0;
-    char *buf = malloc(cap);
-    for (;;) {
-        if (buf == NULL)
-            break;
-        if (n + 1 >= cap) {
-            char *b = realloc(buf, cap *= 2);
-            if (b == NULL) {
-                free(buf);
+    }
+    size_t n = 0;
+    *cap = 1 << 16;
+    char *buf = buf_alloc(*cap);
+    while (buf != NULL) {
+        if (n + 1 >= *cap) {
+            char *b = mremap(buf, *cap, *cap * 2, MREMAP_MAYMOVE);
+            if (b == MAP_FAILED) {
+                buf_free(buf, *cap);
                 buf = NULL;
                 break;
             }
             buf = b;
+            *cap *= 2;
         }
-        ssize_t r = read(fd, buf + n, cap - n - 1);
+        ssize_t r = read(fd, buf + n, *cap - n - 1);
         if (r < 0 && errno == EINTR)
             continue;
         if (r < 0) {
-            free(buf);
+            buf_free(buf, *cap);
             buf = NULL;
             break;
         }
@@ -135,15 +152,16 @@ static char *slurp(const char *path, size_t *len)
  * CPU ids stay real. */
 static struct forged_text *filter_cpuinfo(const vmask *m)
 {
-    size_t n;
-    char *in = slurp("/proc/cpuinfo", &n);
+    size_t n, incap;
+    char *in = slurp("/proc/cpuinfo", &n, &incap);
     if (in == NULL)
         return NULL;
-    struct forged_text *out = malloc(sizeof *out + n + 1);
+    struct forged_text *out = buf_alloc(sizeof *out + n + 1);
     if (out == NULL) {
-        free(in);
+        buf_free(in, incap);
         return NULL;
     }
+    out->cap = sizeof *out + n + 1;
     char *o = out->text;
     for (char *blk = in; *blk;) {
         char *end = strstr(blk, "\n\n");
@@ -159,7 +177,7 @@ static struct forged_text *filter_cpuinfo(const vmask *m)
     }
     *o = '\0';
     out->len = (size_t)(o - out->text);
-    free(in);
+    buf_free(in, incap);
     return out;
 }
 
@@ -178,10 +196,10 @@ static void format_hexmask(const vmask *m, int digits, char *out)
     out[pos] = '\0';
 }
 
-static char *forge_status(vlcs_ctx *c, const char *path, size_t *len)
+static char *forge_status(vlcs_ctx *c, const char *path, size_t *len, size_t *outcap)
 {
-    size_t n;
-    char *in = slurp(path, &n);
+    size_t n, incap;
+    char *in = slurp(path, &n, &incap);
     if (in == NULL)
         return NULL;
     vmask m;
@@ -191,11 +209,12 @@ static char *forge_status(vlcs_ctx *c, const char *path, size_t *len)
     char list[sizeof ctx_view(c)->list];
     mask_format(&m, list, sizeof list);
     size_t cap = n + 2 * VLCS_MAX_CPUS + 64;
-    char *out = malloc(cap), *o = out;
+    char *out = buf_alloc(cap), *o = out;
     if (out == NULL) {
-        free(in);
+        buf_free(in, incap);
         return NULL;
     }
+    *outcap = cap;
     for (char *line = in; *line;) {
         char *nl = strchr(line, '\n');
         char *end = nl ? nl + 1 : line + strlen(line);
@@ -216,7 +235,7 @@ static char *forge_status(vlcs_ctx *c, const char *path, size_t *len)
     }
     *o = '\0';
     *len = (size_t)(o - out);
-    free(in);
+    buf_free(in, incap);
     return out;
 }
 
@@ -265,17 +284,17 @@ int view_open_forged(vlcs_ctx *c, int dirfd, const char *path, int flags)
                                             __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
                 info = fresh;
             else {
-                free(fresh); /* another thread built the same text first */
+                buf_free(fresh, fresh->cap); /* another thread built it first */
                 info = expected;
             }
         }
         return memfd_with("vlcs-cpuinfo", info->text, info->len, flags);
     }
-    size_t len;
-    char *status = forge_status(c, path, &len);
+    size_t len, cap;
+    char *status = forge_status(c, path, &len, &cap);
     if (status == NULL)
         return -1;
     int fd = memfd_with("vlcs-status", status, len, flags);
-    free(status);
+    buf_free(status, cap);
     return fd;
 }

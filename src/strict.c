@@ -1,0 +1,352 @@
+/*
+ * strict.c - the syscall-level safety net, without ptrace.
+ *
+ * A seccomp filter on every thread traps sched_getaffinity,
+ * sched_setaffinity, open, openat and openat2 (a filter cannot read a path,
+ * so every open traps) with SIGSYS.  The handler answers in-process:
+ * for code that belongs to a context (the trapping instruction lies in one
+ * of its libraries, else the thread is in a context) it gives the context's
+ * view, exactly as the interposer does; for anything else it makes the real
+ * syscall.  The handler makes its own syscalls through one instruction that
+ * the filter lets pass by its address, so it never traps itself.
+ *
+ * Everything the handler touches is async-signal-safe: raw syscalls, a
+ * lock-free table of code ranges, an initial-exec TLS pointer, and the
+ * mmap-based forging of view.c.
+ */
+#include "internal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <link.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <ucontext.h>
+#include <unistd.h>
+
+#if defined(__x86_64__)
+#include <linux/audit.h>
+#include <linux/filter.h>
+#include <linux/openat2.h>
+#include <linux/seccomp.h>
+#include <stddef.h>
+
+/* The escape hatch: long strict_syscall(nr, a1..a6).  The filter allows the
+ * trapped syscalls only when the instruction pointer is vlcs_strict_ret. */
+__asm__(".text\n"
+        ".globl vlcs_strict_syscall_asm\n"
+        ".hidden vlcs_strict_syscall_asm\n"
+        ".type vlcs_strict_syscall_asm,@function\n"
+        "vlcs_strict_syscall_asm:\n"
+        "  movq %rdi, %rax\n"
+        "  movq %rsi, %rdi\n"
+        "  movq %rdx, %rsi\n"
+        "  movq %rcx, %rdx\n"
+        "  movq %r8, %r10\n"
+        "  movq %r9, %r8\n"
+        "  movq 8(%rsp), %r9\n"
+        "  syscall\n"
+        ".globl vlcs_strict_ret\n"
+        ".hidden vlcs_strict_ret\n"
+        "vlcs_strict_ret:\n"
+        "  ret\n"
+        ".size vlcs_strict_syscall_asm, .-vlcs_strict_syscall_asm\n");
+extern long vlcs_strict_syscall_asm(long, long, long, long, long, long, long);
+extern const char vlcs_strict_ret[];
+
+long strict_syscall(long nr, long a1, long a2, long a3, long a4, long a5, long a6)
+{
+    return vlcs_strict_syscall_asm(nr, a1, a2, a3, a4, a5, a6);
+}
+
+#ifndef SYS_SECCOMP
+#define SYS_SECCOMP 1 /* si_code of a seccomp trap (asm-generic/siginfo.h) */
+#endif
+#define TRAP_MAGIC 0x766c /* SECCOMP_RET_DATA: tells our traps from others' */
+
+/* ---- which context owns a code address --------------------------------- */
+
+struct range {
+    uintptr_t start, end;
+    vlcs_ctx *ctx;
+};
+
+struct range_table {
+    size_t n;
+    size_t mapped;
+    struct range r[];
+};
+
+static struct range_table *_Atomic ranges;
+static pthread_mutex_t ranges_lock = PTHREAD_MUTEX_INITIALIZER;
+static atomic_bool active;
+
+static __thread vlcs_ctx *thread_ctx __attribute__((tls_model("initial-exec")));
+
+void strict_set_thread_ctx(vlcs_ctx *c) { thread_ctx = c; }
+bool strict_active(void) { return atomic_load(&active); }
+
+static vlcs_ctx *owner_of(uintptr_t ip)
+{
+    struct range_table *t = atomic_load_explicit(&ranges, memory_order_acquire);
+    if (t != NULL)
+        for (size_t i = 0; i < t->n; i++)
+            if (ip >= t->r[i].start && ip < t->r[i].end)
+                return t->r[i].ctx;
+    return NULL;
+}
+
+/* Executable segments of every object in a namespace, read from the
+ * program headers each object has mapped at its load address. */
+static size_t add_namespace(vlcs_ctx *c, struct range *out, size_t cap)
+{
+    struct link_map *lm = NULL;
+    size_t n = 0;
+    if (dlinfo(c->ip_handle, RTLD_DI_LINKMAP, &lm) != 0 || lm == NULL)
+        return 0;
+    while (lm->l_prev)
+        lm = lm->l_prev;
+    for (; lm; lm = lm->l_next) {
+        /* ld.so is one object shared by every namespace: it belongs to none. */
+        if (lm->l_name == NULL || lm->l_name[0] == '\0' || strstr(lm->l_name, "/ld-linux"))
+            continue;
+        const ElfW(Ehdr) *eh = (const ElfW(Ehdr) *)lm->l_addr;
+        if (eh == NULL || memcmp(eh->e_ident, ELFMAG, SELFMAG) != 0)
+            continue;
+        const ElfW(Phdr) *ph = (const ElfW(Phdr) *)((const char *)eh + eh->e_phoff);
+        for (int i = 0; i < eh->e_phnum && n < cap; i++)
+            if (ph[i].p_type == PT_LOAD && (ph[i].p_flags & PF_X))
+                out[n++] = (struct range){lm->l_addr + ph[i].p_vaddr,
+                                          lm->l_addr + ph[i].p_vaddr + ph[i].p_memsz, c};
+    }
+    return n;
+}
+
+void strict_note_load(void)
+{
+    if (!strict_active())
+        return;
+    pthread_mutex_lock(&ranges_lock);
+    size_t cap = 4096, mapped = sizeof(struct range_table) + cap * sizeof(struct range);
+    struct range_table *t = mmap(NULL, mapped, PROT_READ | PROT_WRITE,
+                                 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (t != MAP_FAILED) {
+        t->n = 0;
+        t->mapped = mapped;
+        for (vlcs_ctx *c = registry_first(); c; c = registry_next(c))
+            if (c->has_ns)
+                t->n += add_namespace(c, t->r + t->n, cap - t->n);
+        /* The old table may be in use by a handler on another thread; it
+         * stays mapped (a few pages per load, while strict mode is on). */
+        atomic_store_explicit(&ranges, t, memory_order_release);
+    }
+    pthread_mutex_unlock(&ranges_lock);
+}
+
+/* ---- the handler ------------------------------------------------------- */
+
+/* Copy from the trapping code's memory without faulting on a bad pointer:
+ * the kernel would have answered EFAULT, so must we.  Returns the bytes
+ * copied (fewer at the end of a mapping) or -errno. */
+static long copy_in(const void *user, void *buf, size_t size)
+{
+    struct iovec local = {buf, size}, remote = {(void *)user, size};
+    return strict_syscall(SYS_process_vm_readv, strict_syscall(SYS_getpid, 0, 0, 0, 0, 0, 0),
+                          (long)&local, 1, (long)&remote, 1, 0);
+}
+
+static long read_path(const char *user, char *buf, size_t size)
+{
+    long n = copy_in(user, buf, size - 1);
+    if (n >= 0)
+        buf[n] = '\0';
+    return n;
+}
+
+static bool is_self(long pid)
+{
+    return pid == 0 || pid == strict_syscall(SYS_getpid, 0, 0, 0, 0, 0, 0) ||
+           pid == strict_syscall(SYS_gettid, 0, 0, 0, 0, 0, 0);
+}
+
+static long answer(vlcs_ctx *c, long nr, const long a[6])
+{
+    switch (nr) {
+    case SYS_sched_getaffinity: {
+        long rc = strict_syscall(nr, a[0], a[1], a[2], 0, 0, 0);
+        if (rc > 0 && c != NULL && is_self(a[0]))
+            view_filter_mask(c, (size_t)rc, (cpu_set_t *)a[2]);
+        return rc;
+    }
+    case SYS_sched_setaffinity: {
+        if (c == NULL || a[2] == 0)
+            return strict_syscall(nr, a[0], a[1], a[2], 0, 0, 0);
+        cpu_set_t want[16], clamped[16];
+        size_t in = (size_t)a[1] < sizeof want ? (size_t)a[1] : sizeof want;
+        if (copy_in((const void *)a[2], want, in) != (long)in)
+            return -EFAULT;
+        if (view_clamp_mask(c, in, want, in, clamped) != 0)
+            return -EINVAL;
+        return strict_syscall(nr, a[0], (long)in, (long)clamped, 0, 0, 0);
+    }
+    default: { /* open, openat, openat2 */
+        int dirfd = nr == SYS_open ? AT_FDCWD : (int)a[0];
+        const char *path = (const char *)(nr == SYS_open ? a[0] : a[1]);
+        long flags;
+        if (nr == SYS_openat2) {
+            struct open_how how;
+            if (copy_in((const void *)a[2], &how, sizeof how) != (long)sizeof how)
+                return strict_syscall(nr, a[0], a[1], a[2], a[3], 0, 0); /* kernel's error */
+            flags = (long)how.flags;
+        } else {
+            flags = nr == SYS_open ? a[1] : a[2];
+        }
+        if (c != NULL && (flags & O_ACCMODE) == O_RDONLY) {
+            char p[128];
+            if (read_path(path, p, sizeof p) > 0 &&
+                (strncmp(p, "/proc/", 6) == 0 || strncmp(p, "/sys/devices/system/cpu/", 24) == 0)) {
+                int saved = errno;
+                int fd = view_open_forged(c, dirfd, p, (int)flags);
+                long rc = fd >= 0 ? fd : fd == -1 ? -errno : -2;
+                errno = saved;
+                if (rc != -2)
+                    return rc;
+            }
+        }
+        return strict_syscall(nr, a[0], a[1], a[2], a[3], a[4], a[5]);
+    }
+    }
+}
+
+static struct sigaction previous;
+
+static void on_sigsys(int sig, siginfo_t *info, void *uc_)
+{
+    ucontext_t *uc = uc_;
+    if (info->si_code != SYS_SECCOMP || info->si_errno != TRAP_MAGIC) {
+        /* Not ours: hand it to whoever had SIGSYS before. */
+        if (previous.sa_flags & SA_SIGINFO) {
+            if (previous.sa_sigaction)
+                previous.sa_sigaction(sig, info, uc_);
+        } else if (previous.sa_handler != SIG_IGN && previous.sa_handler != SIG_DFL) {
+            previous.sa_handler(sig);
+        } else {
+            signal(SIGSYS, SIG_DFL);
+            raise(SIGSYS);
+        }
+        return;
+    }
+    greg_t *g = uc->uc_mcontext.gregs;
+    long a[6] = {g[REG_RDI], g[REG_RSI], g[REG_RDX], g[REG_R10], g[REG_R8], g[REG_R9]};
+    uintptr_t ip = (uintptr_t)info->si_call_addr;
+    vlcs_ctx *c = owner_of(ip);
+    if (c == NULL)
+        c = thread_ctx;
+    int saved = errno;
+    g[REG_RAX] = answer(c, info->si_syscall, a);
+    errno = saved;
+}
+
+/* ---- installing ------------------------------------------------------- */
+
+static int install(char *err, size_t errsize)
+{
+    uintptr_t ret = (uintptr_t)vlcs_strict_ret;
+    uint32_t lo = (uint32_t)ret, hi = (uint32_t)(ret >> 32);
+#define LD(field) BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, field))
+#define JEQ(k, t, f) BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (k), (t), (f))
+#define RET(k) BPF_STMT(BPF_RET | BPF_K, (k))
+    struct sock_filter f[] = {
+        LD(arch),
+        JEQ(AUDIT_ARCH_X86_64, 1, 0),
+        RET(SECCOMP_RET_ALLOW),
+        LD(nr),
+        JEQ(SYS_sched_getaffinity, 5, 0),
+        JEQ(SYS_sched_setaffinity, 4, 0),
+        JEQ(SYS_open, 3, 0),
+        JEQ(SYS_openat, 2, 0),
+        JEQ(SYS_openat2, 1, 0),
+        RET(SECCOMP_RET_ALLOW),
+        /* A trapped syscall: allowed only from the handler's instruction. */
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, instruction_pointer)),
+        JEQ(lo, 0, 3),
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS,
+                 offsetof(struct seccomp_data, instruction_pointer) + 4),
+        JEQ(hi, 0, 1),
+        RET(SECCOMP_RET_ALLOW),
+        RET(SECCOMP_RET_TRAP | TRAP_MAGIC),
+    };
+    struct sock_fprog prog = {sizeof f / sizeof f[0], f};
+
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = on_sigsys;
+    sa.sa_flags = SA_SIGINFO | SA_RESTART;
+    sigemptyset(&sa.sa_mask);
+    if (sigaction(SIGSYS, &sa, &previous) != 0) {
+        snprintf(err, errsize, "cannot install the SIGSYS handler: %s", strerror(errno));
+        return -1;
+    }
+    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) {
+        snprintf(err, errsize, "prctl(PR_SET_NO_NEW_PRIVS) failed: %s", strerror(errno));
+        goto undo;
+    }
+    long rc = syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_TSYNC, &prog);
+    if (rc != 0) {
+        int e = errno;
+        if (rc > 0)
+            snprintf(err, errsize,
+                     "seccomp could not apply the filter to thread %ld of this process", rc);
+        else if (e == ENOSYS || e == EINVAL)
+            snprintf(err, errsize, "this kernel has no seccomp filters (%s)", strerror(e));
+        else
+            snprintf(err, errsize,
+                     "seccomp is not allowed here (%s: a container policy or an existing "
+                     "filter forbids it)",
+                     strerror(e));
+        goto undo;
+    }
+    return 0;
+undo:
+    sigaction(SIGSYS, &previous, NULL);
+    return -1;
+}
+
+int strict_enable(char *err, size_t errsize)
+{
+    static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+    pthread_mutex_lock(&lock);
+    int rc = 0;
+    if (!atomic_load(&active)) {
+        rc = install(err, errsize);
+        if (rc == 0) {
+            atomic_store(&active, true);
+            strict_note_load();
+        }
+    }
+    pthread_mutex_unlock(&lock);
+    return rc;
+}
+
+#else /* not x86_64 */
+
+long strict_syscall(long nr, long a1, long a2, long a3, long a4, long a5, long a6)
+{
+    long rc = syscall(nr, a1, a2, a3, a4, a5, a6);
+    return rc < 0 ? -errno : rc;
+}
+int strict_enable(char *err, size_t errsize)
+{
+    snprintf(err, errsize, "strict mode is implemented for x86_64 only");
+    return -1;
+}
+bool strict_active(void) { return false; }
+void strict_note_load(void) {}
+void strict_set_thread_ctx(vlcs_ctx *c) { (void)c; }
+#endif
