@@ -58,18 +58,19 @@ typedef struct vlcs_opts {
  * Initialise the runtime with options.  May be called after vlcs_init()
  * to turn strict mode on later.
  *
- * Strict mode installs a seccomp filter on every thread of the process that
- * traps sched_getaffinity, sched_setaffinity, open, openat and openat2, and
- * answers them in-process with the same view as the symbol layer: raw
- * syscalls, inline syscall instructions and libc's internal opens made by
- * code in a context then see the context's CPUs too.  Threads outside
- * contexts get the real answers.  No ptrace is used: debuggers attach as
- * usual.  It cannot be turned off, it sets no_new_privs on the process (so
- * exec'd set-uid programs do not gain privileges), and vlcs owns SIGSYS:
- * SIGSYS raised by other filters is passed to the handler installed before;
- * a handler installed after it receives vlcs's traps instead, and those
- * syscalls then fail.  VLCS_STRICT=1 in the environment turns it on in
- * vlcs_init().
+ * Strict mode installs seccomp filters on every thread of the process that
+ * trap sched_getaffinity, sched_setaffinity, open, openat and openat2 when
+ * made from code loaded in a context, and answers them in-process with the
+ * same view as the symbol layer: raw syscalls, inline syscall instructions
+ * and libc's internal opens made by a context's code then see its CPUs too.
+ * Syscalls from other code are never trapped.  No ptrace is used: debuggers
+ * attach as usual.  It cannot be turned off; it sets no_new_privs on the
+ * process (exec'd set-uid programs gain no privileges); and vlcs owns
+ * SIGSYS: SIGSYS not raised by vlcs's filters goes to the handler that was
+ * installed before, while a handler installed later receives vlcs's traps
+ * instead, and those syscalls of context code then fail.  A thread that
+ * blocks SIGSYS must not run context code that opens files.
+ * VLCS_STRICT=1 in the environment turns it on in vlcs_init().
  *
  * @return 0, or -1 with vlcs_error() set (seccomp unavailable: kernel,
  *         container policy or an existing filter; not x86_64).  Contexts work

@@ -40,14 +40,12 @@ HIDDEN int mask_set_thread(pid_t tid, const vmask *m);
 
 /* ---- strict mode (strict.c) ----------------------------------------------- */
 
-/* A raw syscall that strict mode's filter never traps; returns -errno. */
+/* A raw syscall that leaves errno alone; returns the result or -errno. */
 HIDDEN long strict_syscall(long nr, long a1, long a2, long a3, long a4, long a5, long a6);
 HIDDEN int strict_enable(char *err, size_t errsize);
 HIDDEN bool strict_active(void);
-/* Rebuild the table of which code belongs to which context (after a load). */
+/* Cover code newly loaded into contexts with a filter (after each load). */
 HIDDEN void strict_note_load(void);
-/* The calling thread's context, readable from a signal handler. */
-HIDDEN void strict_set_thread_ctx(vlcs_ctx *c);
 HIDDEN vlcs_ctx *registry_first(void);
 HIDDEN vlcs_ctx *registry_next(vlcs_ctx *c);
 

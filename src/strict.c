@@ -1,18 +1,26 @@
 /*
  * strict.c - the syscall-level safety net, without ptrace.
  *
- * A seccomp filter on every thread traps sched_getaffinity,
- * sched_setaffinity, open, openat and openat2 (a filter cannot read a path,
- * so every open traps) with SIGSYS.  The handler answers in-process:
- * for code that belongs to a context (the trapping instruction lies in one
- * of its libraries, else the thread is in a context) it gives the context's
- * view, exactly as the interposer does; for anything else it makes the real
- * syscall.  The handler makes its own syscalls through one instruction that
- * the filter lets pass by its address, so it never traps itself.
+ * Seccomp filters, synchronised onto every thread, trap sched_getaffinity,
+ * sched_setaffinity, open, openat and openat2 when the syscall instruction
+ * lies in code that belongs to a context: its libraries, its libc (whose
+ * syscall() and internal opens the symbol layer cannot see), inline syscall
+ * instructions, a libc linked statically into one of its libraries.  A
+ * SIGSYS handler answers in-process with the context's view, as the
+ * interposer does; syscalls from any other code never trap.  Filters cannot
+ * read a path, so every open from context code traps and the handler
+ * decides.
+ *
+ * Keying on the code address rather than trapping every open in the process
+ * keeps the base untouched, and keeps programs exec'd by this one working:
+ * they inherit the filters but not the handler, and their code lies
+ * elsewhere.  Filters cannot be removed or changed, so each load into a
+ * context adds one covering the code it mapped.  The kernel caches the
+ * verdict for syscalls whose answer depends only on their number, so the
+ * filters cost nothing to other syscalls.
  *
  * Everything the handler touches is async-signal-safe: raw syscalls, a
- * lock-free table of code ranges, an initial-exec TLS pointer, and the
- * mmap-based forging of view.c.
+ * lock-free table of code ranges, and the mmap-based forging of view.c.
  */
 #include "internal.h"
 
@@ -30,40 +38,18 @@
 #include <ucontext.h>
 #include <unistd.h>
 
+long strict_syscall(long nr, long a1, long a2, long a3, long a4, long a5, long a6)
+{
+    long rc = syscall(nr, a1, a2, a3, a4, a5, a6);
+    return rc < 0 ? -errno : rc;
+}
+
 #if defined(__x86_64__)
 #include <linux/audit.h>
 #include <linux/filter.h>
 #include <linux/openat2.h>
 #include <linux/seccomp.h>
 #include <stddef.h>
-
-/* The escape hatch: long strict_syscall(nr, a1..a6).  The filter allows the
- * trapped syscalls only when the instruction pointer is vlcs_strict_ret. */
-__asm__(".text\n"
-        ".globl vlcs_strict_syscall_asm\n"
-        ".hidden vlcs_strict_syscall_asm\n"
-        ".type vlcs_strict_syscall_asm,@function\n"
-        "vlcs_strict_syscall_asm:\n"
-        "  movq %rdi, %rax\n"
-        "  movq %rsi, %rdi\n"
-        "  movq %rdx, %rsi\n"
-        "  movq %rcx, %rdx\n"
-        "  movq %r8, %r10\n"
-        "  movq %r9, %r8\n"
-        "  movq 8(%rsp), %r9\n"
-        "  syscall\n"
-        ".globl vlcs_strict_ret\n"
-        ".hidden vlcs_strict_ret\n"
-        "vlcs_strict_ret:\n"
-        "  ret\n"
-        ".size vlcs_strict_syscall_asm, .-vlcs_strict_syscall_asm\n");
-extern long vlcs_strict_syscall_asm(long, long, long, long, long, long, long);
-extern const char vlcs_strict_ret[];
-
-long strict_syscall(long nr, long a1, long a2, long a3, long a4, long a5, long a6)
-{
-    return vlcs_strict_syscall_asm(nr, a1, a2, a3, a4, a5, a6);
-}
 
 #ifndef SYS_SECCOMP
 #define SYS_SECCOMP 1 /* si_code of a seccomp trap (asm-generic/siginfo.h) */
@@ -87,9 +73,6 @@ static struct range_table *_Atomic ranges;
 static pthread_mutex_t ranges_lock = PTHREAD_MUTEX_INITIALIZER;
 static atomic_bool active;
 
-static __thread vlcs_ctx *thread_ctx __attribute__((tls_model("initial-exec")));
-
-void strict_set_thread_ctx(vlcs_ctx *c) { thread_ctx = c; }
 bool strict_active(void) { return atomic_load(&active); }
 
 static vlcs_ctx *owner_of(uintptr_t ip)
@@ -104,7 +87,7 @@ static vlcs_ctx *owner_of(uintptr_t ip)
 
 /* Executable segments of every object in a namespace, read from the
  * program headers each object has mapped at its load address. */
-static size_t add_namespace(vlcs_ctx *c, struct range *out, size_t cap)
+static size_t namespace_ranges(vlcs_ctx *c, struct range *out, size_t cap)
 {
     struct link_map *lm = NULL;
     size_t n = 0;
@@ -128,25 +111,116 @@ static size_t add_namespace(vlcs_ctx *c, struct range *out, size_t cap)
     return n;
 }
 
+static bool covered(const struct range_table *t, const struct range *r)
+{
+    for (size_t i = 0; t != NULL && i < t->n; i++)
+        if (t->r[i].start == r->start && t->r[i].end == r->end)
+            return true;
+    return false;
+}
+
+#define MAX_RANGES 4096
+#define LD_W(off) ((struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS, (off)))
+#define JUMP(op, val, jt, jf) ((struct sock_filter)BPF_JUMP(BPF_JMP | (op) | BPF_K, (val), (jt), (jf)))
+#define RET(val) ((struct sock_filter)BPF_STMT(BPF_RET | BPF_K, (val)))
+#define IP_LO offsetof(struct seccomp_data, instruction_pointer)
+#define IP_HI (offsetof(struct seccomp_data, instruction_pointer) + 4)
+
+/* A filter that traps the five syscalls when made from one of the ranges.
+ * Each range is split at 4 GiB boundaries so it can be tested on 32-bit
+ * halves of the instruction pointer. */
+static int add_filter(const struct range *r, size_t n, char *err, size_t errsize)
+{
+    size_t max = 12 + n * 2 * 5 + 1;
+    struct sock_filter *f = calloc(max, sizeof *f);
+    if (f == NULL) {
+        snprintf(err, errsize, "out of memory");
+        return -1;
+    }
+    size_t k = 0;
+    f[k++] = LD_W(offsetof(struct seccomp_data, arch));
+    f[k++] = JUMP(BPF_JEQ, AUDIT_ARCH_X86_64, 1, 0);
+    f[k++] = RET(SECCOMP_RET_ALLOW);
+    f[k++] = LD_W(offsetof(struct seccomp_data, nr));
+    f[k++] = JUMP(BPF_JEQ, SYS_sched_getaffinity, 5, 0);
+    f[k++] = JUMP(BPF_JEQ, SYS_sched_setaffinity, 4, 0);
+    f[k++] = JUMP(BPF_JEQ, SYS_open, 3, 0);
+    f[k++] = JUMP(BPF_JEQ, SYS_openat, 2, 0);
+    f[k++] = JUMP(BPF_JEQ, SYS_openat2, 1, 0);
+    f[k++] = RET(SECCOMP_RET_ALLOW);
+    for (size_t i = 0; i < n; i++) {
+        for (uint64_t s = r[i].start; s < r[i].end;) {
+            uint64_t boundary = (s | 0xffffffffull) + 1;
+            uint64_t last = (r[i].end < boundary ? r[i].end : boundary) - 1;
+            f[k++] = LD_W(IP_HI);
+            f[k++] = JUMP(BPF_JEQ, (uint32_t)(s >> 32), 0, 4);
+            f[k++] = LD_W(IP_LO);
+            f[k++] = JUMP(BPF_JGE, (uint32_t)s, 0, 2);
+            f[k++] = JUMP(BPF_JGT, (uint32_t)last, 1, 0);
+            f[k++] = RET(SECCOMP_RET_TRAP | TRAP_MAGIC);
+            s = last + 1;
+        }
+    }
+    f[k++] = RET(SECCOMP_RET_ALLOW);
+    struct sock_fprog prog = {(unsigned short)k, f};
+    long rc = syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_TSYNC, &prog);
+    int e = errno;
+    free(f);
+    if (rc == 0)
+        return 0;
+    if (rc > 0)
+        snprintf(err, errsize, "seccomp could not apply the filter to thread %ld of this process",
+                 rc);
+    else if (e == ENOSYS || e == EINVAL)
+        snprintf(err, errsize, "this kernel has no seccomp filters (%s)", strerror(e));
+    else if (e == ENOMEM)
+        snprintf(err, errsize, "the kernel's limit on seccomp filter size is reached");
+    else
+        snprintf(err, errsize,
+                 "seccomp is not allowed here (%s: a container policy or an existing filter "
+                 "forbids it)",
+                 strerror(e));
+    return -1;
+}
+
+/* Cover every context's code not yet covered; publish the new table. */
+static int cover_new_code(char *err, size_t errsize)
+{
+    size_t mapped = sizeof(struct range_table) + MAX_RANGES * sizeof(struct range);
+    struct range_table *t = mmap(NULL, mapped, PROT_READ | PROT_WRITE,
+                                 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (t == MAP_FAILED) {
+        snprintf(err, errsize, "out of memory");
+        return -1;
+    }
+    t->n = 0;
+    t->mapped = mapped;
+    for (vlcs_ctx *c = registry_first(); c; c = registry_next(c))
+        if (c->has_ns)
+            t->n += namespace_ranges(c, t->r + t->n, MAX_RANGES - t->n);
+    struct range_table *old = atomic_load(&ranges);
+    struct range fresh[MAX_RANGES];
+    size_t nfresh = 0;
+    for (size_t i = 0; i < t->n; i++)
+        if (!covered(old, &t->r[i]))
+            fresh[nfresh++] = t->r[i];
+    /* Publish before filtering: a trap from the new code must find its owner. */
+    atomic_store_explicit(&ranges, t, memory_order_release);
+    /* The old table may be read by a handler on another thread right now; it
+     * stays mapped (one table per load, while strict mode is on). */
+    return nfresh ? add_filter(fresh, nfresh, err, errsize) : 0;
+}
+
 void strict_note_load(void)
 {
     if (!strict_active())
         return;
+    char why[256];
     pthread_mutex_lock(&ranges_lock);
-    size_t cap = 4096, mapped = sizeof(struct range_table) + cap * sizeof(struct range);
-    struct range_table *t = mmap(NULL, mapped, PROT_READ | PROT_WRITE,
-                                 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (t != MAP_FAILED) {
-        t->n = 0;
-        t->mapped = mapped;
-        for (vlcs_ctx *c = registry_first(); c; c = registry_next(c))
-            if (c->has_ns)
-                t->n += add_namespace(c, t->r + t->n, cap - t->n);
-        /* The old table may be in use by a handler on another thread; it
-         * stays mapped (a few pages per load, while strict mode is on). */
-        atomic_store_explicit(&ranges, t, memory_order_release);
-    }
+    int rc = cover_new_code(why, sizeof why);
     pthread_mutex_unlock(&ranges_lock);
+    if (rc != 0) /* the library is loaded and works; only strict coverage is missing */
+        fprintf(stderr, "vlcs: strict mode does not cover the last library loaded: %s\n", why);
 }
 
 /* ---- the handler ------------------------------------------------------- */
@@ -245,9 +319,7 @@ static void on_sigsys(int sig, siginfo_t *info, void *uc_)
     greg_t *g = uc->uc_mcontext.gregs;
     long a[6] = {g[REG_RDI], g[REG_RSI], g[REG_RDX], g[REG_R10], g[REG_R8], g[REG_R9]};
     uintptr_t ip = (uintptr_t)info->si_call_addr;
-    vlcs_ctx *c = owner_of(ip);
-    if (c == NULL)
-        c = thread_ctx;
+    vlcs_ctx *c = owner_of(ip); /* NULL only if a filter outlived its table */
     int saved = errno;
     g[REG_RAX] = answer(c, info->si_syscall, a);
     errno = saved;
@@ -257,33 +329,6 @@ static void on_sigsys(int sig, siginfo_t *info, void *uc_)
 
 static int install(char *err, size_t errsize)
 {
-    uintptr_t ret = (uintptr_t)vlcs_strict_ret;
-    uint32_t lo = (uint32_t)ret, hi = (uint32_t)(ret >> 32);
-#define LD(field) BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, field))
-#define JEQ(k, t, f) BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (k), (t), (f))
-#define RET(k) BPF_STMT(BPF_RET | BPF_K, (k))
-    struct sock_filter f[] = {
-        LD(arch),
-        JEQ(AUDIT_ARCH_X86_64, 1, 0),
-        RET(SECCOMP_RET_ALLOW),
-        LD(nr),
-        JEQ(SYS_sched_getaffinity, 5, 0),
-        JEQ(SYS_sched_setaffinity, 4, 0),
-        JEQ(SYS_open, 3, 0),
-        JEQ(SYS_openat, 2, 0),
-        JEQ(SYS_openat2, 1, 0),
-        RET(SECCOMP_RET_ALLOW),
-        /* A trapped syscall: allowed only from the handler's instruction. */
-        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, instruction_pointer)),
-        JEQ(lo, 0, 3),
-        BPF_STMT(BPF_LD | BPF_W | BPF_ABS,
-                 offsetof(struct seccomp_data, instruction_pointer) + 4),
-        JEQ(hi, 0, 1),
-        RET(SECCOMP_RET_ALLOW),
-        RET(SECCOMP_RET_TRAP | TRAP_MAGIC),
-    };
-    struct sock_fprog prog = {sizeof f / sizeof f[0], f};
-
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_sigaction = on_sigsys;
@@ -297,21 +342,15 @@ static int install(char *err, size_t errsize)
         snprintf(err, errsize, "prctl(PR_SET_NO_NEW_PRIVS) failed: %s", strerror(errno));
         goto undo;
     }
-    long rc = syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_TSYNC, &prog);
-    if (rc != 0) {
-        int e = errno;
-        if (rc > 0)
-            snprintf(err, errsize,
-                     "seccomp could not apply the filter to thread %ld of this process", rc);
-        else if (e == ENOSYS || e == EINVAL)
-            snprintf(err, errsize, "this kernel has no seccomp filters (%s)", strerror(e));
-        else
-            snprintf(err, errsize,
-                     "seccomp is not allowed here (%s: a container policy or an existing "
-                     "filter forbids it)",
-                     strerror(e));
+    /* The first filter covers what contexts hold already (maybe nothing: it
+     * then only proves that seccomp is allowed here). */
+    pthread_mutex_lock(&ranges_lock);
+    int rc = cover_new_code(err, errsize);
+    if (rc == 0 && atomic_load(&ranges)->n == 0)
+        rc = add_filter(NULL, 0, err, errsize);
+    pthread_mutex_unlock(&ranges_lock);
+    if (rc != 0)
         goto undo;
-    }
     return 0;
 undo:
     sigaction(SIGSYS, &previous, NULL);
@@ -325,10 +364,8 @@ int strict_enable(char *err, size_t errsize)
     int rc = 0;
     if (!atomic_load(&active)) {
         rc = install(err, errsize);
-        if (rc == 0) {
+        if (rc == 0)
             atomic_store(&active, true);
-            strict_note_load();
-        }
     }
     pthread_mutex_unlock(&lock);
     return rc;
@@ -336,11 +373,6 @@ int strict_enable(char *err, size_t errsize)
 
 #else /* not x86_64 */
 
-long strict_syscall(long nr, long a1, long a2, long a3, long a4, long a5, long a6)
-{
-    long rc = syscall(nr, a1, a2, a3, a4, a5, a6);
-    return rc < 0 ? -errno : rc;
-}
 int strict_enable(char *err, size_t errsize)
 {
     snprintf(err, errsize, "strict mode is implemented for x86_64 only");
@@ -348,5 +380,4 @@ int strict_enable(char *err, size_t errsize)
 }
 bool strict_active(void) { return false; }
 void strict_note_load(void) {}
-void strict_set_thread_ctx(vlcs_ctx *c) { (void)c; }
 #endif

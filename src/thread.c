@@ -122,7 +122,6 @@ static void pop_frame(struct tstate *ts)
     c->entered--;
     __atomic_store_n(&ts->depth, ts->depth - 1, __ATOMIC_RELEASE);
     pthread_mutex_unlock(&c->lock);
-    strict_set_thread_ctx(effective(ts));
 }
 
 /* A thread that exits inside contexts leaves them, so that they can be
@@ -199,7 +198,6 @@ VLCS_API int vlcs_enter(vlcs_ctx *c)
     ts->stack[ts->depth] = c;
     __atomic_store_n(&ts->depth, ts->depth + 1, __ATOMIC_RELEASE);
     pthread_mutex_unlock(&c->lock);
-    strict_set_thread_ctx(c);
     return 0;
 }
 
@@ -239,7 +237,6 @@ void thread_begin(vlcs_ctx *c)
     mask_set_thread(0, mask);
     ts->cur = *mask;
     __atomic_store_n(&ts->implicit, c, __ATOMIC_RELEASE);
-    strict_set_thread_ctx(c);
     struct member *m = member_add(c, ts);
     if (m != NULL)
         m->created = true;
@@ -259,6 +256,5 @@ void thread_end(vlcs_ctx *c)
     }
     c->created_live--;
     ts->implicit = NULL;
-    strict_set_thread_ctx(NULL);
     pthread_mutex_unlock(&c->lock);
 }
