@@ -163,7 +163,11 @@ static int add_filter(const struct range *r, size_t n, char *err, size_t errsize
     }
     f[k++] = RET(SECCOMP_RET_ALLOW);
     struct sock_fprog prog = {(unsigned short)k, f};
-    long rc = syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_TSYNC, &prog);
+    /* SPEC_ALLOW: this filter is no sandbox, so spare the process the
+     * speculative-store-bypass mitigation that seccomp turns on by default
+     * (it slows every instruction, not just syscalls). */
+    long rc = syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER,
+                      SECCOMP_FILTER_FLAG_TSYNC | SECCOMP_FILTER_FLAG_SPEC_ALLOW, &prog);
     int e = errno;
     free(f);
     if (rc == 0)
@@ -235,14 +239,6 @@ static long copy_in(const void *user, void *buf, size_t size)
                           (long)&local, 1, (long)&remote, 1, 0);
 }
 
-static long read_path(const char *user, char *buf, size_t size)
-{
-    long n = copy_in(user, buf, size - 1);
-    if (n >= 0)
-        buf[n] = '\0';
-    return n;
-}
-
 static bool is_self(long pid)
 {
     return pid == 0 || pid == strict_syscall(SYS_getpid, 0, 0, 0, 0, 0, 0) ||
@@ -270,30 +266,24 @@ static long answer(vlcs_ctx *c, long nr, const long a[6])
         return strict_syscall(nr, a[0], (long)in, (long)clamped, 0, 0, 0);
     }
     default: { /* open, openat, openat2 */
-        int dirfd = nr == SYS_open ? AT_FDCWD : (int)a[0];
+        /* Open for real first: the kernel validates the pointers (EFAULT
+         * comes back as it should), and most paths are not forged at all. */
+        long fd = strict_syscall(nr, a[0], a[1], a[2], a[3], a[4], a[5]);
+        if (fd < 0 || c == NULL)
+            return fd;
         const char *path = (const char *)(nr == SYS_open ? a[0] : a[1]);
-        long flags;
-        if (nr == SYS_openat2) {
-            struct open_how how;
-            if (copy_in((const void *)a[2], &how, sizeof how) != (long)sizeof how)
-                return strict_syscall(nr, a[0], a[1], a[2], a[3], 0, 0); /* kernel's error */
-            flags = (long)how.flags;
-        } else {
-            flags = nr == SYS_open ? a[1] : a[2];
-        }
-        if (c != NULL && (flags & O_ACCMODE) == O_RDONLY) {
-            char p[128];
-            if (read_path(path, p, sizeof p) > 0 &&
-                (strncmp(p, "/proc/", 6) == 0 || strncmp(p, "/sys/devices/system/cpu/", 24) == 0)) {
-                int saved = errno;
-                int fd = view_open_forged(c, dirfd, p, (int)flags);
-                long rc = fd >= 0 ? fd : fd == -1 ? -errno : -2;
-                errno = saved;
-                if (rc != -2)
-                    return rc;
-            }
-        }
-        return strict_syscall(nr, a[0], a[1], a[2], a[3], a[4], a[5]);
+        if (strncmp(path, "/proc/", 6) != 0 && strncmp(path, "/sys/devices/system/cpu/", 24) != 0)
+            return fd;
+        long flags = nr == SYS_open ? a[1] : nr == SYS_openat ? a[2]
+                                                              : (long)((const struct open_how *)a[2])->flags;
+        int dirfd = nr == SYS_open ? AT_FDCWD : (int)a[0];
+        if ((flags & O_ACCMODE) != O_RDONLY)
+            return fd;
+        int forged = view_open_forged(c, dirfd, path, (int)flags);
+        if (forged == -2)
+            return fd;
+        strict_syscall(SYS_close, fd, 0, 0, 0, 0, 0);
+        return forged >= 0 ? forged : -errno;
     }
     }
 }
