@@ -11,8 +11,18 @@ This package ships the native runtime (``libvlcs.so``, its headers, the
 True
 """
 
+from vlcs._lib import VlcsError, init, strict_active
 from vlcs._paths import include_dir, library_path, native_dir, program_path
 
 __version__ = "0.1.0"
 
-__all__ = ["__version__", "include_dir", "library_path", "native_dir", "program_path"]
+__all__ = [
+    "VlcsError",
+    "__version__",
+    "include_dir",
+    "init",
+    "library_path",
+    "native_dir",
+    "program_path",
+    "strict_active",
+]

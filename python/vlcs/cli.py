@@ -78,48 +78,86 @@ def _info(args: argparse.Namespace) -> int:
     return 0
 
 
+_SUITES = {"core": "vlcs-bench-core", "strict": "vlcs-bench-strict"}
+
+
 def _bench(args: argparse.Namespace) -> int:
-    if args.suite != "core":
-        print(f"vlcs bench: unknown suite '{args.suite}'; available: core", file=sys.stderr)
+    program = _SUITES.get(args.suite)
+    if program is None:
+        print(
+            f"vlcs bench: unknown suite '{args.suite}'; available: {', '.join(_SUITES)}",
+            file=sys.stderr,
+        )
         return 2
-    print("vlcs bench core: measuring (a few seconds)...", file=sys.stderr)
+    print(f"vlcs bench {args.suite}: measuring (a few seconds)...", file=sys.stderr)
     proc = subprocess.run(
-        [str(program_path("vlcs-run")), "--", str(program_path("vlcs-bench-core"))],
+        [str(program_path("vlcs-run")), "--", str(program_path(program))],
         capture_output=True,
         text=True,
         check=False,
     )
     if proc.returncode != 0:
         print(proc.stderr, file=sys.stderr, end="")
-        print(f"vlcs bench core: the benchmark failed (exit {proc.returncode})", file=sys.stderr)
+        print(
+            f"vlcs bench {args.suite}: the benchmark failed (exit {proc.returncode})",
+            file=sys.stderr,
+        )
         return 1
     result = json.loads(proc.stdout)
     result["machine"] = {
         "cpu_model": _cpu_model(),
         "cpus": os.cpu_count(),
         "glibc": _glibc_version(),
+        "kernel": platform.release(),
     }
     if args.json:
         print(json.dumps(result, indent=2))
-        return 0
+    elif args.suite == "core":
+        _print_core(result)
+    else:
+        _print_strict(result)
+    return 0
+
+
+def _target(r: dict[str, Any]) -> str:
+    if "meets_target" not in r:
+        return ""
+    if "target_ratio" in r:
+        goal = f"<= {r['target_ratio']}x"
+    elif "target_extra_ns" in r:
+        goal = f"<= +{r['target_extra_ns'] / 1000:g} us"
+    else:
+        goal = f"<= {r.get('target_ns', 0) / 1000:g} us"
+    return f"{goal} {'ok' if r['meets_target'] else 'MISSED'}"
+
+
+def _print_core(result: dict[str, Any]) -> None:
     print(f"{'call':32} {'inside':>12} {'outside':>12} {'ratio':>7}  target")
     for name, r in result["calls"].items():
-        target = f"<= {r['target_ratio']}x" if "target_ratio" in r else ""
         print(
             f"{name:32} {r['inside_ns']:10.1f}ns {r['outside_ns']:10.1f}ns "
-            f"{r['ratio']:6.2f}x  {target}"
+            f"{r['ratio']:6.2f}x  {_target(r)}"
         )
     print()
     for name, r in result["contexts"].items():
-        target = f"<= {r['target_ns'] / 1000:g} us" if "target_ns" in r else ""
-        print(f"{name:40} {r['ns'] / 1000:10.2f} us  {target}")
+        print(f"{name:40} {r['ns'] / 1000:10.2f} us  {_target(r)}")
     print()
     for name, r in result["load"].items():
         print(
             f"load {name:30} once {r['once_ms']:7.2f} ms, "
             f"4 contexts {r['four_contexts_ms']:7.2f} ms ({r['ratio']:.1f}x)"
         )
-    return 0
+
+
+def _print_strict(result: dict[str, Any]) -> None:
+    print(f"{'call':28} {'plain':>10} {'strict':>10} {'ratio':>7} {'floor':>10}  target")
+    for name, r in result["calls"].items():
+        floor = f"{r['platform_floor_ns']:8.1f}ns" if "platform_floor_ns" in r else " " * 10
+        print(
+            f"{name:28} {r['plain_ns']:8.1f}ns {r['strict_ns']:8.1f}ns "
+            f"{r['ratio']:6.2f}x {floor}  {_target(r)}"
+        )
+    print("floor: the same call under a do-nothing seccomp filter / empty SIGSYS handler")
 
 
 def _cpu_model() -> str:
@@ -160,7 +198,7 @@ def build_parser() -> argparse.ArgumentParser:
     i.set_defaults(func=_info)
 
     b = sub.add_parser("bench", help="run a benchmark suite")
-    b.add_argument("suite", help="core")
+    b.add_argument("suite", help="core or strict")
     b.add_argument("--json", action="store_true", help="print JSON")
     b.set_defaults(func=_bench)
 

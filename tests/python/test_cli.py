@@ -114,3 +114,15 @@ def test_unknown_bench_suite_is_refused():
     r = vlcs_cmd("bench", "nope")
     assert r.returncode == 2
     assert "unknown suite 'nope'" in r.stderr
+
+
+def test_bench_strict_json_reports_plain_strict_and_floor():
+    r = vlcs_cmd("bench", "strict", "--json")
+    assert r.returncode == 0, r.stderr
+    calls = json.loads(r.stdout)["calls"]
+    trapped = calls["trapped_sched_getaffinity"]
+    # A trapped call costs a signal round trip: it must be slower than plain.
+    assert trapped["strict_ns"] > trapped["plain_ns"]
+    for name in ("getppid_loop", "read_loop", "base_open_close_file"):
+        assert calls[name]["platform_floor_ns"] > 0
+        assert abs(calls[name]["ratio"] - calls[name]["strict_ns"] / calls[name]["plain_ns"]) < 0.01

@@ -1,0 +1,98 @@
+"""Strict mode uses no ptrace: gdb and py-spy attach to a process in it."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+PY_TARGET = textwrap.dedent(
+    """
+    import sys, vlcs
+    vlcs.init(strict=True)
+    assert vlcs.strict_active()
+    def vlcs_py_waiting_in_strict_mode():
+        print("ready", flush=True)
+        sys.stdin.read()
+    vlcs_py_waiting_in_strict_mode()
+    """
+)
+
+
+def _start(argv: list[str]) -> subprocess.Popen:
+    proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    line = proc.stdout.readline()
+    if line.strip() != "ready":
+        proc.kill()
+        pytest.fail(f"{argv[0]} did not start in strict mode: {line!r}")
+    return proc
+
+
+def _stop(proc: subprocess.Popen) -> None:
+    proc.stdin.close()
+    proc.wait(timeout=30)
+
+
+def test_gdb_attaches_and_reads_a_backtrace(build_dir):
+    gdb = shutil.which("gdb")
+    assert gdb, "gdb is installed by ./run (Debian package gdb)"
+    proc = _start([str(build_dir / "tests" / "c" / "strict_sleeper")])
+    try:
+        out = subprocess.run(
+            [gdb, "-p", str(proc.pid), "-batch", "-ex", "bt"],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+    finally:
+        _stop(proc)
+    assert "vlcs_waiting_in_strict_mode" in out.stdout, out.stdout + out.stderr
+    assert proc.returncode == 0  # still alive and well after the debugger left
+
+
+def test_py_spy_dumps_a_python_process_in_strict_mode():
+    py_spy = shutil.which("py-spy") or str(
+        __import__("pathlib").Path(sys.executable).with_name("py-spy")
+    )
+    proc = _start([sys.executable, "-c", PY_TARGET])
+    try:
+        out = subprocess.run(
+            [py_spy, "dump", "--pid", str(proc.pid)], capture_output=True, text=True, timeout=120
+        )
+    finally:
+        _stop(proc)
+    assert "vlcs_py_waiting_in_strict_mode" in out.stdout, out.stdout + out.stderr
+    assert proc.returncode == 0
+
+
+def test_strict_mode_refused_raises_with_the_reason():
+    # A filter that refuses seccomp(2), as a container policy might, then vlcs.
+    code = textwrap.dedent(
+        """
+        import ctypes, vlcs
+        libc = ctypes.CDLL(None, use_errno=True)
+        # struct sock_filter {u16 code; u8 jt; u8 jf; u32 k}
+        class F(ctypes.Structure):
+            _fields_ = [("code", ctypes.c_ushort), ("jt", ctypes.c_ubyte),
+                        ("jf", ctypes.c_ubyte), ("k", ctypes.c_uint)]
+        class P(ctypes.Structure):
+            _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.POINTER(F))]
+        prog = (F * 4)(F(0x20, 0, 0, 0), F(0x15, 0, 1, 317),
+                       F(0x06, 0, 0, 0x00050000 | 1), F(0x06, 0, 0, 0x7fff0000))
+        assert libc.prctl(38, 1, 0, 0, 0) == 0            # PR_SET_NO_NEW_PRIVS
+        assert libc.prctl(22, 2, ctypes.byref(P(4, prog)), 0, 0) == 0  # SECCOMP_MODE_FILTER
+        try:
+            vlcs.init(strict=True)
+        except vlcs.VlcsError as e:
+            print("refused:", e)
+        print("active:", vlcs.strict_active())
+        """
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout
+    assert "refused: Error enabling strict mode: seccomp is not allowed here" in out
+    assert "active: False" in out
