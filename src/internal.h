@@ -132,6 +132,7 @@ HIDDEN void ns_flush(vlcs_ctx *c);
 HIDDEN void thread_begin(vlcs_ctx *c);
 HIDDEN void thread_end(vlcs_ctx *c);
 HIDDEN void threads_move(vlcs_ctx *c, const vmask *m); /* with c->lock held */
+HIDDEN void thread_after_fork(void);
 
 /* ---- the context's view of the machine (view.c) --------------------------- */
 

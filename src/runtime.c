@@ -81,6 +81,7 @@ static void do_init(void)
     pthread_t t;
     if (pthread_create(&t, NULL, noop_thread, NULL) == 0)
         pthread_join(t, NULL);
+    pthread_atfork(NULL, NULL, thread_after_fork);
 }
 
 VLCS_API int vlcs_init(void)

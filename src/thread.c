@@ -227,6 +227,35 @@ VLCS_API int vlcs_leave(void)
 
 VLCS_API vlcs_ctx *vlcs_current(void) { return effective(tstate()); }
 
+/* ---- fork ------------------------------------------------------------------ */
+
+/* In a forked child only the forking thread lives on: forget the others
+ * (their ids now name threads of the parent, which set_cpus must not move),
+ * re-register this one, and renew locks another thread may have held. */
+void thread_after_fork(void)
+{
+    self.tid = 0;
+    struct tstate *ts = tstate();
+    for (vlcs_ctx *c = registry_first(); c; c = registry_next(c)) {
+        pthread_mutex_init(&c->lock, NULL);
+        c->nmembers = 0;
+        c->entered = 0;
+        c->created_live = 0;
+    }
+    for (int i = 0; i < ts->depth; i++) {
+        struct member *m = member_add(ts->stack[i], ts);
+        if (m)
+            m->entered++;
+        ts->stack[i]->entered++;
+    }
+    if (ts->implicit) {
+        struct member *m = member_add(ts->implicit, ts);
+        if (m)
+            m->created = true;
+        ts->implicit->created_live = 1;
+    }
+}
+
 /* ---- threads created by a context's libraries ----------------------------- */
 
 void thread_begin(vlcs_ctx *c)

@@ -8,6 +8,7 @@
 #include <pthread.h>
 #include <sched.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <sys/sysinfo.h>
 #include <unistd.h>
 
@@ -89,6 +90,22 @@ int main(void)
     CHECK_EQ(2ul, seen, "the pool's worker moved to CPU 1");
     CHECK_EQ(0, vlcs_leave(), "leave");
     CHECK_EQ(1, real_has(0, 0), "restored");
+
+    /* A forked child that changes the context's CPUs moves its own threads,
+     * never the parent's (libgomp's worker is the parent's). */
+    pid_t pid = fork();
+    if (pid == 0) {
+        if (vlcs_ctx_set_cpus(o, "0") != 0)
+            _exit(1);
+        _exit(vlcs_ctx_thread_count(o) == 0 ? 0 : 2); /* the worker stayed behind */
+    }
+    int st;
+    waitpid(pid, &st, 0);
+    CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "child status %d", st);
+    CHECK_EQ(0, vlcs_enter(o), "enter");
+    CHECK_EQ(2, SYM(omp, region_fn, "omp_probe_region")(&seen), "team of 2");
+    CHECK_EQ(2ul, seen, "the parent's worker is still on CPU 1");
+    CHECK_EQ(0, vlcs_leave(), "leave");
     PASS("threads");
     return 0;
 }
