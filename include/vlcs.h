@@ -159,6 +159,22 @@ VLCS_API void *vlcs_ctx_load(vlcs_ctx *c, const char *path_or_soname);
 VLCS_API void *vlcs_ctx_sym(void *lib, const char *symbol);
 
 /**
+ * Make a library a service: loaded once, in the base namespace, and shared
+ * by every context.  For libraries that must exist once per process or
+ * break under dlmopen (CUDA runtime and driver, TBB, libraries that dlopen
+ * internally).  Each context's namespace gets a forwarder with the
+ * library's soname whose symbols are the base copy's functions and data at
+ * their absolute addresses, so dependants loaded into a context bind
+ * straight to the one copy: a call costs what a direct call costs.
+ * Call it before contexts load the library's dependants; thread-local
+ * (TLS) symbols of the library are not forwarded.
+ *
+ * @return 0 (also when it was added before), or -1 with vlcs_error() set:
+ *         the library cannot be loaded, or has no soname.
+ */
+VLCS_API int vlcs_service_add(const char *path_or_soname);
+
+/**
  * The calling thread joins context c: it runs on c's CPUs until the matching
  * vlcs_leave().  Enters nest (up to 64 deep); entering a context the thread
  * is already in is allowed.

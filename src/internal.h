@@ -127,6 +127,11 @@ HIDDEN void load_error(vlcs_ctx *c, const char *what, const char *dlerr);
 HIDDEN int ns_create(vlcs_ctx *c); /* with c->lock held */
 HIDDEN void ns_flush(vlcs_ctx *c);
 
+/* ---- the Service context (service.c) ---- */
+
+/* Load every service forwarder into a new namespace (c->lock held). */
+HIDDEN int services_load_into(vlcs_ctx *c);
+
 /* ---- threads (thread.c) ---------------------------------------------------- */
 
 HIDDEN void thread_begin(vlcs_ctx *c);

@@ -148,6 +148,10 @@ int ns_create(vlcs_ctx *c)
     c->pending_env = NULL;
     c->ip_handle = h;
     c->has_ns = true;
+    /* Before any library of the user's, so their DT_NEEDED entries find the
+     * forwarders by soname instead of loading copies. */
+    if (services_load_into(c) != 0)
+        return -1;
     return 0;
 fail:
     /* Nothing of the user's is loaded yet: the namespace can go. */

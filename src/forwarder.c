@@ -1,0 +1,244 @@
+/*
+ * forwarder.c - absolute-symbol forwarders: a shared object, written at run
+ * time, whose dynamic symbols are the exported functions and data of a
+ * library loaded in the base namespace, at their absolute addresses
+ * (SHN_ABS, which glibc binds as-is).  Loaded into a context's namespace
+ * under the library's soname, it satisfies that namespace's DT_NEEDED
+ * entries: dependants bind straight to the base's one copy, with no
+ * trampoline, so a call costs what a direct call costs.
+ *
+ * The object is the least glibc needs: an ELF header, PT_LOAD and
+ * PT_DYNAMIC, .dynsym, .dynstr, a SysV .hash and .dynamic.  It is written to
+ * a memfd and loaded from /proc/self/fd/N: no compiler, no temporary file.
+ */
+#include "internal.h"
+
+#include <elf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <link.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+struct fwd_sym {
+    const char *name;
+    uintptr_t value;
+    unsigned char type; /* STT_FUNC or STT_OBJECT */
+    size_t size;
+};
+
+static unsigned long sysv_hash(const char *s)
+{
+    unsigned long h = 0, g;
+    while (*s) {
+        h = (h << 4) + (unsigned char)*s++;
+        g = h & 0xf0000000;
+        if (g)
+            h ^= g >> 24;
+        h &= ~g;
+    }
+    return h;
+}
+
+static size_t align8(size_t n) { return (n + 7) & ~(size_t)7; }
+
+/* Build the object in memory; returns a malloc'd image of *size bytes. */
+static unsigned char *build(const char *soname, const struct fwd_sym *syms, size_t n,
+                            size_t *size)
+{
+    size_t nsyms = n + 1; /* index 0 is the null symbol */
+    size_t strsz = 1 + strlen(soname) + 1;
+    for (size_t i = 0; i < n; i++)
+        strsz += strlen(syms[i].name) + 1;
+    size_t nbucket = nsyms < 8 ? 1 : nsyms / 2;
+
+    size_t off_ph = sizeof(Elf64_Ehdr);
+    size_t off_sym = align8(off_ph + 2 * sizeof(Elf64_Phdr));
+    size_t off_str = off_sym + nsyms * sizeof(Elf64_Sym);
+    size_t off_hash = align8(off_str + strsz);
+    size_t off_dyn = align8(off_hash + (2 + nbucket + nsyms) * sizeof(Elf32_Word));
+    size_t ndyn = 7;
+    size_t total = off_dyn + ndyn * sizeof(Elf64_Dyn);
+
+    unsigned char *img = calloc(1, total);
+    if (img == NULL)
+        return NULL;
+    Elf64_Ehdr *eh = (Elf64_Ehdr *)img;
+    memcpy(eh->e_ident, ELFMAG, SELFMAG);
+    eh->e_ident[EI_CLASS] = ELFCLASS64;
+    eh->e_ident[EI_DATA] = ELFDATA2LSB;
+    eh->e_ident[EI_VERSION] = EV_CURRENT;
+    eh->e_ident[EI_OSABI] = ELFOSABI_SYSV;
+    eh->e_type = ET_DYN;
+    eh->e_machine = EM_X86_64;
+    eh->e_version = EV_CURRENT;
+    eh->e_phoff = off_ph;
+    eh->e_ehsize = sizeof(Elf64_Ehdr);
+    eh->e_phentsize = sizeof(Elf64_Phdr);
+    eh->e_phnum = 2;
+
+    Elf64_Phdr *ph = (Elf64_Phdr *)(img + off_ph);
+    /* Writable: the dynamic linker may adjust .dynamic in place. */
+    ph[0] = (Elf64_Phdr){PT_LOAD, PF_R | PF_W, 0, 0, 0, total, total, 0x1000};
+    ph[1] = (Elf64_Phdr){PT_DYNAMIC, PF_R | PF_W, off_dyn, off_dyn, off_dyn,
+                         ndyn * sizeof(Elf64_Dyn), ndyn * sizeof(Elf64_Dyn), 8};
+
+    char *str = (char *)img + off_str;
+    size_t spos = 1;
+    size_t soname_off = spos;
+    strcpy(str + spos, soname);
+    spos += strlen(soname) + 1;
+
+    Elf64_Sym *sym = (Elf64_Sym *)(img + off_sym);
+    Elf32_Word *hash = (Elf32_Word *)(img + off_hash);
+    Elf32_Word *bucket = hash + 2, *chain = bucket + nbucket;
+    hash[0] = (Elf32_Word)nbucket;
+    hash[1] = (Elf32_Word)nsyms;
+    for (size_t i = 0; i < n; i++) {
+        Elf64_Sym *s = &sym[i + 1];
+        s->st_name = (Elf64_Word)spos;
+        strcpy(str + spos, syms[i].name);
+        spos += strlen(syms[i].name) + 1;
+        s->st_info = ELF64_ST_INFO(STB_GLOBAL, syms[i].type);
+        s->st_other = STV_DEFAULT;
+        s->st_shndx = SHN_ABS;
+        s->st_value = syms[i].value;
+        s->st_size = syms[i].size;
+        unsigned long b = sysv_hash(syms[i].name) % nbucket;
+        chain[i + 1] = bucket[b];
+        bucket[b] = (Elf32_Word)(i + 1);
+    }
+
+    Elf64_Dyn *dyn = (Elf64_Dyn *)(img + off_dyn);
+    dyn[0] = (Elf64_Dyn){DT_HASH, {off_hash}};
+    dyn[1] = (Elf64_Dyn){DT_STRTAB, {off_str}};
+    dyn[2] = (Elf64_Dyn){DT_SYMTAB, {off_sym}};
+    dyn[3] = (Elf64_Dyn){DT_STRSZ, {strsz}};
+    dyn[4] = (Elf64_Dyn){DT_SYMENT, {sizeof(Elf64_Sym)}};
+    dyn[5] = (Elf64_Dyn){DT_SONAME, {soname_off}};
+    dyn[6] = (Elf64_Dyn){DT_NULL, {0}};
+    *size = total;
+    return img;
+}
+
+/* Number of entries in a loaded object's .dynsym, from its hash table. */
+static size_t dynsym_count(const ElfW(Dyn) *dyn)
+{
+    const Elf32_Word *sysv = NULL, *gnu = NULL;
+    for (; dyn->d_tag != DT_NULL; dyn++) {
+        if (dyn->d_tag == DT_HASH)
+            sysv = (const Elf32_Word *)dyn->d_un.d_ptr;
+        else if (dyn->d_tag == DT_GNU_HASH)
+            gnu = (const Elf32_Word *)dyn->d_un.d_ptr;
+    }
+    if (sysv)
+        return sysv[1];
+    if (gnu == NULL)
+        return 0;
+    /* GNU hash: the highest symbol index reached through any bucket's chain. */
+    Elf32_Word nbuckets = gnu[0], symoffset = gnu[1], bloom = gnu[2];
+    const Elf32_Word *buckets = gnu + 4 + bloom * (sizeof(ElfW(Addr)) / 4);
+    const Elf32_Word *chain = buckets + nbuckets;
+    Elf32_Word last = 0;
+    for (Elf32_Word b = 0; b < nbuckets; b++)
+        if (buckets[b] > last)
+            last = buckets[b];
+    if (last < symoffset)
+        return symoffset;
+    while (!(chain[last - symoffset] & 1))
+        last++;
+    return last + 1;
+}
+
+/* A forwarder for `handle` (loaded in the base), as an open memfd. */
+int forwarder_create(void *handle, char *soname_out, size_t soname_size, size_t *nforwarded,
+                     char *err, size_t errsize)
+{
+    struct link_map *lm = NULL;
+    if (dlinfo(handle, RTLD_DI_LINKMAP, &lm) != 0 || lm == NULL) {
+        snprintf(err, errsize, "cannot inspect the library: %s", dlerror());
+        return -1;
+    }
+    const ElfW(Sym) *symtab = NULL;
+    const char *strtab = NULL, *soname = NULL;
+    ElfW(Xword) soname_off = 0;
+    int have_soname = 0;
+    for (const ElfW(Dyn) *d = lm->l_ld; d->d_tag != DT_NULL; d++) {
+        if (d->d_tag == DT_SYMTAB)
+            symtab = (const ElfW(Sym) *)d->d_un.d_ptr;
+        else if (d->d_tag == DT_STRTAB)
+            strtab = (const char *)d->d_un.d_ptr;
+        else if (d->d_tag == DT_SONAME) {
+            soname_off = d->d_un.d_val;
+            have_soname = 1;
+        }
+    }
+    if (symtab == NULL || strtab == NULL) {
+        snprintf(err, errsize, "it has no dynamic symbol table");
+        return -1;
+    }
+    if (have_soname)
+        soname = strtab + soname_off;
+    else {
+        snprintf(err, errsize, "it has no soname, so dependants could not find a stand-in");
+        return -1;
+    }
+    size_t count = dynsym_count(lm->l_ld), n = 0, skipped_tls = 0;
+    struct fwd_sym *syms = calloc(count ? count : 1, sizeof *syms);
+    if (syms == NULL) {
+        snprintf(err, errsize, "out of memory");
+        return -1;
+    }
+    for (size_t i = 1; i < count; i++) {
+        const ElfW(Sym) *s = &symtab[i];
+        int type = ELF64_ST_TYPE(s->st_info), bind = ELF64_ST_BIND(s->st_info);
+        if (s->st_shndx == SHN_UNDEF || (bind != STB_GLOBAL && bind != STB_WEAK) ||
+            ELF64_ST_VISIBILITY(s->st_other) != STV_DEFAULT)
+            continue;
+        if (type == STT_TLS) {
+            skipped_tls++; /* a per-thread address cannot be absolute */
+            continue;
+        }
+        if (type != STT_FUNC && type != STT_OBJECT && type != STT_GNU_IFUNC && type != STT_NOTYPE)
+            continue;
+        const char *name = strtab + s->st_name;
+        /* Data: the copy the program uses (a copy relocation may have moved
+         * it into the executable).  Functions: the library's own, resolved
+         * (an IFUNC's value is its resolver). */
+        void *addr = type == STT_OBJECT ? dlsym(RTLD_DEFAULT, name) : NULL;
+        if (addr == NULL)
+            addr = dlsym(handle, name);
+        if (addr == NULL)
+            continue;
+        bool dup = false;
+        for (size_t j = 0; j < n && !dup; j++)
+            dup = strcmp(syms[j].name, name) == 0;
+        if (dup)
+            continue; /* another version of the same name: dlsym gave the default */
+        syms[n++] = (struct fwd_sym){name, (uintptr_t)addr,
+                                     type == STT_OBJECT ? STT_OBJECT : STT_FUNC, s->st_size};
+    }
+    (void)skipped_tls;
+    size_t size;
+    unsigned char *img = build(soname, syms, n, &size);
+    free(syms);
+    if (img == NULL) {
+        snprintf(err, errsize, "out of memory");
+        return -1;
+    }
+    int fd = memfd_create("vlcs-forwarder", MFD_CLOEXEC);
+    if (fd < 0 || write(fd, img, size) != (ssize_t)size) {
+        snprintf(err, errsize, "cannot write the forwarder: %s", strerror(errno));
+        if (fd >= 0)
+            close(fd);
+        free(img);
+        return -1;
+    }
+    free(img);
+    snprintf(soname_out, soname_size, "%s", soname);
+    *nforwarded = n;
+    return fd;
+}

@@ -1,0 +1,103 @@
+/*
+ * service.c - the Service context: libraries that must exist once per
+ * process (CUDA, TBB, anything that breaks under dlmopen) stay in the base
+ * namespace, and every context sees them through an absolute-symbol
+ * forwarder carrying their soname, loaded into its namespace right after
+ * the interposer.
+ */
+#include "internal.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+struct service {
+    struct service *next;
+    void *handle; /* the base's copy */
+    int fd;       /* the forwarder's memfd */
+    size_t nsyms;
+    char soname[256];
+};
+
+static pthread_mutex_t services_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct service *services; /* in the order they were added */
+
+HIDDEN int forwarder_create(void *handle, char *soname_out, size_t soname_size,
+                            size_t *nforwarded, char *err, size_t errsize);
+
+static int load_one(vlcs_ctx *c, const struct service *s)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/proc/self/fd/%d", s->fd);
+    dlerror();
+    if (dlmopen(c->lmid, path, RTLD_NOW | RTLD_LOCAL) == NULL) {
+        char what[300];
+        snprintf(what, sizeof what, "the service forwarder of %s", s->soname);
+        load_error(c, what, dlerror());
+        return -1;
+    }
+    return 0;
+}
+
+int services_load_into(vlcs_ctx *c)
+{
+    pthread_mutex_lock(&services_lock);
+    int rc = 0;
+    for (struct service *s = services; s && rc == 0; s = s->next)
+        rc = load_one(c, s);
+    pthread_mutex_unlock(&services_lock);
+    return rc;
+}
+
+VLCS_API int vlcs_service_add(const char *library)
+{
+    if (vlcs_init() != 0)
+        return -1;
+    if (library == NULL || *library == '\0') {
+        set_error("Error adding a service library: the library name is empty");
+        return -1;
+    }
+    dlerror();
+    void *h = dlopen(library, RTLD_NOW | RTLD_GLOBAL);
+    if (h == NULL) {
+        set_error("Error adding service library %s: %s", library, dlerror());
+        return -1;
+    }
+    pthread_mutex_lock(&services_lock);
+    struct service **tail = &services;
+    for (; *tail; tail = &(*tail)->next)
+        if ((*tail)->handle == h) { /* added before */
+            pthread_mutex_unlock(&services_lock);
+            dlclose(h);
+            return 0;
+        }
+    struct service *s = calloc(1, sizeof *s);
+    char why[512];
+    if (s == NULL) {
+        snprintf(why, sizeof why, "out of memory");
+        goto fail;
+    }
+    s->handle = h;
+    s->fd = forwarder_create(h, s->soname, sizeof s->soname, &s->nsyms, why, sizeof why);
+    if (s->fd < 0)
+        goto fail;
+    *tail = s;
+    pthread_mutex_unlock(&services_lock);
+
+    /* Contexts that already have a namespace see it from now on. */
+    int rc = 0;
+    for (vlcs_ctx *c = registry_first(); c; c = registry_next(c)) {
+        pthread_mutex_lock(&c->lock);
+        if (c->magic == CTX_ALIVE && c->has_ns && load_one(c, s) != 0)
+            rc = -1;
+        pthread_mutex_unlock(&c->lock);
+    }
+    return rc;
+fail:
+    pthread_mutex_unlock(&services_lock);
+    free(s);
+    set_error("Error adding service library %s: %s", library, why);
+    return -1;
+}
