@@ -11,7 +11,7 @@ This package ships the native runtime (``libvlcs.so``, its headers, the
 True
 """
 
-from vlcs._lib import VlcsError, init, strict_active
+from vlcs._lib import VlcsError, init, service, strict_active
 from vlcs._paths import include_dir, library_path, native_dir, program_path
 
 __version__ = "0.1.0"
@@ -24,5 +24,6 @@ __all__ = [
     "library_path",
     "native_dir",
     "program_path",
+    "service",
     "strict_active",
 ]

@@ -29,6 +29,7 @@ def lib() -> ctypes.CDLL:
             handle.vlcs_error.restype = ctypes.c_char_p
             handle.vlcs_version.restype = ctypes.c_char_p
             handle.vlcs_init_opts.argtypes = [ctypes.POINTER(_Opts)]
+            handle.vlcs_service_add.argtypes = [ctypes.c_char_p]
             _lib = handle
         return _lib
 
@@ -57,3 +58,16 @@ def init(strict: bool = False) -> None:
 def strict_active() -> bool:
     """Whether strict mode is on in this process."""
     return bool(lib().vlcs_strict_active())
+
+
+def service(library: str) -> None:
+    """Make ``library`` a service: one copy in the base, shared by every context.
+
+    Dependants later loaded into contexts bind to that copy (see
+    vlcs_service_add in vlcs.h).  Call it before contexts load them.
+
+    >>> import vlcs
+    >>> vlcs.service("libm.so.6")
+    """
+    if lib().vlcs_service_add(library.encode()) != 0:
+        raise VlcsError(_error())

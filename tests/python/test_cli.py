@@ -126,3 +126,16 @@ def test_bench_strict_json_reports_plain_strict_and_floor():
     for name in ("getppid_loop", "read_loop", "base_open_close_file"):
         assert calls[name]["platform_floor_ns"] > 0
         assert abs(calls[name]["ratio"] - calls[name]["strict_ns"] / calls[name]["plain_ns"]) < 0.01
+
+
+def test_python_service_and_errors():
+    code = (
+        "import vlcs\n"
+        "vlcs.service('libm.so.6')\n"
+        "try:\n"
+        "    vlcs.service('libno-such.so.4')\n"
+        "except vlcs.VlcsError as e:\n"
+        "    print(e)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert "Error adding service library libno-such.so.4" in out.stdout
