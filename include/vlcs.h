@@ -153,6 +153,27 @@ VLCS_API const char *vlcs_ctx_getenv(vlcs_ctx *c, const char *name);
 VLCS_API void *vlcs_ctx_load(vlcs_ctx *c, const char *path_or_soname);
 
 /**
+ * Load a library into the context for transparent mode: the program calls
+ * the library's functions directly (linked against it as usual), a shim
+ * made by `vlcs shim LIB -o DIR` is found first (DIR first in
+ * LD_LIBRARY_PATH), and each call goes to the copy in the calling thread's
+ * context (threads its libraries created count as inside it), or to a
+ * default context's copy for threads in none.  Up to 63 contexts per
+ * process can have their own copy behind a shim.
+ *
+ * @return the handle of the context's copy, or NULL with vlcs_error() set
+ *         (no shim for the library is loaded, or vlcs_ctx_load's errors).
+ */
+VLCS_API void *vlcs_ctx_load_transparent(vlcs_ctx *c, const char *library);
+
+/**
+ * Called by the constructor of a generated shim; not for direct use.
+ * @return 0, or -1 with vlcs_error() set.
+ */
+VLCS_API int vlcs_shim_register(const char *soname, const char *real_path,
+                                const char *const *names, unsigned long n, void **table);
+
+/**
  * Look up a symbol in a library loaded with vlcs_ctx_load().
  * @return its address, or NULL with vlcs_error() set.
  */

@@ -49,6 +49,14 @@ HIDDEN void strict_note_load(void);
 HIDDEN vlcs_ctx *registry_first(void);
 HIDDEN vlcs_ctx *registry_next(vlcs_ctx *c);
 
+/* ---- transparent mode (shim.c) -------------------------------------------- */
+
+#define VLCS_SHIM_SLOTS 64
+extern __thread int vlcs_shim_slot;
+HIDDEN int shim_slot_of(const vlcs_ctx *c);
+HIDDEN const char *shim_real_path(const char *path);
+HIDDEN int shim_note_load(vlcs_ctx *c, const char *real_path, void *handle);
+
 /* ---- errors (error.c) ---------------------------------------------------- */
 
 HIDDEN void set_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -379,12 +379,18 @@ VLCS_API void *vlcs_ctx_load(vlcs_ctx *c, const char *path)
     void *h = NULL;
     if (!c->has_ns && ns_create(c) != 0)
         goto out;
+    /* A shimmed library: load the real one (the shim, found first on the
+     * search path, must never enter a namespace) and point the shims at it. */
+    const char *real = shim_real_path(path);
     dlerror();
-    h = dlmopen(c->lmid, path, RTLD_NOW | RTLD_LOCAL);
-    if (h == NULL)
+    h = dlmopen(c->lmid, real ? real : path, RTLD_NOW | RTLD_LOCAL);
+    if (h == NULL) {
         load_error(c, base_name(path), dlerror());
-    else
-        strict_note_load();
+        goto out;
+    }
+    strict_note_load();
+    if (real != NULL && shim_note_load(c, real, h) != 0)
+        h = NULL; /* the copy stays loaded; the error says why it cannot be used */
 out:
     pthread_mutex_unlock(&c->lock);
     return h;

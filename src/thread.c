@@ -122,6 +122,7 @@ static void pop_frame(struct tstate *ts)
     c->entered--;
     __atomic_store_n(&ts->depth, ts->depth - 1, __ATOMIC_RELEASE);
     pthread_mutex_unlock(&c->lock);
+    vlcs_shim_slot = shim_slot_of(effective(ts));
 }
 
 /* A thread that exits inside contexts leaves them, so that they can be
@@ -198,6 +199,7 @@ VLCS_API int vlcs_enter(vlcs_ctx *c)
     ts->stack[ts->depth] = c;
     __atomic_store_n(&ts->depth, ts->depth + 1, __ATOMIC_RELEASE);
     pthread_mutex_unlock(&c->lock);
+    vlcs_shim_slot = shim_slot_of(c);
     return 0;
 }
 
@@ -266,6 +268,7 @@ void thread_begin(vlcs_ctx *c)
     mask_set_thread(0, mask);
     ts->cur = *mask;
     __atomic_store_n(&ts->implicit, c, __ATOMIC_RELEASE);
+    vlcs_shim_slot = shim_slot_of(c);
     struct member *m = member_add(c, ts);
     if (m != NULL)
         m->created = true;
@@ -285,5 +288,6 @@ void thread_end(vlcs_ctx *c)
     }
     c->created_live--;
     ts->implicit = NULL;
+    vlcs_shim_slot = 0;
     pthread_mutex_unlock(&c->lock);
 }

@@ -1,0 +1,139 @@
+/*
+ * shim.c - transparent mode: the run-time side of shims made by `vlcs shim`.
+ *
+ * A shim is a library with the soname of a real one and a stub for each of
+ * its functions.  A stub reads the calling thread's slot (vlcs_shim_slot, an
+ * exported thread-local that enter/leave keep current) and jumps through
+ * row `slot` of the shim's table.  Row 0 is the default context, created
+ * when the shim registers; the row of every other context starts as a copy
+ * of row 0 and is filled with the context's own copy when the real library
+ * is loaded into it.
+ */
+#include "internal.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+VLCS_API __thread int vlcs_shim_slot;
+
+struct shim {
+    struct shim *next;
+    const char *soname;
+    const char *real_path;
+    const char *const *names;
+    size_t n;
+    void **table; /* [VLCS_SHIM_SLOTS][n] */
+};
+
+static pthread_mutex_t shims_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct shim *shims;
+
+int shim_slot_of(const vlcs_ctx *c)
+{
+    return c != NULL && c->id + 1 < VLCS_SHIM_SLOTS ? c->id + 1 : 0;
+}
+
+static const char *base_name(const char *p)
+{
+    const char *s = strrchr(p, '/');
+    return s ? s + 1 : p;
+}
+
+static int fill_row(struct shim *s, int slot, void *handle, char *err, size_t errsize)
+{
+    void **row = s->table + (size_t)slot * s->n;
+    for (size_t i = 0; i < s->n; i++) {
+        void *f = dlsym(handle, s->names[i]);
+        if (f == NULL) {
+            snprintf(err, errsize, "%s has no function %s", s->real_path, s->names[i]);
+            return -1;
+        }
+        row[i] = f;
+    }
+    return 0;
+}
+
+VLCS_API int vlcs_shim_register(const char *soname, const char *real_path,
+                                const char *const *names, unsigned long n, void **table)
+{
+    if (vlcs_init() != 0)
+        return -1;
+    struct shim *s = calloc(1, sizeof *s);
+    if (s == NULL) {
+        set_error("Error registering the vlcs shim of %s: out of memory", soname);
+        return -1;
+    }
+    *s = (struct shim){NULL, soname, real_path, names, n, table};
+    char name[64];
+    snprintf(name, sizeof name, "default:%.50s", soname);
+    vlcs_ctx *dflt = vlcs_ctx_create(name);
+    if (dflt == NULL) {
+        free(s);
+        return -1;
+    }
+    /* Registered first, so the load below fills row 0 of this shim. */
+    pthread_mutex_lock(&shims_lock);
+    s->next = shims;
+    shims = s;
+    pthread_mutex_unlock(&shims_lock);
+    if (vlcs_ctx_load(dflt, real_path) == NULL)
+        return -1;
+    memcpy(table, table + (size_t)shim_slot_of(dflt) * n, n * sizeof *table);
+    for (int slot = 1; slot < VLCS_SHIM_SLOTS; slot++)
+        if (slot != shim_slot_of(dflt))
+            memcpy(table + (size_t)slot * n, table, n * sizeof *table);
+    return 0;
+}
+
+/* The real library a shim stands for, if `path` names a shimmed library. */
+const char *shim_real_path(const char *path)
+{
+    pthread_mutex_lock(&shims_lock);
+    const char *real = NULL;
+    for (struct shim *s = shims; s && !real; s = s->next)
+        if (strcmp(base_name(path), s->soname) == 0 || strcmp(path, s->real_path) == 0)
+            real = s->real_path;
+    pthread_mutex_unlock(&shims_lock);
+    return real;
+}
+
+/* After `handle` (the real library at real_path) loaded into c: point c's
+ * row of every shim of that library at it. */
+int shim_note_load(vlcs_ctx *c, const char *real_path, void *handle)
+{
+    int slot = shim_slot_of(c), rc = 0;
+    pthread_mutex_lock(&shims_lock);
+    for (struct shim *s = shims; s; s = s->next) {
+        if (strcmp(s->real_path, real_path) != 0)
+            continue;
+        char why[512];
+        if (slot == 0) {
+            set_error("Error loading %s transparently into context '%s': only the first %d "
+                      "contexts of a process can have their own copy behind a shim",
+                      s->soname, c->name, VLCS_SHIM_SLOTS - 1);
+            rc = -1;
+        } else if (fill_row(s, slot, handle, why, sizeof why) != 0) {
+            set_error("Error loading %s transparently into context '%s': %s", s->soname,
+                      c->name, why);
+            rc = -1;
+        }
+    }
+    pthread_mutex_unlock(&shims_lock);
+    return rc;
+}
+
+VLCS_API void *vlcs_ctx_load_transparent(vlcs_ctx *c, const char *library)
+{
+    if (ctx_check(c, "loading a library transparently") != 0)
+        return NULL;
+    if (library == NULL || shim_real_path(library) == NULL) {
+        set_error("Error loading %s transparently into context '%s': no vlcs shim for it is "
+                  "loaded in this process; generate one with `vlcs shim` and put its folder "
+                  "first in LD_LIBRARY_PATH",
+                  library ? library : "(null)", c->name);
+        return NULL;
+    }
+    return vlcs_ctx_load(c, library);
+}
