@@ -117,10 +117,13 @@ private:
 
 // A library opened in a context.  The library stays loaded for the life of
 // the process (see vlcs_ctx_destroy), so a Loader is only a handle.
+// transparent=true: the program calls the library directly through a shim
+// made by `vlcs shim`, and calls from threads in ctx reach this copy.
 class Loader {
 public:
-    Loader(Context &ctx, const std::string &library)
-        : h_(vlcs_ctx_load(ctx.get(), library.c_str()))
+    Loader(Context &ctx, const std::string &library, bool transparent = false)
+        : h_(transparent ? vlcs_ctx_load_transparent(ctx.get(), library.c_str())
+                         : vlcs_ctx_load(ctx.get(), library.c_str()))
     {
         if (h_ == nullptr)
             detail::fail();
