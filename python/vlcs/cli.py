@@ -83,10 +83,32 @@ _SUITES = {"core": "vlcs-bench-core", "strict": "vlcs-bench-strict"}
 
 
 def _bench(args: argparse.Namespace) -> int:
+    if args.suite == "shim":
+        from vlcs.bench_calls import run
+
+        print("vlcs bench shim: building and measuring (a few seconds)...", file=sys.stderr)
+        try:
+            result = run()
+        except subprocess.CalledProcessError as e:
+            print(f"vlcs bench shim: a step failed: {e}", file=sys.stderr)
+            return 1
+        if args.json:
+            print(json.dumps(result, indent=2))
+        else:
+            sc, sv = result["calls"]["shim_call"], result["calls"]["service_call"]
+            print(
+                f"direct call {sc['direct_ns']:.2f} ns, through a shim {sc['shim_ns']:.2f} ns "
+                f"(+{sc['overhead_ns']:.2f} ns; target <= +5 ns)"
+            )
+            print(
+                f"service call from the base {sv['base_ns']:.2f} ns, from a context "
+                f"{sv['context_ns']:.2f} ns ({sv['ratio']:.2f}x)"
+            )
+        return 0
     program = _SUITES.get(args.suite)
     if program is None:
         print(
-            f"vlcs bench: unknown suite '{args.suite}'; available: {', '.join(_SUITES)}",
+            f"vlcs bench: unknown suite '{args.suite}'; available: {', '.join(_SUITES)}, shim",
             file=sys.stderr,
         )
         return 2
@@ -226,7 +248,7 @@ def build_parser() -> argparse.ArgumentParser:
     i.set_defaults(func=_info)
 
     b = sub.add_parser("bench", help="run a benchmark suite")
-    b.add_argument("suite", help="core or strict")
+    b.add_argument("suite", help="core, strict or shim")
     b.add_argument("--json", action="store_true", help="print JSON")
     b.set_defaults(func=_bench)
 

@@ -139,3 +139,13 @@ def test_python_service_and_errors():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert "Error adding service library libno-such.so.4" in out.stdout
+
+
+def test_bench_shim_json_compares_calls_side_by_side():
+    r = vlcs_cmd("bench", "shim", "--json")
+    assert r.returncode == 0, r.stderr
+    calls = json.loads(r.stdout)["calls"]
+    shim = calls["shim_call"]
+    assert shim["direct_ns"] > 0 and shim["shim_ns"] > 0
+    assert abs(shim["overhead_ns"] - (shim["shim_ns"] - shim["direct_ns"])) < 1e-6
+    assert calls["service_call"]["base_ns"] > 0 and calls["service_call"]["context_ns"] > 0

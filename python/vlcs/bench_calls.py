@@ -1,0 +1,104 @@
+"""``vlcs bench shim``: the cost of a call through a transparent-mode shim and
+through the Service context, next to a direct call, measured side by side in
+one process.  Builds its small libraries and driver with the C compiler, as
+`vlcs shim` itself needs one."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import tempfile
+from pathlib import Path
+
+from vlcs._paths import include_dir, native_dir
+from vlcs.shim import generate
+
+# The service's user calls its function in a loop: loaded into a context it
+# binds to the base copy through the forwarder.  Sources live in bench_src/.
+SOURCES = Path(__file__).with_name("bench_src")
+
+
+def run() -> dict:
+    """Build, run and return the figures (nanoseconds per call)."""
+    cc = os.environ.get("CC", "cc")
+    with tempfile.TemporaryDirectory() as tmp:
+        t = Path(tmp)
+        for name in ("lib.c", "user.c", "driver.c"):
+            (t / name).write_text((SOURCES / name).read_text())
+        real = t / "real" / "libvlcsbench.so.1"
+        real.parent.mkdir()
+        subprocess.run(
+            [
+                cc,
+                "-shared",
+                "-fPIC",
+                "-O2",
+                "-o",
+                str(real),
+                str(t / "lib.c"),
+                "-Wl,-soname,libvlcsbench.so.1",
+            ],
+            check=True,
+        )
+        user = t / "libvlcsbenchuser.so"
+        subprocess.run(
+            [
+                cc,
+                "-shared",
+                "-fPIC",
+                "-O2",
+                "-o",
+                str(user),
+                str(t / "user.c"),
+                str(real),
+                f"-Wl,-rpath,{real.parent}",
+            ],
+            check=True,
+        )
+        shim_dir = t / "shim"
+        generate(real, shim_dir, cc=cc)
+        lib = native_dir()
+        exe = t / "driver"
+        subprocess.run(
+            [
+                cc,
+                "-O2",
+                "-o",
+                str(exe),
+                str(t / "driver.c"),
+                str(real),
+                f"-I{include_dir()}",
+                f"-L{lib}",
+                f"-Wl,-rpath,{lib}",
+                "-lvlcs",
+                "-ldl",
+            ],
+            check=True,
+        )
+        env = dict(os.environ, LD_LIBRARY_PATH=str(shim_dir))
+        out = subprocess.run(
+            [str(exe), str(real), "libvlcsbench.so.1", str(user), str(real)],
+            capture_output=True,
+            text=True,
+            env=env,
+            check=True,
+        ).stdout
+    r = json.loads(out)
+    return {
+        "benchmark": "shim",
+        "calls": {
+            "shim_call": {
+                "direct_ns": r["direct_ns"],
+                "shim_ns": r["shim_ns"],
+                "overhead_ns": r["shim_ns"] - r["direct_ns"],
+                "target_overhead_ns": 5,
+                "meets_target": r["shim_ns"] - r["direct_ns"] <= 5,
+            },
+            "service_call": {
+                "base_ns": r["service_base_ns"],
+                "context_ns": r["service_context_ns"],
+                "ratio": r["service_context_ns"] / r["service_base_ns"],
+            },
+        },
+    }
