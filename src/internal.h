@@ -127,6 +127,8 @@ HIDDEN int ctx_check(const vlcs_ctx *c, const char *doing);
 HIDDEN struct cpuview *ctx_view(const vlcs_ctx *c);
 HIDDEN const vmask *process_mask(void);
 HIDDEN const char *interposer_path(void);
+/* The file name of a path: "libfoo.so" of "/usr/lib/libfoo.so". */
+HIDDEN const char *base_name(const char *path);
 /* Sets the error for a failed dlmopen, naming the platform limit if one was hit. */
 HIDDEN void load_error(vlcs_ctx *c, const char *what, const char *dlerr);
 

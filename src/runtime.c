@@ -84,13 +84,18 @@ static void do_init(void)
     pthread_atfork(NULL, NULL, thread_after_fork);
 }
 
-VLCS_API int vlcs_init(void)
+static int init_core(void)
 {
     pthread_once(&init_once, do_init);
-    if (init_rc != 0) {
+    if (init_rc != 0)
         set_error("%s", init_error);
-        return init_rc;
-    }
+    return init_rc;
+}
+
+VLCS_API int vlcs_init(void)
+{
+    if (init_core() != 0)
+        return -1;
     static atomic_bool env_strict_done;
     if (!atomic_exchange(&env_strict_done, true)) {
         const char *s = getenv("VLCS_STRICT");
@@ -107,11 +112,8 @@ VLCS_API int vlcs_init(void)
 
 VLCS_API int vlcs_init_opts(const vlcs_opts *opts)
 {
-    pthread_once(&init_once, do_init);
-    if (init_rc != 0) {
-        set_error("%s", init_error);
-        return init_rc;
-    }
+    if (init_core() != 0)
+        return -1;
     if (opts == NULL || opts->size < sizeof(unsigned) + sizeof(int)) {
         set_error("Error initialising vlcs: vlcs_opts is NULL or its size field is not set");
         return -1;
@@ -331,7 +333,7 @@ VLCS_API int vlcs_ctx_thread_count(const vlcs_ctx *c)
     return __atomic_load_n(&c->created_live, __ATOMIC_ACQUIRE);
 }
 
-static const char *base_name(const char *path)
+const char *base_name(const char *path)
 {
     const char *s = strrchr(path, '/');
     return s ? s + 1 : path;

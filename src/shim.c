@@ -35,12 +35,6 @@ int shim_slot_of(const vlcs_ctx *c)
     return c != NULL && c->id + 1 < VLCS_SHIM_SLOTS ? c->id + 1 : 0;
 }
 
-static const char *base_name(const char *p)
-{
-    const char *s = strrchr(p, '/');
-    return s ? s + 1 : p;
-}
-
 static int fill_row(struct shim *s, int slot, void *handle, char *err, size_t errsize)
 {
     void **row = s->table + (size_t)slot * s->n;
