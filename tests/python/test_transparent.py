@@ -83,3 +83,38 @@ def test_shim_of_a_file_that_is_not_a_library(tmp_path):
     r = vlcs_cmd("shim", str(bogus), "-o", str(tmp_path / "out"))
     assert r.returncode == 1
     assert "is not a 64-bit little-endian ELF file" in r.stderr
+
+
+def test_cxx_methods_are_dispatched_and_vtables_reported(tmp_path):
+    data = Path(__file__).with_name("data")
+    real = tmp_path / "real" / "libcxxcounter.so.1"
+    real.parent.mkdir()
+    subprocess.run(
+        [
+            "c++",
+            "-shared",
+            "-fPIC",
+            "-O2",
+            str(data / "cxx_counter.cpp"),
+            "-o",
+            str(real),
+            "-Wl,-soname,libcxxcounter.so.1",
+        ],
+        check=True,
+    )
+    r = vlcs_cmd("shim", str(real), "-o", str(tmp_path / "shim"), "--json")
+    assert r.returncode == 0, r.stderr
+    report = json.loads(r.stdout)
+    assert report["cxx_functions"] >= 3  # Acc::add, peek, make_shape, ...
+    assert "_ZTVN7counter5ShapeE" in report["cxx_vtables_and_typeinfo_not_dispatched"]
+
+    flags = vlcs_cmd("info", "--cflags", "--libs", check=True).stdout.split()
+    exe = tmp_path / "user"
+    subprocess.run(
+        ["c++", "-O2", str(data / "cxx_counter_user.cpp"), str(real), "-o", str(exe), *flags],
+        check=True,
+    )
+    env = dict(os.environ, LD_LIBRARY_PATH=str(tmp_path / "shim"))
+    out = subprocess.run([str(exe)], capture_output=True, text=True, env=env, check=True)
+    # Each context's copy counted alone; the default copy was never touched.
+    assert out.stdout.strip() == "a=3 b=50 default=0"
