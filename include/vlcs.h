@@ -117,6 +117,19 @@ VLCS_API int vlcs_ctx_set_cpus(vlcs_ctx *c, const char *cpulist);
 VLCS_API int vlcs_ctx_get_cpus(const vlcs_ctx *c, char *buf, unsigned long size);
 
 /**
+ * Set the GPUs a context sees, e.g. "0,2" (ranges allowed; "" hides all).
+ * Sets CUDA_VISIBLE_DEVICES, HIP_VISIBLE_DEVICES and ROCR_VISIBLE_DEVICES in
+ * the context's environment, which a GPU runtime loaded inside the context
+ * reads when it initialises (so set them before loading it).  When the
+ * runtime is a service (vlcs_service_add("libcudart.so.12")), entering the
+ * context makes its first GPU the thread's current device (cudaSetDevice /
+ * hipSetDevice) and leaving restores the previous one.
+ *
+ * @return 0, or -1 with vlcs_error() set (malformed list).
+ */
+VLCS_API int vlcs_ctx_set_gpus(vlcs_ctx *c, const char *gpulist);
+
+/**
  * Set an environment variable in the context only.  Libraries read it with
  * getenv(), both in their constructors (when set before the load) and later.
  * The process environment is not changed.

@@ -93,6 +93,7 @@ public:
             detail::fail();
         return buf;
     }
+    void set_gpus(const std::string &gpulist) { detail::check(vlcs_ctx_set_gpus(c_, gpulist.c_str())); }
     void setenv(const std::string &name, const std::string &value)
     {
         detail::check(vlcs_ctx_setenv(c_, name.c_str(), value.c_str()));

@@ -57,6 +57,14 @@ HIDDEN int shim_slot_of(const vlcs_ctx *c);
 HIDDEN const char *shim_real_path(const char *path);
 HIDDEN int shim_note_load(vlcs_ctx *c, const char *real_path, void *handle);
 
+/* ---- GPUs (gpu.c) ---------------------------------------------------------- */
+
+/* A service may be a GPU runtime: remember its device calls. */
+HIDDEN void gpu_note_service(void *handle);
+/* Make c's device current; returns the device to restore, or -1. */
+HIDDEN int gpu_enter(vlcs_ctx *c);
+HIDDEN void gpu_leave(int prev);
+
 /* ---- errors (error.c) ---------------------------------------------------- */
 
 HIDDEN void set_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -109,6 +117,8 @@ struct vlcs_ctx {
     size_t nmembers, capmembers;
     int entered;       /* enter frames across all threads */
     int created_live;  /* live threads created by its libraries */
+    int gpu_first;     /* device made current on enter (gpu.c), -1: none */
+    bool gpus_set;
 
     /* namespace (namespace.c) */
     bool has_ns;

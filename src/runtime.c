@@ -183,6 +183,7 @@ VLCS_API vlcs_ctx *vlcs_ctx_create(const char *name)
     }
     pthread_mutex_init(&c->lock, NULL);
     atomic_init(&c->view, v);
+    c->gpu_first = -1;
     pthread_mutex_lock(&registry_lock);
     c->id = next_id++;
     if (name != NULL)

@@ -85,6 +85,7 @@ VLCS_API int vlcs_service_add(const char *library)
         goto fail;
     *tail = s;
     pthread_mutex_unlock(&services_lock);
+    gpu_note_service(h);
 
     /* Contexts that already have a namespace see it from now on. */
     int rc = 0;
