@@ -45,14 +45,17 @@ static unsigned long sysv_hash(const char *s)
 
 static size_t align8(size_t n) { return (n + 7) & ~(size_t)7; }
 
-/* Build the object in memory; returns a malloc'd image of *size bytes. */
+/* Build the object in memory; returns a malloc'd image of *size bytes.
+ * `needed` (may be empty) become DT_NEEDED entries, in order. */
 static unsigned char *build(const char *soname, const struct fwd_sym *syms, size_t n,
-                            size_t *size)
+                            const char *const *needed, size_t nneeded, size_t *size)
 {
     size_t nsyms = n + 1; /* index 0 is the null symbol */
     size_t strsz = 1 + strlen(soname) + 1;
     for (size_t i = 0; i < n; i++)
         strsz += strlen(syms[i].name) + 1;
+    for (size_t i = 0; i < nneeded; i++)
+        strsz += strlen(needed[i]) + 1;
     size_t nbucket = nsyms < 8 ? 1 : nsyms / 2;
 
     size_t off_ph = sizeof(Elf64_Ehdr);
@@ -60,7 +63,7 @@ static unsigned char *build(const char *soname, const struct fwd_sym *syms, size
     size_t off_str = off_sym + nsyms * sizeof(Elf64_Sym);
     size_t off_hash = align8(off_str + strsz);
     size_t off_dyn = align8(off_hash + (2 + nbucket + nsyms) * sizeof(Elf32_Word));
-    size_t ndyn = 7;
+    size_t ndyn = 7 + nneeded;
     size_t total = off_dyn + ndyn * sizeof(Elf64_Dyn);
 
     unsigned char *img = calloc(1, total);
@@ -119,9 +122,33 @@ static unsigned char *build(const char *soname, const struct fwd_sym *syms, size
     dyn[3] = (Elf64_Dyn){DT_STRSZ, {strsz}};
     dyn[4] = (Elf64_Dyn){DT_SYMENT, {sizeof(Elf64_Sym)}};
     dyn[5] = (Elf64_Dyn){DT_SONAME, {soname_off}};
-    dyn[6] = (Elf64_Dyn){DT_NULL, {0}};
+    for (size_t i = 0; i < nneeded; i++) {
+        dyn[6 + i] = (Elf64_Dyn){DT_NEEDED, {spos}};
+        strcpy(str + spos, needed[i]);
+        spos += strlen(needed[i]) + 1;
+    }
+    dyn[6 + nneeded] = (Elf64_Dyn){DT_NULL, {0}};
     *size = total;
     return img;
+}
+
+/* The image into a memfd (img is freed); returns the fd or -1. */
+static int write_memfd(const char *name, unsigned char *img, size_t size, char *err,
+                       size_t errsize)
+{
+    if (img == NULL) {
+        snprintf(err, errsize, "out of memory");
+        return -1;
+    }
+    int fd = memfd_create(name, MFD_CLOEXEC);
+    if (fd < 0 || write(fd, img, size) != (ssize_t)size) {
+        snprintf(err, errsize, "cannot write %s: %s", name, strerror(errno));
+        if (fd >= 0)
+            close(fd);
+        fd = -1;
+    }
+    free(img);
+    return fd;
 }
 
 /* Number of entries in a loaded object's .dynsym, from its hash table. */
@@ -223,22 +250,24 @@ int forwarder_create(void *handle, char *soname_out, size_t soname_size, size_t 
     }
     (void)skipped_tls;
     size_t size;
-    unsigned char *img = build(soname, syms, n, &size);
+    unsigned char *img = build(soname, syms, n, NULL, 0, &size);
     free(syms);
-    if (img == NULL) {
-        snprintf(err, errsize, "out of memory");
-        return -1;
+    int fd = write_memfd("vlcs-forwarder", img, size, err, errsize);
+    if (fd >= 0) {
+        snprintf(soname_out, soname_size, "%s", soname);
+        *nforwarded = n;
     }
-    int fd = memfd_create("vlcs-forwarder", MFD_CLOEXEC);
-    if (fd < 0 || write(fd, img, size) != (ssize_t)size) {
-        snprintf(err, errsize, "cannot write the forwarder: %s", strerror(errno));
-        if (fd >= 0)
-            close(fd);
-        free(img);
-        return -1;
-    }
-    free(img);
-    snprintf(soname_out, soname_size, "%s", soname);
-    *nforwarded = n;
     return fd;
+}
+
+/* A root object for a new namespace: no symbols, only DT_NEEDED entries
+ * (absolute paths).  Loaded first, its dependencies in order form the
+ * namespace's global scope: the interposer, then the service forwarders,
+ * so that even libraries that do not name a service (Python extension
+ * modules, plugins) bind to it. */
+int forwarder_root(const char *const *needed, size_t n, char *err, size_t errsize)
+{
+    size_t size;
+    unsigned char *img = build("vlcs-namespace-root", NULL, 0, needed, n, &size);
+    return write_memfd("vlcs-root", img, size, err, errsize);
 }

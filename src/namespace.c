@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 extern char **environ;
 
@@ -72,31 +73,50 @@ static void api_fill(vlcs_ctx *c, struct vlcs_ip_api *a)
 
 int ns_create(vlcs_ctx *c)
 {
+    /* With services, the first object is a generated root whose DT_NEEDED
+     * entries are the interposer and the forwarders: together they are the
+     * namespace's global scope.  Without, the interposer itself is first. */
+    char why[512], rootpath[32];
+    int root = services_root(why, sizeof why);
+    if (root == -2) {
+        set_error("Error creating the namespace of context '%s': %s", c->name, why);
+        return -1;
+    }
+    if (root >= 0)
+        snprintf(rootpath, sizeof rootpath, "/proc/self/fd/%d", root);
     dlerror();
-    void *h = dlmopen(LM_ID_NEWLM, interposer_path(), RTLD_NOW | RTLD_LOCAL);
+    void *h = dlmopen(LM_ID_NEWLM, root >= 0 ? rootpath : interposer_path(),
+                      RTLD_NOW | RTLD_LOCAL);
+    if (root >= 0)
+        close(root);
     if (h == NULL) {
         load_error(c, "the vlcs interposer (creating its namespace)", dlerror());
         return -1;
     }
-    vlcs_ip_bind_fn bind = (vlcs_ip_bind_fn)dlsym(h, "vlcs_ip_bind");
-    char ***ns_environ = dlsym(h, "__environ");
-    FILE **ns_stdin = dlsym(h, "stdin"), **ns_stdout = dlsym(h, "stdout"),
-         **ns_stderr = dlsym(h, "stderr");
+    /* libc's own symbols, and the interposer's, looked up in those objects:
+     * a service might export a name libc has. */
+    void *libc = NULL, *ip = NULL;
+    if (dlinfo(h, RTLD_DI_LMID, &c->lmid) == 0) {
+        libc = dlmopen(c->lmid, "libc.so.6", RTLD_NOLOAD | RTLD_LAZY);
+        ip = dlmopen(c->lmid, interposer_path(), RTLD_NOLOAD | RTLD_LAZY);
+    }
+    vlcs_ip_bind_fn bind = ip ? (vlcs_ip_bind_fn)dlsym(ip, "vlcs_ip_bind") : NULL;
+    char ***ns_environ = libc ? dlsym(libc, "__environ") : NULL;
+    FILE **ns_stdin = libc ? dlsym(libc, "stdin") : NULL;
+    FILE **ns_stdout = libc ? dlsym(libc, "stdout") : NULL;
+    FILE **ns_stderr = libc ? dlsym(libc, "stderr") : NULL;
     /* The namespace's libc itself, past the interposer: its pthread_create
      * must not register a thread of the context while we hold its lock. */
-    void *libc = NULL;
-    if (dlinfo(h, RTLD_DI_LMID, &c->lmid) == 0)
-        libc = dlmopen(c->lmid, "libc.so.6", RTLD_NOLOAD | RTLD_LAZY);
     int (*ns_pthread_create)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *) =
         libc ? (int (*)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *))dlsym(
                    libc, "pthread_create")
              : NULL;
     int (*ns_pthread_join)(pthread_t, void **) =
         libc ? (int (*)(pthread_t, void **))dlsym(libc, "pthread_join") : NULL;
-    c->ns_setenv = (int (*)(const char *, const char *, int))dlsym(h, "setenv");
-    c->ns_unsetenv = (int (*)(const char *))dlsym(h, "unsetenv");
-    c->ns_getenv = (char *(*)(const char *))dlsym(h, "getenv");
-    c->ns_fflush = (int (*)(void *))dlsym(h, "fflush");
+    c->ns_setenv = libc ? (int (*)(const char *, const char *, int))dlsym(libc, "setenv") : NULL;
+    c->ns_unsetenv = libc ? (int (*)(const char *))dlsym(libc, "unsetenv") : NULL;
+    c->ns_getenv = libc ? (char *(*)(const char *))dlsym(libc, "getenv") : NULL;
+    c->ns_fflush = libc ? (int (*)(void *))dlsym(libc, "fflush") : NULL;
     if (libc == NULL) {
         set_error("Error creating the namespace of context '%s': its libc cannot be found: %s",
                   c->name, dlerror());
@@ -148,10 +168,6 @@ int ns_create(vlcs_ctx *c)
     c->pending_env = NULL;
     c->ip_handle = h;
     c->has_ns = true;
-    /* Before any library of the user's, so their DT_NEEDED entries find the
-     * forwarders by soname instead of loading copies. */
-    if (services_load_into(c) != 0)
-        return -1;
     return 0;
 fail:
     /* Nothing of the user's is loaded yet: the namespace can go. */

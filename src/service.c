@@ -41,6 +41,40 @@ static int load_one(vlcs_ctx *c, const struct service *s)
     return 0;
 }
 
+HIDDEN int forwarder_root(const char *const *needed, size_t n, char *err, size_t errsize);
+
+/* The object a new namespace starts with: the interposer, then every
+ * service's forwarder.  Returns a memfd, or -1 when there are no services
+ * (the interposer itself is then the first object). */
+int services_root(char *err, size_t errsize)
+{
+    pthread_mutex_lock(&services_lock);
+    size_t n = 1;
+    for (struct service *s = services; s; s = s->next)
+        n++;
+    int fd = -1;
+    if (n > 1) {
+        char (*paths)[32] = calloc(n, sizeof *paths);
+        const char **needed = calloc(n, sizeof *needed);
+        if (paths && needed) {
+            needed[0] = interposer_path();
+            size_t i = 1;
+            for (struct service *s = services; s; s = s->next, i++) {
+                snprintf(paths[i], sizeof paths[i], "/proc/self/fd/%d", s->fd);
+                needed[i] = paths[i];
+            }
+            fd = forwarder_root(needed, n, err, errsize);
+        } else {
+            snprintf(err, errsize, "out of memory");
+            fd = -2;
+        }
+        free(paths);
+        free(needed);
+    }
+    pthread_mutex_unlock(&services_lock);
+    return fd;
+}
+
 int services_load_into(vlcs_ctx *c)
 {
     pthread_mutex_lock(&services_lock);

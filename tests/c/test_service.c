@@ -34,7 +34,13 @@ int main(void)
     CHECK(SYM(ub, addr_fn, "uses_value_addr")() == base_value, "data: b sees the base object");
     CHECK_EQ(41, *SYM(ub, addr_fn, "uses_value_addr")(), "value");
 
-    /* A context whose namespace existed before the service was added. */
+    /* A library that uses the service without naming it (a plugin, a Python
+     * extension module) finds it in the namespace's global scope. */
+    void *pa = must_load(a, PLUGIN_SINGLETON_LIB);
+    CHECK_EQ(5, SYM(pa, bump_fn, "plugin_bump")(), "the plugin reaches the one copy");
+
+    /* A context whose namespace existed before the service was added: its
+     * private copy stays, and a plugin there cannot see the service. */
     CHECK_EQ(2, SYM(pu, bump_fn, "uses_bump")(), "the earlier private copy is untouched");
 
     CHECK_ERR(vlcs_service_add("libno-such-service.so.1"), "libno-such-service.so.1");
