@@ -249,7 +249,7 @@ int forwarder_create(void *handle, char *soname_out, size_t soname_size, size_t 
                                      type == STT_OBJECT ? STT_OBJECT : STT_FUNC, s->st_size};
     }
     (void)skipped_tls;
-    size_t size;
+    size_t size = 0;
     unsigned char *img = build(soname, syms, n, NULL, 0, &size);
     free(syms);
     int fd = write_memfd("vlcs-forwarder", img, size, err, errsize);
@@ -267,7 +267,7 @@ int forwarder_create(void *handle, char *soname_out, size_t soname_size, size_t 
  * modules, plugins) bind to it. */
 int forwarder_root(const char *const *needed, size_t n, char *err, size_t errsize)
 {
-    size_t size;
+    size_t size = 0;
     unsigned char *img = build("vlcs-namespace-root", NULL, 0, needed, n, &size);
     return write_memfd("vlcs-root", img, size, err, errsize);
 }
