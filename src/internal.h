@@ -149,8 +149,6 @@ HIDDEN void ns_flush(vlcs_ctx *c);
 
 /* ---- the Service context (service.c) ---- */
 
-/* Load every service forwarder into a namespace (c->lock held). */
-HIDDEN int services_load_into(vlcs_ctx *c);
 /* A memfd holding the first object for a new namespace (interposer and
  * forwarders as DT_NEEDED), -1 if there are no services, -2 on error. */
 HIDDEN int services_root(char *err, size_t errsize);

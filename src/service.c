@@ -2,8 +2,8 @@
  * service.c - the Service context: libraries that must exist once per
  * process (CUDA, TBB, anything that breaks under dlmopen) stay in the base
  * namespace, and every context sees them through an absolute-symbol
- * forwarder carrying their soname, loaded into its namespace right after
- * the interposer.
+ * forwarder carrying their soname: a namespace created later has it in its
+ * global scope (see services_root), one created earlier gets it loaded.
  */
 #include "internal.h"
 
@@ -73,16 +73,6 @@ int services_root(char *err, size_t errsize)
     }
     pthread_mutex_unlock(&services_lock);
     return fd;
-}
-
-int services_load_into(vlcs_ctx *c)
-{
-    pthread_mutex_lock(&services_lock);
-    int rc = 0;
-    for (struct service *s = services; s && rc == 0; s = s->next)
-        rc = load_one(c, s);
-    pthread_mutex_unlock(&services_lock);
-    return rc;
 }
 
 VLCS_API int vlcs_service_add(const char *library)
