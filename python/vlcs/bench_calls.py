@@ -19,6 +19,11 @@ from vlcs.shim import generate
 SOURCES = Path(__file__).with_name("bench_src")
 
 
+def _shared(cc: str, out: Path, *inputs: object) -> None:
+    """Compile a shared library."""
+    subprocess.run([cc, "-shared", "-fPIC", "-O2", "-o", str(out), *map(str, inputs)], check=True)
+
+
 def run() -> dict:
     """Build, run and return the figures (nanoseconds per call)."""
     cc = os.environ.get("CC", "cc")
@@ -28,34 +33,9 @@ def run() -> dict:
             (t / name).write_text((SOURCES / name).read_text())
         real = t / "real" / "libvlcsbench.so.1"
         real.parent.mkdir()
-        subprocess.run(
-            [
-                cc,
-                "-shared",
-                "-fPIC",
-                "-O2",
-                "-o",
-                str(real),
-                str(t / "lib.c"),
-                "-Wl,-soname,libvlcsbench.so.1",
-            ],
-            check=True,
-        )
+        _shared(cc, real, t / "lib.c", "-Wl,-soname,libvlcsbench.so.1")
         user = t / "libvlcsbenchuser.so"
-        subprocess.run(
-            [
-                cc,
-                "-shared",
-                "-fPIC",
-                "-O2",
-                "-o",
-                str(user),
-                str(t / "user.c"),
-                str(real),
-                f"-Wl,-rpath,{real.parent}",
-            ],
-            check=True,
-        )
+        _shared(cc, user, t / "user.c", real, f"-Wl,-rpath,{real.parent}")
         shim_dir = t / "shim"
         generate(real, shim_dir, cc=cc)
         lib = native_dir()
