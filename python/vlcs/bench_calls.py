@@ -29,13 +29,19 @@ def run() -> dict:
     cc = os.environ.get("CC", "cc")
     with tempfile.TemporaryDirectory() as tmp:
         t = Path(tmp)
-        for name in ("lib.c", "user.c", "driver.c"):
+        for name in ("lib.c", "svc.c", "user.c", "driver.c"):
             (t / name).write_text((SOURCES / name).read_text())
         real = t / "real" / "libvlcsbench.so.1"
         real.parent.mkdir()
         _shared(cc, real, t / "lib.c", "-Wl,-soname,libvlcsbench.so.1")
+        # The service is a library of its own, with a function name of its
+        # own: otherwise the shim's stub of the same name, first in the base's
+        # global scope, would take the base's calls.
+        svc = t / "svc" / "libvlcsbenchsvc.so.1"
+        svc.parent.mkdir()
+        _shared(cc, svc, t / "svc.c", "-Wl,-soname,libvlcsbenchsvc.so.1")
         user = t / "libvlcsbenchuser.so"
-        _shared(cc, user, t / "user.c", real, f"-Wl,-rpath,{real.parent}")
+        _shared(cc, user, t / "user.c", svc, f"-Wl,-rpath,{svc.parent}")
         shim_dir = t / "shim"
         generate(real, shim_dir, cc=cc)
         lib = native_dir()
@@ -58,7 +64,7 @@ def run() -> dict:
         )
         env = dict(os.environ, LD_LIBRARY_PATH=str(shim_dir))
         out = subprocess.run(
-            [str(exe), str(real), "libvlcsbench.so.1", str(user), str(real)],
+            [str(exe), str(real), "libvlcsbench.so.1", str(user), str(svc)],
             capture_output=True,
             text=True,
             env=env,

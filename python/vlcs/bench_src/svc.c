@@ -1,0 +1,1 @@
+__attribute__((noinline)) int vlcs_bench_svc_add(int x) { return x + 1; }
