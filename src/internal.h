@@ -155,6 +155,7 @@ HIDDEN int services_root(char *err, size_t errsize);
 
 /* ---- threads (thread.c) ---------------------------------------------------- */
 
+HIDDEN void thread_created(vlcs_ctx *c);
 HIDDEN void thread_begin(vlcs_ctx *c);
 HIDDEN void thread_end(vlcs_ctx *c);
 HIDDEN void threads_move(vlcs_ctx *c, const vmask *m); /* with c->lock held */

@@ -17,7 +17,7 @@
 #include <stddef.h>
 #include <sys/types.h>
 
-#define VLCS_IP_ABI_VERSION 1
+#define VLCS_IP_ABI_VERSION 2
 
 struct vlcs_ctx;
 
@@ -59,7 +59,10 @@ struct vlcs_ip_api {
     void *(*getspecific)(pthread_key_t);
     int (*setspecific)(pthread_key_t, void *);
 
-    /* Threads created by the context's libraries. */
+    /* Threads created by the context's libraries: counted by the creating
+     * thread as soon as the thread exists (so the count never lags behind a
+     * library's pthread_create), registered by the new thread itself. */
+    void (*thread_created)(struct vlcs_ctx *);
     void (*thread_begin)(struct vlcs_ctx *);
     void (*thread_end)(struct vlcs_ctx *);
 };

@@ -67,6 +67,7 @@ static void api_fill(vlcs_ctx *c, struct vlcs_ip_api *a)
     a->key_delete = pthread_key_delete;
     a->getspecific = pthread_getspecific;
     a->setspecific = (int (*)(pthread_key_t, void *))pthread_setspecific;
+    a->thread_created = thread_created;
     a->thread_begin = thread_begin;
     a->thread_end = thread_end;
 }

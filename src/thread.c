@@ -263,6 +263,8 @@ void thread_after_fork(void)
 
 /* ---- threads created by a context's libraries ----------------------------- */
 
+void thread_created(vlcs_ctx *c) { __atomic_add_fetch(&c->created_live, 1, __ATOMIC_ACQ_REL); }
+
 void thread_begin(vlcs_ctx *c)
 {
     struct tstate *ts = tstate();
@@ -275,7 +277,6 @@ void thread_begin(vlcs_ctx *c)
     struct member *m = member_add(c, ts);
     if (m != NULL)
         m->created = true;
-    c->created_live++;
     pthread_mutex_unlock(&c->lock);
 }
 
@@ -289,7 +290,7 @@ void thread_end(vlcs_ctx *c)
         m->created = false;
         member_drop_if_unused(c, m);
     }
-    c->created_live--;
+    __atomic_sub_fetch(&c->created_live, 1, __ATOMIC_ACQ_REL);
     ts->implicit = NULL;
     vlcs_shim_slot = 0;
     pthread_mutex_unlock(&c->lock);

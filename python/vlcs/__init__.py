@@ -1,8 +1,9 @@
 """vlcs: Virtual Library Contexts for Linux.
 
 This package ships the native runtime (``libvlcs.so``, its headers, the
-``vlcs-run`` launcher) and the ``vlcs`` command.  The Python API for contexts
-(``vlcs.VLC``) builds on it.
+``vlcs-run`` launcher), the ``vlcs`` command and the Python API for contexts
+(``vlcs.VLC``).  Import isolation (``with ctx: import numpy``) is not there
+yet.
 
 >>> import vlcs
 >>> vlcs.__version__
@@ -11,13 +12,18 @@ This package ships the native runtime (``libvlcs.so``, its headers, the
 True
 """
 
+from vlcs._context import VLC, Context, current, info
 from vlcs._lib import VlcsError, init, service, strict_active
 from vlcs._paths import include_dir, library_path, native_dir, program_path
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "VLC",
+    "Context",
     "VlcsError",
+    "current",
+    "info",
     "__version__",
     "include_dir",
     "init",

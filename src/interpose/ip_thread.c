@@ -54,6 +54,8 @@ IP_EXPORT int pthread_create(pthread_t *th, const pthread_attr_t *attr, void *(*
     int rc = next_pthread_create(th, attr, trampoline, s);
     if (rc != 0)
         free(s);
+    else
+        a->thread_created(a->ctx);
     return rc;
 }
 

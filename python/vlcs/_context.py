@@ -1,0 +1,304 @@
+"""Contexts from Python: ``vlcs.VLC`` (also ``vlcs.Context``).
+
+A context has its own CPU set and environment, and its own copies of the
+libraries loaded into it.  ``with ctx:`` runs the calling thread inside it;
+``ctx.submit`` and ``ctx.executor()`` run work on threads that live inside
+it.  Inside, ``os.cpu_count()``, ``os.sched_getaffinity(0)``,
+``os.process_cpu_count()`` and ``multiprocessing.cpu_count()`` answer with
+the context's CPUs, as the C-level queries of its libraries do.
+
+>>> import os, vlcs
+>>> ctx = vlcs.VLC(cpus="0", env={"OMP_NUM_THREADS": "1"})
+>>> with ctx:
+...     os.cpu_count()
+1
+>>> ctx.submit(os.sched_getaffinity, 0).result()
+{0}
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import ctypes
+import os
+import threading
+import weakref
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+from vlcs._lib import VlcsError, _error, lib
+
+_c = ctypes.c_void_p
+
+
+def _bind() -> ctypes.CDLL:
+    L = lib()
+    if getattr(L, "_vlcs_ctx_bound", False):
+        return L
+    sigs = {
+        "vlcs_ctx_create": (_c, [ctypes.c_char_p]),
+        "vlcs_ctx_name": (ctypes.c_char_p, [_c]),
+        "vlcs_ctx_set_cpus": (ctypes.c_int, [_c, ctypes.c_char_p]),
+        "vlcs_ctx_get_cpus": (ctypes.c_int, [_c, ctypes.c_char_p, ctypes.c_ulong]),
+        "vlcs_ctx_setenv": (ctypes.c_int, [_c, ctypes.c_char_p, ctypes.c_char_p]),
+        "vlcs_ctx_unsetenv": (ctypes.c_int, [_c, ctypes.c_char_p]),
+        "vlcs_ctx_getenv": (ctypes.c_char_p, [_c, ctypes.c_char_p]),
+        "vlcs_ctx_load": (_c, [_c, ctypes.c_char_p]),
+        "vlcs_ctx_thread_count": (ctypes.c_int, [_c]),
+        "vlcs_ctx_destroy": (ctypes.c_int, [_c]),
+        "vlcs_enter": (ctypes.c_int, [_c]),
+        "vlcs_leave": (ctypes.c_int, []),
+        "vlcs_current": (_c, []),
+    }
+    for name, (res, args) in sigs.items():
+        f = getattr(L, name)
+        f.restype, f.argtypes = res, args
+    L._vlcs_ctx_bound = True
+    return L
+
+
+def _cpu_list(cpus: str | Iterable[int]) -> str:
+    if isinstance(cpus, str):
+        return cpus
+    try:
+        ids = [int(c) for c in cpus]
+    except (TypeError, ValueError):
+        raise ValueError(f'cpus must be a list like "0-3,8" or CPU ids; got {cpus!r}') from None
+    if not ids or any(c < 0 for c in ids):
+        raise ValueError(f"cpus must be non-empty CPU ids >= 0; got {cpus!r}")
+    return ",".join(str(c) for c in ids)
+
+
+def _parse_list(text: str) -> list[int]:
+    out: list[int] = []
+    for part in filter(None, text.split(",")):
+        lo, _, hi = part.partition("-")
+        out.extend(range(int(lo), int(hi or lo) + 1))
+    return out
+
+
+_contexts: weakref.WeakValueDictionary[int, VLC] = weakref.WeakValueDictionary()
+
+
+class VLC:
+    """A virtual library context.
+
+    cpus: CPUs as "0-3,8" or ids (default: every CPU the process may use).
+    env: environment variables set in the context only.
+    name: a label for messages and ``vlcs.info()``.
+    """
+
+    def __init__(
+        self,
+        cpus: str | Iterable[int] | None = None,
+        env: Mapping[str, str] | None = None,
+        name: str | None = None,
+    ) -> None:
+        L = _bind()
+        handle = L.vlcs_ctx_create(name.encode() if name is not None else None)
+        if not handle:
+            raise ValueError(_error()) if name is not None else VlcsError(_error())
+        self._h = handle
+        self._lock = threading.Lock()
+        self._executor: concurrent.futures.ThreadPoolExecutor | None = None
+        self._env: dict[str, str | None] = {}
+        self._libraries: list[str] = []
+        if cpus is not None:
+            self.set_allowed_cpus(cpus)
+        for key, value in (env or {}).items():
+            self.setenv(key, value)
+        _contexts[handle] = self
+        _install_python_views()
+
+    # --- the paper's API -------------------------------------------------------
+    def set_allowed_cpus(self, cpus: str | Iterable[int]) -> None:
+        """Set the context's CPUs; threads inside move at once.
+
+        Raises ValueError naming the offending value.
+        """
+        if _bind().vlcs_ctx_set_cpus(self._h, _cpu_list(cpus).encode()) != 0:
+            raise ValueError(_error())
+
+    def setenv(self, name: str, value: str) -> None:
+        """Set an environment variable in the context only."""
+        self._check_name(name)
+        if _bind().vlcs_ctx_setenv(self._h, name.encode(), str(value).encode()) != 0:
+            raise ValueError(_error())
+        self._env[name] = str(value)
+
+    def unsetenv(self, name: str) -> None:
+        """Remove an environment variable from the context only."""
+        self._check_name(name)
+        if _bind().vlcs_ctx_unsetenv(self._h, name.encode()) != 0:
+            raise ValueError(_error())
+        self._env[name] = None
+
+    def getenv(self, name: str) -> str | None:
+        """The variable as libraries in the context see it."""
+        self._check_name(name)
+        v = _bind().vlcs_ctx_getenv(self._h, name.encode())
+        return v.decode() if v is not None else None
+
+    @staticmethod
+    def _check_name(name: str) -> None:
+        if not isinstance(name, str) or not name or "=" in name:
+            raise ValueError(
+                f"environment variable names must be non-empty and contain no '='; got {name!r}"
+            )
+
+    # --- properties -------------------------------------------------------------
+    @property
+    def name(self) -> str:
+        return _bind().vlcs_ctx_name(self._h).decode()
+
+    @property
+    def cpus(self) -> list[int]:
+        """The context's CPUs, as real ids."""
+        buf = ctypes.create_string_buffer(8192)
+        if _bind().vlcs_ctx_get_cpus(self._h, buf, len(buf)) < 0:
+            raise VlcsError(_error())
+        return _parse_list(buf.value.decode())
+
+    @property
+    def thread_count(self) -> int:
+        """Live threads created by the context's libraries (their pools)."""
+        return int(_bind().vlcs_ctx_thread_count(self._h))
+
+    # --- libraries --------------------------------------------------------------
+    def load(self, library: str) -> ctypes.CDLL:
+        """Load a shared library privately into the context (ctypes handle).
+
+        >>> import vlcs
+        >>> m = vlcs.VLC().load("libm.so.6")
+        >>> m.cos.restype = __import__("ctypes").c_double
+        """
+        h = _bind().vlcs_ctx_load(self._h, library.encode())
+        if not h:
+            raise OSError(_error())
+        self._libraries.append(library)
+        return ctypes.CDLL(library, handle=h)
+
+    # --- running inside ---------------------------------------------------------
+    def __enter__(self) -> VLC:
+        if _bind().vlcs_enter(self._h) != 0:
+            raise VlcsError(_error())
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        _bind().vlcs_leave()
+
+    def executor(self, max_workers: int | None = None) -> concurrent.futures.Executor:
+        """A ThreadPoolExecutor whose threads live in this context.
+
+        max_workers defaults to the number of the context's CPUs.
+        """
+        return concurrent.futures.ThreadPoolExecutor(
+            max_workers=max_workers or len(self.cpus),
+            thread_name_prefix=f"vlcs-{self.name}",
+            initializer=self._enter_for_good,
+        )
+
+    def _enter_for_good(self) -> None:
+        # The worker stays inside until it exits (libvlcs leaves for it).
+        if _bind().vlcs_enter(self._h) != 0:
+            raise VlcsError(_error())
+
+    def submit(
+        self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any
+    ) -> concurrent.futures.Future:
+        """Run fn(*args, **kwargs) on a thread of the context (concurrent.futures style)."""
+        with self._lock:
+            if self._executor is None:
+                self._executor = self.executor()
+            ex = self._executor
+        return ex.submit(fn, *args, **kwargs)
+
+    def info(self) -> dict[str, Any]:
+        """What the context holds, JSON-able."""
+        return {
+            "name": self.name,
+            "cpus": self.cpus,
+            "env": dict(self._env),
+            "libraries": list(self._libraries),
+            "library_threads": self.thread_count,
+        }
+
+    def close(self) -> None:
+        """Stop the context's executor; the context stays usable."""
+        with self._lock:
+            ex, self._executor = self._executor, None
+        if ex is not None:
+            ex.shutdown(wait=True)
+
+    def __repr__(self) -> str:
+        return f"<vlcs.VLC {self.name!r} cpus={self.cpus}>"
+
+
+Context = VLC
+
+
+def current() -> VLC | None:
+    """The context the calling thread is in, or None."""
+    h = _bind().vlcs_current()
+    return _contexts.get(h) if h else None
+
+
+def info() -> dict[str, Any]:
+    """Every live context of this process, JSON-able.
+
+    >>> import json, vlcs
+    >>> _ = json.dumps(vlcs.info())
+    """
+    from vlcs import __version__
+    from vlcs._lib import strict_active
+
+    return {
+        "version": __version__,
+        "strict": strict_active(),
+        "cpus_usable": sorted(_real_sched_getaffinity(0)),
+        "contexts": [c.info() for c in list(_contexts.values())],
+    }
+
+
+# --- Python-level CPU queries follow the context -------------------------------
+
+_real_cpu_count = os.cpu_count
+_real_sched_getaffinity = os.sched_getaffinity
+_real_process_cpu_count = getattr(os, "process_cpu_count", None)
+_installed = False
+
+
+def _context_cpus() -> list[int] | None:
+    c = current()
+    return c.cpus if c is not None else None
+
+
+def _cpu_count() -> int | None:
+    cpus = _context_cpus()
+    return len(cpus) if cpus is not None else _real_cpu_count()
+
+
+def _sched_getaffinity(pid: int) -> set[int]:
+    real = _real_sched_getaffinity(pid)
+    cpus = _context_cpus() if pid in (0, os.getpid(), threading.get_native_id()) else None
+    if cpus is None:
+        return real
+    return (real & set(cpus)) or set(cpus)
+
+
+def _process_cpu_count() -> int | None:
+    cpus = _context_cpus()
+    return len(cpus) if cpus is not None else _real_process_cpu_count()
+
+
+def _install_python_views() -> None:
+    """Make os.cpu_count & co answer for the calling thread's context."""
+    global _installed
+    if _installed:
+        return
+    _installed = True
+    os.cpu_count = _cpu_count
+    os.sched_getaffinity = _sched_getaffinity
+    if _real_process_cpu_count is not None:
+        os.process_cpu_count = _process_cpu_count
+    # multiprocessing.cpu_count calls os.cpu_count at call time.
