@@ -111,6 +111,9 @@ static int apply(struct tstate *ts, const vmask *target)
     return 0;
 }
 
+/* The slot shims dispatch on follows the thread's effective context. */
+static void publish_slot(const struct tstate *ts) { vlcs_shim_slot = shim_slot_of(effective(ts)); }
+
 static void pop_frame(struct tstate *ts)
 {
     vlcs_ctx *c = ts->stack[ts->depth - 1];
@@ -124,7 +127,7 @@ static void pop_frame(struct tstate *ts)
     c->entered--;
     __atomic_store_n(&ts->depth, ts->depth - 1, __ATOMIC_RELEASE);
     pthread_mutex_unlock(&c->lock);
-    vlcs_shim_slot = shim_slot_of(effective(ts));
+    publish_slot(ts);
 }
 
 /* A thread that exits inside contexts leaves them, so that they can be
@@ -202,7 +205,7 @@ VLCS_API int vlcs_enter(vlcs_ctx *c)
     ts->prev_gpu[ts->depth] = gpu_enter(c);
     __atomic_store_n(&ts->depth, ts->depth + 1, __ATOMIC_RELEASE);
     pthread_mutex_unlock(&c->lock);
-    vlcs_shim_slot = shim_slot_of(c);
+    publish_slot(ts);
     return 0;
 }
 
@@ -273,7 +276,7 @@ void thread_begin(vlcs_ctx *c)
     mask_set_thread(0, mask);
     ts->cur = *mask;
     __atomic_store_n(&ts->implicit, c, __ATOMIC_RELEASE);
-    vlcs_shim_slot = shim_slot_of(c);
+    publish_slot(ts);
     struct member *m = member_add(c, ts);
     if (m != NULL)
         m->created = true;
@@ -292,6 +295,6 @@ void thread_end(vlcs_ctx *c)
     }
     __atomic_sub_fetch(&c->created_live, 1, __ATOMIC_ACQ_REL);
     ts->implicit = NULL;
-    vlcs_shim_slot = 0;
+    publish_slot(ts);
     pthread_mutex_unlock(&c->lock);
 }
