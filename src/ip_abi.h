@@ -46,9 +46,9 @@ struct vlcs_ip_api {
     int (*clamp_mask)(struct vlcs_ctx *, size_t, const cpu_set_t *, size_t, cpu_set_t *);
     long (*ncpus)(struct vlcs_ctx *);
 
-    /* Forged files: a read-only file descriptor with the context's view of
-     * /proc/cpuinfo, /proc/self/status or /sys/devices/system/cpu/..., or -2
-     * when the path is not one vlcs forges (the caller opens it as usual). */
+    /* Forged files: for a read-only open of /proc/cpuinfo, /proc/self/status
+     * or /sys/devices/system/cpu/..., a file descriptor with the context's
+     * view; -2 for any other open (the caller opens it as usual). */
     int (*open_forged)(struct vlcs_ctx *, int dirfd, const char *path, int flags);
 
     /* Thread-specific data keys: a thread's slots are shared by every libc

@@ -263,6 +263,8 @@ static int memfd_with(const char *name, const char *data, size_t len, int flags)
 int view_open_forged(vlcs_ctx *c, int dirfd, const char *path, int flags)
 {
     (void)dirfd; /* only absolute paths are forged */
+    if ((flags & O_ACCMODE) != O_RDONLY)
+        return -2; /* writers get the real file (and the kernel's answer) */
     enum forged_kind kind = classify(path);
     if (kind == NOT_FORGED)
         return -2;
