@@ -74,10 +74,10 @@ VLCS_API int vlcs_shim_register(const char *soname, const char *real_path,
     pthread_mutex_unlock(&shims_lock);
     if (vlcs_ctx_load(dflt, real_path) == NULL)
         return -1;
-    memcpy(table, table + (size_t)shim_slot_of(dflt) * n, n * sizeof *table);
-    for (int slot = 1; slot < VLCS_SHIM_SLOTS; slot++)
-        if (slot != shim_slot_of(dflt))
-            memcpy(table + (size_t)slot * n, table, n * sizeof *table);
+    int own = shim_slot_of(dflt); /* row 0 included: threads in no context */
+    for (int slot = 0; slot < VLCS_SHIM_SLOTS; slot++)
+        if (slot != own)
+            memcpy(table + (size_t)slot * n, table + (size_t)own * n, n * sizeof *table);
     return 0;
 }
 
