@@ -181,8 +181,8 @@ static size_t dynsym_count(const ElfW(Dyn) *dyn)
 }
 
 /* A forwarder for `handle` (loaded in the base), as an open memfd. */
-int forwarder_create(void *handle, char *soname_out, size_t soname_size, size_t *nforwarded,
-                     char *err, size_t errsize)
+int forwarder_create(void *handle, char *soname_out, size_t soname_size, char *err,
+                     size_t errsize)
 {
     struct link_map *lm = NULL;
     if (dlinfo(handle, RTLD_DI_LINKMAP, &lm) != 0 || lm == NULL) {
@@ -213,7 +213,7 @@ int forwarder_create(void *handle, char *soname_out, size_t soname_size, size_t 
         snprintf(err, errsize, "it has no soname, so dependants could not find a stand-in");
         return -1;
     }
-    size_t count = dynsym_count(lm->l_ld), n = 0, skipped_tls = 0;
+    size_t count = dynsym_count(lm->l_ld), n = 0;
     struct fwd_sym *syms = calloc(count ? count : 1, sizeof *syms);
     if (syms == NULL) {
         snprintf(err, errsize, "out of memory");
@@ -225,10 +225,8 @@ int forwarder_create(void *handle, char *soname_out, size_t soname_size, size_t 
         if (s->st_shndx == SHN_UNDEF || (bind != STB_GLOBAL && bind != STB_WEAK) ||
             ELF64_ST_VISIBILITY(s->st_other) != STV_DEFAULT)
             continue;
-        if (type == STT_TLS) {
-            skipped_tls++; /* a per-thread address cannot be absolute */
-            continue;
-        }
+        if (type == STT_TLS)
+            continue; /* a per-thread address cannot be absolute */
         if (type != STT_FUNC && type != STT_OBJECT && type != STT_GNU_IFUNC && type != STT_NOTYPE)
             continue;
         const char *name = strtab + s->st_name;
@@ -248,15 +246,12 @@ int forwarder_create(void *handle, char *soname_out, size_t soname_size, size_t 
         syms[n++] = (struct fwd_sym){name, (uintptr_t)addr,
                                      type == STT_OBJECT ? STT_OBJECT : STT_FUNC, s->st_size};
     }
-    (void)skipped_tls;
     size_t size = 0;
     unsigned char *img = build(soname, syms, n, NULL, 0, &size);
     free(syms);
     int fd = write_memfd("vlcs-forwarder", img, size, err, errsize);
-    if (fd >= 0) {
+    if (fd >= 0)
         snprintf(soname_out, soname_size, "%s", soname);
-        *nforwarded = n;
-    }
     return fd;
 }
 

@@ -147,7 +147,14 @@ HIDDEN void load_error(vlcs_ctx *c, const char *what, const char *dlerr);
 HIDDEN int ns_create(vlcs_ctx *c); /* with c->lock held */
 HIDDEN void ns_flush(vlcs_ctx *c);
 
-/* ---- the Service context (service.c) ---- */
+/* ---- the Service context (service.c, forwarder.c) ---- */
+
+/* A forwarder for `handle` (loaded in the base) as a memfd; its soname is
+ * written to soname_out.  -1 with err set on failure. */
+HIDDEN int forwarder_create(void *handle, char *soname_out, size_t soname_size, char *err,
+                            size_t errsize);
+/* A symbol-less object whose DT_NEEDED are `needed`, as a memfd. */
+HIDDEN int forwarder_root(const char *const *needed, size_t n, char *err, size_t errsize);
 
 /* A memfd holding the first object for a new namespace (interposer and
  * forwarders as DT_NEEDED), -1 if there are no services, -2 on error. */

@@ -17,15 +17,11 @@ struct service {
     struct service *next;
     void *handle; /* the base's copy */
     int fd;       /* the forwarder's memfd */
-    size_t nsyms;
     char soname[256];
 };
 
 static pthread_mutex_t services_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct service *services; /* in the order they were added */
-
-HIDDEN int forwarder_create(void *handle, char *soname_out, size_t soname_size,
-                            size_t *nforwarded, char *err, size_t errsize);
 
 static int load_one(vlcs_ctx *c, const struct service *s)
 {
@@ -40,8 +36,6 @@ static int load_one(vlcs_ctx *c, const struct service *s)
     }
     return 0;
 }
-
-HIDDEN int forwarder_root(const char *const *needed, size_t n, char *err, size_t errsize);
 
 /* The object a new namespace starts with: the interposer, then every
  * service's forwarder.  Returns a memfd, or -1 when there are no services
@@ -104,7 +98,7 @@ VLCS_API int vlcs_service_add(const char *library)
         goto fail;
     }
     s->handle = h;
-    s->fd = forwarder_create(h, s->soname, sizeof s->soname, &s->nsyms, why, sizeof why);
+    s->fd = forwarder_create(h, s->soname, sizeof s->soname, why, sizeof why);
     if (s->fd < 0)
         goto fail;
     *tail = s;
