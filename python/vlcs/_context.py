@@ -26,6 +26,8 @@ import weakref
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+from vlcs import _imports
+from vlcs._extension import python_service
 from vlcs._lib import VlcsError, _error, lib
 
 _c = ctypes.c_void_p
@@ -95,6 +97,9 @@ class VLC:
         name: str | None = None,
     ) -> None:
         L = _bind()
+        # Before the namespace exists, so that libpython's forwarder is in
+        # its global scope (extension modules look for the C API there).
+        python_service()
         handle = L.vlcs_ctx_create(name.encode() if name is not None else None)
         if not handle:
             raise ValueError(_error()) if name is not None else VlcsError(_error())
@@ -107,8 +112,10 @@ class VLC:
             self.set_allowed_cpus(cpus)
         for key, value in (env or {}).items():
             self.setenv(key, value)
+        self._owner = _imports.Owner(self.name, self)
         _contexts[handle] = self
         _install_python_views()
+        _imports.install(_thread_owner)
 
     # --- the paper's API -------------------------------------------------------
     def set_allowed_cpus(self, cpus: str | Iterable[int]) -> None:
@@ -178,6 +185,17 @@ class VLC:
         self._libraries.append(library)
         return ctypes.CDLL(library, handle=h)
 
+    def _load_for_import(self, path: str) -> ctypes.CDLL:
+        h = _bind().vlcs_ctx_load(self._h, path.encode())
+        if not h:
+            raise OSError(_error())
+        return ctypes.CDLL(path, handle=h)
+
+    @property
+    def modules(self) -> list[str]:
+        """Names of the Python modules privatised in this context."""
+        return _imports.modules_of(self._owner)
+
     # --- running inside ---------------------------------------------------------
     def __enter__(self) -> VLC:
         if _bind().vlcs_enter(self._h) != 0:
@@ -220,6 +238,7 @@ class VLC:
             "cpus": self.cpus,
             "env": dict(self._env),
             "libraries": list(self._libraries),
+            "modules": len(self._owner.modules),
             "library_threads": self.thread_count,
         }
 
@@ -266,6 +285,11 @@ _real_cpu_count = os.cpu_count
 _real_sched_getaffinity = os.sched_getaffinity
 _real_process_cpu_count = getattr(os, "process_cpu_count", None)
 _installed = False
+
+
+def _thread_owner() -> _imports.Owner:
+    c = current()
+    return c._owner if c is not None else _imports.BASE
 
 
 def _context_cpus() -> list[int] | None:

@@ -1,0 +1,123 @@
+"""Loading a CPython extension module into a context's namespace.
+
+CPython's own loader would dlopen the module into the base namespace.  Here
+libvlcs loads it (and the libraries it depends on: numpy's OpenBLAS, scipy's
+Fortran runtime, ...) into the context's namespace, and this module does what
+CPython's ``_imp.create_dynamic`` / ``exec_dynamic`` do with the result:
+call ``PyInit_<name>`` with the GIL held, then either take the module it made
+(single-phase init) or create and execute one from the ``PyModuleDef`` it
+returned (multi-phase init, PEP 489).  The module's references to the C API
+resolve to the base's libpython through the libpython service (see
+``_python_service``), so there is one interpreter and one object model.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import sys
+import sysconfig
+from importlib.machinery import ModuleSpec
+from types import ModuleType
+from typing import Any
+
+from vlcs._lib import VlcsError, _error, lib
+
+_api = ctypes.pythonapi
+_api.PyModule_FromDefAndSpec2.restype = ctypes.py_object
+_api.PyModule_FromDefAndSpec2.argtypes = [ctypes.c_void_p, ctypes.py_object, ctypes.c_int]
+_api.PyModule_ExecDef.restype = ctypes.c_int
+_api.PyModule_ExecDef.argtypes = [ctypes.py_object, ctypes.c_void_p]
+_MODULEDEF_TYPE = ctypes.addressof(ctypes.c_char.in_dll(_api, "PyModuleDef_Type"))
+# Where single-phase modules find their package (CPython sets it around
+# PyInit); a plain global up to 3.11, runtime state afterwards.
+try:
+    _PACKAGE_CONTEXT: Any = ctypes.c_char_p.in_dll(_api, "_Py_PackageContext")
+except ValueError:
+    _PACKAGE_CONTEXT = None
+
+_service_ready = False
+
+
+def python_service() -> None:
+    """Make libpython a service, once: extension modules in contexts bind to it.
+
+    Called before a context's namespace exists, so the forwarder is in the
+    namespace's global scope, where extension modules (which carry no
+    DT_NEEDED on libpython) look for the C API.
+    """
+    global _service_ready
+    if _service_ready:
+        return
+    if not sysconfig.get_config_var("Py_ENABLE_SHARED"):
+        raise VlcsError(
+            f"this Python ({sys.executable}) links libpython statically, so its C API "
+            "cannot be shared with contexts yet; use a Python built with "
+            "--enable-shared (pyenv, conda, python.org builds)"
+        )
+    soname = sysconfig.get_config_var("INSTSONAME") or sysconfig.get_config_var("LDLIBRARY")
+    if lib().vlcs_service_add(soname.encode()) != 0:
+        raise VlcsError(_error())
+    _service_ready = True
+
+
+def _init_symbol(name: str) -> str:
+    short = name.rpartition(".")[2]
+    try:
+        short.encode("ascii")
+        return "PyInit_" + short
+    except UnicodeEncodeError:
+        return "PyInitU_" + short.encode("punycode").decode().replace("-", "_")
+
+
+class ContextExtensionLoader:
+    """Loader for an extension module that lives in a context's namespace."""
+
+    def __init__(self, load: Any, path: str) -> None:
+        # load(path) -> ctypes.CDLL of the copy in the context
+        self._load = load
+        self.path = path
+        self._defs: dict[int, int] = {}
+
+    def create_module(self, spec: ModuleSpec) -> ModuleType:
+        try:
+            dll = self._load(self.path)
+        except OSError as e:
+            raise ImportError(str(e), name=spec.name, path=self.path) from None
+        symbol = _init_symbol(spec.name)
+        try:
+            init = ctypes.PYFUNCTYPE(ctypes.c_void_p)((symbol, dll))
+        except AttributeError:
+            raise ImportError(
+                f"dynamic module does not define module export function ({symbol})",
+                name=spec.name,
+                path=self.path,
+            ) from None
+        saved = None
+        if _PACKAGE_CONTEXT is not None:
+            saved = _PACKAGE_CONTEXT.value
+            _PACKAGE_CONTEXT.value = spec.name.encode()
+        try:
+            result = init()  # PYFUNCTYPE: GIL held; a set exception is raised here
+        finally:
+            if _PACKAGE_CONTEXT is not None:
+                _PACKAGE_CONTEXT.value = saved
+        if not result:
+            raise SystemError(f"initialization of {spec.name} failed without raising an exception")
+        if ctypes.c_void_p.from_address(result + ctypes.sizeof(ctypes.c_ssize_t)).value == (
+            _MODULEDEF_TYPE
+        ):
+            module = _api.PyModule_FromDefAndSpec2(result, spec, sys.api_version)
+            self._defs[id(module)] = result
+            return module
+        # Single-phase: PyInit returned a new reference to the module; the
+        # cast borrows it, so the module keeps one extra reference for good
+        # (extension modules are never unloaded anyway).
+        return ctypes.cast(result, ctypes.py_object).value
+
+    def exec_module(self, module: ModuleType) -> None:
+        d = self._defs.pop(id(module), None)
+        if d is not None:
+            _api.PyModule_ExecDef(module, d)
+
+    def __repr__(self) -> str:
+        return f"<vlcs.ContextExtensionLoader {self.path!r}>"

@@ -1,0 +1,409 @@
+"""Import isolation: ``with ctx: import numpy`` gives ctx its own numpy.
+
+Every *owner* (each context, and the base) has its own table of modules.
+A module imported by code that belongs to a context is executed afresh for
+that context, and its extension modules are loaded into the context's
+namespace (see _extension.py).  The standard library, builtin modules and
+the names given to :func:`share` stay shared: one copy, the base's.
+
+Which owner an import belongs to is decided in this order:
+
+1. the module being executed right now by this thread on behalf of an owner
+   (imports made while a module initialises, C-level ones included);
+2. the nearest Python frame whose module belongs to an owner (code of a
+   context's numpy belongs to that context, from any thread, at any time);
+3. the context the calling thread is in (``with ctx:``, executor threads);
+4. the base.
+
+CPython has three doors into the import system, and each is covered:
+
+* the ``import`` statement calls ``builtins.__import__`` with the importing
+  module's globals: replaced here, it returns the owner's real modules;
+* ``importlib.import_module``: replaced, same answer;
+* C code (Cython's import helpers, ``PyImport_ImportModule``) reads
+  ``sys.modules`` directly and calls ``importlib._bootstrap._find_and_load``
+  on a miss.  The miss path is replaced; for hits, the ``sys.modules`` entry
+  of every privatised name is a forwarder module that resolves each
+  attribute access through the rules above.  ``PyImport_Import`` reads
+  ``sys.modules`` after importing, so some entry under the plain name must
+  exist: that is why forwarders, and not nothing, stand there.
+
+Names the base had imported before a context privatised them move behind a
+forwarder too; base code keeps using its own objects.
+"""
+
+from __future__ import annotations
+
+import builtins
+import importlib
+import sys
+import threading
+import warnings
+from collections.abc import Iterable, Sequence
+from importlib.machinery import EXTENSION_SUFFIXES, ExtensionFileLoader, ModuleSpec
+from types import ModuleType
+from typing import Any
+
+_bootstrap: Any = sys.modules["_frozen_importlib"]
+
+_orig_import = builtins.__import__
+_orig_import_module = importlib.import_module
+_orig_find_and_load = _bootstrap._find_and_load
+
+# Top-level names that are never privatised.
+_SHARED: set[str] = (
+    set(sys.builtin_module_names)
+    | set(getattr(sys, "stdlib_module_names", ()))
+    | {
+        "vlcs",
+        "__main__",
+        "__mp_main__",
+        "_distutils_hack",
+        "pytest",
+        "_pytest",
+        "pluggy",
+        "py",
+    }
+)
+
+
+class Owner:
+    """The modules of one context, or of the base (ctx is None)."""
+
+    def __init__(self, label: str, ctx: Any = None) -> None:
+        self.label = label
+        self.ctx = ctx
+        self.modules: dict[str, Any] = {}
+
+    def __repr__(self) -> str:
+        return f"<vlcs import owner {self.label}>"
+
+
+BASE = Owner("base")
+
+_lock = threading.RLock()
+_tls = threading.local()
+# id(module.__dict__) -> owner, for every module in an owner's table; the
+# tables keep the modules (and so the ids) alive.
+_owner_of: dict[int, Owner] = {}
+_managed: set[str] = set()  # top-level names with forwarders in sys.modules
+_thread_owner: Any = None  # set by install(): () -> Owner
+_installed = False
+
+
+def share(*names: str) -> None:
+    """Keep the given top-level packages shared: imported once, in the base.
+
+    Use it for packages that must exist once per process (a plugin registry,
+    a logging setup) or that break when imported twice.
+
+    >>> import vlcs
+    >>> vlcs.share("my_registry")
+    """
+    for n in names:
+        if not isinstance(n, str) or not n or "." in n:
+            raise ValueError(f"share() takes top-level package names; got {n!r}")
+        if n in _managed:
+            raise ValueError(f"{n!r} is already imported privately by a context; share it earlier")
+        _SHARED.add(n)
+
+
+def is_shared(name: str) -> bool:
+    return name.partition(".")[0] in _SHARED
+
+
+# --- deciding the owner -----------------------------------------------------------
+
+
+def resolve(frame: Any) -> Owner:
+    stack = getattr(_tls, "loading", None)
+    if stack:
+        return stack[-1]
+    owner_of = _owner_of
+    f = frame
+    while f is not None:
+        o = owner_of.get(id(f.f_globals))
+        if o is not None:
+            return o
+        f = f.f_back
+    return _thread_owner()
+
+
+def _wants(owner: Owner, name: str) -> bool:
+    """Whether owner's import of name goes through the owner tables."""
+    top = name.partition(".")[0]
+    if owner is BASE:
+        return top in _managed
+    return top not in _SHARED
+
+
+# --- forwarders -------------------------------------------------------------------
+
+
+class Forwarder(ModuleType):
+    """What sys.modules holds for a privatised name: each attribute access
+    resolves the caller's owner and forwards to that owner's module."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__(name)
+        d = self.__dict__
+        for k in ("__doc__", "__package__", "__loader__"):
+            d.pop(k, None)
+        d["__spec__"] = ModuleSpec(name, None)
+
+    def _target(self, frame: Any) -> Any:
+        name = self.__dict__["__name__"]
+        owner = resolve(frame)
+        m = owner.modules.get(name)
+        return m if m is not None else load(owner, name)
+
+    def __getattr__(self, attr: str) -> Any:
+        return getattr(self._target(sys._getframe(1)), attr)
+
+    def __setattr__(self, attr: str, value: Any) -> None:
+        owner = resolve(sys._getframe(1))
+        name = self.__dict__["__name__"]
+        m = owner.modules.get(name)
+        if m is None:
+            m = load(owner, name)
+        setattr(m, attr, _unwrap(owner, value))
+
+    def __delattr__(self, attr: str) -> None:
+        delattr(self._target(sys._getframe(1)), attr)
+
+    def __dir__(self) -> Iterable[str]:
+        return dir(self._target(sys._getframe(1)))
+
+    def __repr__(self) -> str:
+        return f"<vlcs forwarder of module {self.__dict__['__name__']!r}>"
+
+
+def _unwrap(owner: Owner, value: Any) -> Any:
+    if isinstance(value, Forwarder):
+        name = value.__dict__["__name__"]
+        return owner.modules.get(name) or load(owner, name)
+    return value
+
+
+def _manage(top: str) -> None:
+    """Put forwarders in sys.modules for top and its submodules; modules the
+    base imported before move to the base's table."""
+    if top in _managed:
+        return
+    _managed.add(top)
+    prefix = top + "."
+    for k, v in list(sys.modules.items()):
+        if (k == top or k.startswith(prefix)) and not isinstance(v, Forwarder):
+            _adopt(BASE, k, v)
+
+
+def _adopt(owner: Owner, name: str, module: Any) -> None:
+    if module is not None:
+        owner.modules[name] = module
+        d = getattr(module, "__dict__", None)
+        if d is not None:
+            _owner_of[id(d)] = owner
+    sys.modules[name] = Forwarder(name)
+
+
+def _sweep(owner: Owner, before: set[str]) -> None:
+    """Move entries module code put into sys.modules itself (aliases,
+    modules that replace themselves) into the owner's table."""
+    for k in [k for k in sys.modules if k not in before]:
+        v = sys.modules[k]
+        if isinstance(v, Forwarder):
+            continue
+        top = k.partition(".")[0]
+        if top in _managed or (owner is not BASE and top not in _SHARED):
+            _managed.add(top)
+            _adopt(owner, k, v)
+
+
+# --- loading ----------------------------------------------------------------------
+
+
+def load(owner: Owner, name: str) -> Any:
+    """The owner's module called name (absolute), imported if needed."""
+    m = owner.modules.get(name)
+    if m is not None:
+        return m
+    with _lock:
+        depth = getattr(_tls, "depth", 0)
+        before = set(sys.modules) if depth == 0 else set()
+        _tls.depth = depth + 1
+        try:
+            m = _load_unlocked(owner, name)
+        finally:
+            _tls.depth = depth
+        if depth == 0:
+            _sweep(owner, before)
+        return owner.modules.get(name, m)
+
+
+def _load_unlocked(owner: Owner, name: str) -> Any:
+    m = owner.modules.get(name)
+    if m is not None:
+        return m
+    if not _wants(owner, name):
+        return _orig_import_module(name)
+    parent, _, child = name.rpartition(".")
+    path = None
+    if parent:
+        pm = _load_unlocked(owner, parent)
+        m = owner.modules.get(name)
+        if m is not None:
+            return m
+        path = getattr(pm, "__path__", None)
+        if path is None:
+            raise ModuleNotFoundError(
+                f"No module named {name!r}; {parent!r} is not a package", name=name
+            )
+    spec = _bootstrap._find_spec(name, path)
+    if spec is None:
+        raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+    if owner.ctx is not None:
+        if isinstance(spec.loader, ExtensionFileLoader):
+            from vlcs._extension import ContextExtensionLoader
+
+            spec.loader = ContextExtensionLoader(owner.ctx._load_for_import, spec.origin)
+        elif str(spec.origin).endswith(tuple(EXTENSION_SUFFIXES)):
+            _warn_shared(name, f"its loader {spec.loader!r} cannot load into a namespace")
+    _manage(name.partition(".")[0])
+    stack = _tls.__dict__.setdefault("loading", [])
+    stack.append(owner)
+    try:
+        module = _bootstrap.module_from_spec(spec)
+        owner.modules[name] = module
+        _owner_of[id(module.__dict__)] = owner
+        if not isinstance(sys.modules.get(name), Forwarder):
+            sys.modules[name] = Forwarder(name)
+        spec._initializing = True
+        try:
+            spec.loader.exec_module(module)
+        finally:
+            spec._initializing = False
+    except BaseException:
+        dropped = owner.modules.pop(name, None)
+        if dropped is not None:
+            _owner_of.pop(id(dropped.__dict__), None)
+        raise
+    finally:
+        stack.pop()
+    # A module may have replaced itself in sys.modules (a common idiom).
+    replaced = sys.modules.get(name)
+    if replaced is not None and not isinstance(replaced, Forwarder):
+        _adopt(owner, name, replaced)
+    module = owner.modules[name]
+    if parent:
+        setattr(pm, child, module)
+    return module
+
+
+# --- the three doors --------------------------------------------------------------
+
+
+def _absolute(name: str, globals: Any, level: int) -> str:
+    if level == 0:
+        return name
+    package = _bootstrap._calc___package__(globals or {})
+    return _bootstrap._resolve_name(name, package, level)
+
+
+def _import(
+    name: str,
+    globals: Any = None,
+    locals: Any = None,
+    fromlist: Sequence[str] | None = (),
+    level: int = 0,
+) -> Any:
+    owner = _owner_of.get(id(globals)) if globals is not None else None
+    if owner is None:
+        owner = resolve(sys._getframe(1))
+    if level == 0:
+        if not _wants(owner, name):
+            return _orig_import(name, globals, locals, fromlist, level)
+        absname = name
+    else:
+        absname = _absolute(name, globals, level)
+        if not _wants(owner, absname):
+            return _orig_import(name, globals, locals, fromlist, level)
+    module = load(owner, absname)
+    if not fromlist:
+        if level == 0:
+            return load(owner, absname.partition(".")[0])
+        if not name:
+            return module
+        cut = len(name) - len(name.partition(".")[0])
+        return owner.modules[absname[: len(absname) - cut]]
+    if hasattr(module, "__path__"):
+        _fromlist(owner, module, fromlist)
+    return module
+
+
+def _fromlist(owner: Owner, module: Any, fromlist: Iterable[str], star: bool = False) -> None:
+    for x in fromlist:
+        if not isinstance(x, str):
+            raise TypeError(f"Item in {module.__name__}.__all__ must be str, not {type(x).__name__}")
+        if x == "*":
+            if not star and hasattr(module, "__all__"):
+                _fromlist(owner, module, module.__all__, star=True)
+        elif not hasattr(module, x):
+            sub = f"{module.__name__}.{x}"
+            try:
+                load(owner, sub)
+            except ModuleNotFoundError as e:
+                # "from pkg import name" where name is neither: the caller's
+                # ImportError says so.
+                if e.name == sub:
+                    continue
+                raise
+
+
+def _import_module(name: str, package: str | None = None) -> Any:
+    owner = resolve(sys._getframe(1))
+    level = 0
+    if name.startswith("."):
+        if not package:
+            raise TypeError(
+                "the 'package' argument is required to perform a relative "
+                f"import for {name!r}"
+            )
+        level = len(name) - len(name.lstrip("."))
+        absname = _bootstrap._resolve_name(name[level:], package, level)
+    else:
+        absname = name
+    if _wants(owner, absname):
+        return load(owner, absname)
+    return _orig_import_module(name, package)
+
+
+def _find_and_load(name: str, import_: Any = None) -> Any:
+    owner = resolve(sys._getframe(1))
+    if _wants(owner, name):
+        return load(owner, name)
+    return _orig_find_and_load(name, import_)
+
+
+def install(thread_owner: Any) -> None:
+    """Turn import isolation on for the process (idempotent)."""
+    global _installed, _thread_owner
+    with _lock:
+        _thread_owner = thread_owner
+        if _installed:
+            return
+        _installed = True
+        builtins.__import__ = _import
+        importlib.import_module = _import_module
+        _bootstrap._find_and_load = _find_and_load
+
+
+def modules_of(owner: Owner) -> list[str]:
+    return sorted(owner.modules)
+
+
+def _warn_shared(name: str, why: str) -> None:
+    warnings.warn(
+        f"the native code of {name} stays shared with the base: {why}",
+        RuntimeWarning,
+        stacklevel=4,
+    )
