@@ -232,6 +232,14 @@ VLCS_API int vlcs_leave(void);
 VLCS_API vlcs_ctx *vlcs_current(void);
 
 /**
+ * The innermost of the given objects (handles from dlopen, dlmopen or
+ * vlcs_ctx_load) that has a frame on the calling thread's native stack, or
+ * NULL.  Sorts handles in place.  Used by the Python package to learn which
+ * copy of an extension module a C-level import comes from.
+ */
+VLCS_API void *vlcs_stack_find(void **handles, unsigned long n);
+
+/**
  * Number of live threads created by the context's libraries (worker pools of
  * OpenMP, OpenBLAS, ...).
  * @return the count, or -1 with vlcs_error() set.

@@ -51,6 +51,7 @@ def _bind() -> ctypes.CDLL:
         "vlcs_enter": (ctypes.c_int, [_c]),
         "vlcs_leave": (ctypes.c_int, []),
         "vlcs_current": (_c, []),
+        "vlcs_stack_find": (_c, [ctypes.POINTER(_c), ctypes.c_ulong]),
     }
     for name, (res, args) in sigs.items():
         f = getattr(L, name)

@@ -35,7 +35,10 @@ forwarder too; base code keeps using its own objects.
 from __future__ import annotations
 
 import builtins
+import ctypes
+import dis
 import importlib
+import os
 import sys
 import threading
 import warnings
@@ -49,6 +52,7 @@ _bootstrap: Any = sys.modules["_frozen_importlib"]
 _orig_import = builtins.__import__
 _orig_import_module = importlib.import_module
 _orig_find_and_load = _bootstrap._find_and_load
+_IMPORT_NAME = dis.opmap["IMPORT_NAME"]
 
 # Top-level names that are never privatised.
 _SHARED: set[str] = (
@@ -115,10 +119,14 @@ def is_shared(name: str) -> bool:
 # --- deciding the owner -----------------------------------------------------------
 
 
-def resolve(frame: Any) -> Owner:
+def resolve(frame: Any, native: bool = True) -> Owner:
     stack = getattr(_tls, "loading", None)
     if stack:
         return stack[-1]
+    if native and _objects:
+        o = _native_owner()
+        if o is not None:
+            return o
     owner_of = _owner_of
     f = frame
     while f is not None:
@@ -127,6 +135,44 @@ def resolve(frame: Any) -> Owner:
             return o
         f = f.f_back
     return _thread_owner()
+
+
+# --- native callers ---------------------------------------------------------------
+# C code (numpy filling a lazy cache, Cython helpers) imports through
+# sys.modules with no Python frame of its own: the innermost extension module
+# on the native stack tells whose import it is.
+
+_objects: dict[int, Owner] = {}  # dlopen handle of an extension module -> owner
+_handles: Any = None  # the same keys, as a ctypes array for vlcs_stack_find
+
+
+def register_object(handle: int, owner: Owner) -> None:
+    global _handles
+    if handle and _objects.get(handle) is not owner:
+        _objects[handle] = owner
+        _handles = None
+
+
+def _register_base_extension(module: Any) -> None:
+    path = getattr(module, "__file__", None)
+    if not isinstance(path, str) or not path.endswith(tuple(EXTENSION_SUFFIXES)):
+        return
+    try:
+        dll = ctypes.CDLL(path, mode=os.RTLD_NOLOAD | os.RTLD_LAZY)
+    except OSError:
+        return
+    register_object(dll._handle, BASE)
+
+
+def _native_owner() -> Owner | None:
+    global _handles
+    from vlcs._lib import lib
+
+    arr = _handles
+    if arr is None:
+        arr = _handles = (ctypes.c_void_p * len(_objects))(*_objects)
+    h = lib().vlcs_stack_find(arr, len(arr))
+    return _objects.get(h) if h else None
 
 
 def _wants(owner: Owner, name: str) -> bool:
@@ -203,6 +249,8 @@ def _adopt(owner: Owner, name: str, module: Any) -> None:
         d = getattr(module, "__dict__", None)
         if d is not None:
             _owner_of[id(d)] = owner
+        if owner is BASE:
+            _register_base_extension(module)
     sys.modules[name] = Forwarder(name)
 
 
@@ -265,7 +313,7 @@ def _load_unlocked(owner: Owner, name: str) -> Any:
         if isinstance(spec.loader, ExtensionFileLoader):
             from vlcs._extension import ContextExtensionLoader
 
-            spec.loader = ContextExtensionLoader(owner.ctx._load_for_import, spec.origin)
+            spec.loader = ContextExtensionLoader(_loader_for(owner), spec.origin)
         elif str(spec.origin).endswith(tuple(EXTENSION_SUFFIXES)):
             _warn_shared(name, f"its loader {spec.loader!r} cannot load into a namespace")
     _manage(name.partition(".")[0])
@@ -294,9 +342,36 @@ def _load_unlocked(owner: Owner, name: str) -> Any:
     if replaced is not None and not isinstance(replaced, Forwarder):
         _adopt(owner, name, replaced)
     module = owner.modules[name]
+    if owner is BASE:
+        _register_base_extension(module)
+    _rebind(owner, module)
     if parent:
         setattr(pm, child, module)
     return module
+
+
+def _loader_for(owner: Owner) -> Any:
+    def load_into_context(path: str) -> Any:
+        dll = owner.ctx._load_for_import(path)
+        register_object(dll._handle, owner)
+        return dll
+
+    return load_into_context
+
+
+def _rebind(owner: Owner, module: Any) -> None:
+    """Replace forwarders in a freshly executed module's globals by the
+    owner's modules: C-level imports (Cython's module-level ``import numpy
+    as np``) read sys.modules and got forwarders; the module's code must not
+    depend on who calls it later."""
+    d = getattr(module, "__dict__", None)
+    if d is None:
+        return
+    for k, v in list(d.items()):
+        if isinstance(v, Forwarder):
+            real = owner.modules.get(v.__dict__["__name__"])
+            if real is not None:
+                d[k] = real
 
 
 # --- the three doors --------------------------------------------------------------
@@ -316,9 +391,13 @@ def _import(
     fromlist: Sequence[str] | None = (),
     level: int = 0,
 ) -> Any:
-    owner = _owner_of.get(id(globals)) if globals is not None else None
-    if owner is None:
-        owner = resolve(sys._getframe(1))
+    caller = sys._getframe(1)
+    if caller.f_globals is globals and caller.f_code.co_code[caller.f_lasti] == _IMPORT_NAME:
+        # An import statement: the importing module decides.
+        owner = _owner_of.get(id(globals)) or resolve(caller, native=False)
+    else:
+        # PyImport_Import from C passes whatever Python frame is innermost.
+        owner = resolve(caller)
     if level == 0:
         if not _wants(owner, name):
             return _orig_import(name, globals, locals, fromlist, level)
@@ -360,7 +439,7 @@ def _fromlist(owner: Owner, module: Any, fromlist: Iterable[str], star: bool = F
 
 
 def _import_module(name: str, package: str | None = None) -> Any:
-    owner = resolve(sys._getframe(1))
+    owner = resolve(sys._getframe(1), native=False)
     level = 0
     if name.startswith("."):
         if not package:
