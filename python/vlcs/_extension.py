@@ -13,9 +13,11 @@ resolve to the base's libpython through the libpython service (see
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import sys
 import sysconfig
+from collections.abc import Iterator
 from importlib.machinery import ModuleSpec
 from types import ModuleType
 from typing import Any
@@ -35,7 +37,41 @@ try:
 except ValueError:
     _PACKAGE_CONTEXT = None
 
+_api.PyInterpreterState_Get.restype = ctypes.c_void_p
+_api.PyInterpreterState_GetDict.restype = ctypes.c_void_p  # a borrowed reference
+_api.PyInterpreterState_GetDict.argtypes = [ctypes.c_void_p]
+
+# Binding libraries keep one registry of C++ types per interpreter, found by
+# key in builtins (pybind11 2.x) or the interpreter's dict (pybind11 3.x,
+# nanobind).  A second copy of torch would find the first copy's registry
+# and fail with 'type "..." is already registered': each owner gets its own.
+_REGISTRY_PREFIXES = ("__pybind11_internals", "__nb_internals")
+
 _service_ready = False
+
+
+@contextlib.contextmanager
+def own_registries(saved: dict[tuple[int, str], Any]) -> Iterator[None]:
+    """Run with the owner's binding registries (saved) in place of the current ones."""
+    import builtins
+
+    interp = _api.PyInterpreterState_GetDict(_api.PyInterpreterState_Get())
+    dicts = [builtins.__dict__, ctypes.cast(interp, ctypes.py_object).value]
+    outer: dict[tuple[int, str], Any] = {}
+    for i, d in enumerate(dicts):
+        for k in [k for k in d if isinstance(k, str) and k.startswith(_REGISTRY_PREFIXES)]:
+            outer[(i, k)] = d.pop(k)
+    for (i, k), v in saved.items():
+        dicts[i][k] = v
+    try:
+        yield
+    finally:
+        saved.clear()
+        for i, d in enumerate(dicts):
+            for k in [k for k in d if isinstance(k, str) and k.startswith(_REGISTRY_PREFIXES)]:
+                saved[(i, k)] = d.pop(k)
+        for (i, k), v in outer.items():
+            dicts[i][k] = v
 
 
 def python_service() -> None:
@@ -72,13 +108,18 @@ def _init_symbol(name: str) -> str:
 class ContextExtensionLoader:
     """Loader for an extension module that lives in a context's namespace."""
 
-    def __init__(self, load: Any, path: str) -> None:
+    def __init__(self, load: Any, path: str, registries: dict[tuple[int, str], Any]) -> None:
         # load(path) -> ctypes.CDLL of the copy in the context
         self._load = load
         self.path = path
+        self._registries = registries
         self._defs: dict[int, int] = {}
 
     def create_module(self, spec: ModuleSpec) -> ModuleType:
+        with own_registries(self._registries):
+            return self._create(spec)
+
+    def _create(self, spec: ModuleSpec) -> ModuleType:
         try:
             dll = self._load(self.path)
         except OSError as e:
@@ -117,7 +158,8 @@ class ContextExtensionLoader:
     def exec_module(self, module: ModuleType) -> None:
         d = self._defs.pop(id(module), None)
         if d is not None:
-            _api.PyModule_ExecDef(module, d)
+            with own_registries(self._registries):
+                _api.PyModule_ExecDef(module, d)
 
     def __repr__(self) -> str:
         return f"<vlcs.ContextExtensionLoader {self.path!r}>"

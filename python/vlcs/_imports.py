@@ -63,6 +63,8 @@ _SHARED: set[str] = (
         "__main__",
         "__mp_main__",
         "_distutils_hack",
+        # patches the shared typing module: two copies would mix their types
+        "typing_extensions",
         "pytest",
         "_pytest",
         "pluggy",
@@ -78,6 +80,7 @@ class Owner:
         self.label = label
         self.ctx = ctx
         self.modules: dict[str, Any] = {}
+        self.registries: dict[Any, Any] = {}  # binding libraries' type registries
 
     def __repr__(self) -> str:
         return f"<vlcs import owner {self.label}>"
@@ -91,6 +94,7 @@ _tls = threading.local()
 # tables keep the modules (and so the ids) alive.
 _owner_of: dict[int, Owner] = {}
 _managed: set[str] = set()  # top-level names with forwarders in sys.modules
+_forwarders: dict[str, Forwarder] = {}  # one per name, so identity is stable
 _thread_owner: Any = None  # set by install(): () -> Owner
 _installed = False
 
@@ -197,21 +201,37 @@ class Forwarder(ModuleType):
             d.pop(k, None)
         d["__spec__"] = ModuleSpec(name, None)
 
-    def _target(self, frame: Any) -> Any:
+    def _target(self, frame: Any, attr: str = "") -> Any:
         name = self.__dict__["__name__"]
         owner = resolve(frame)
         m = owner.modules.get(name)
-        return m if m is not None else load(owner, name)
+        if m is not None:
+            return m
+        if attr.startswith("__"):
+            # Introspection walking sys.modules (inspect.getmodule, pickle)
+            # must not import every package some other owner has.
+            raise AttributeError(f"module {name!r} is not imported by {owner.label}")
+        return load(owner, name)
 
     def __getattr__(self, attr: str) -> Any:
-        return getattr(self._target(sys._getframe(1)), attr)
+        return getattr(self._target(sys._getframe(1), attr), attr)
 
     def __setattr__(self, attr: str, value: Any) -> None:
         owner = resolve(sys._getframe(1))
         name = self.__dict__["__name__"]
         m = owner.modules.get(name)
         if m is None:
-            m = load(owner, name)
+            try:
+                m = load(owner, name)
+            except ModuleNotFoundError as e:
+                if e.name != name:
+                    raise
+                # C code got this forwarder from PyImport_AddModule, which
+                # makes an empty module when the name is free: do that for
+                # the owner (torch._C._c10d_init makes its submodules so).
+                m = ModuleType(name)
+                _adopt(owner, name, m)
+                _handed[name] = owner
         setattr(m, attr, _unwrap(owner, value))
 
     def __delattr__(self, attr: str) -> None:
@@ -222,6 +242,25 @@ class Forwarder(ModuleType):
 
     def __repr__(self) -> str:
         return f"<vlcs forwarder of module {self.__dict__['__name__']!r}>"
+
+
+# C code that got a forwarder from PyImport_ImportModule may write into its
+# dict directly (PyModule_AddObject: torch adds its dtypes to "torch" so);
+# those entries belong to the owner the forwarder was handed out for.
+_handed: dict[str, Owner] = {}
+
+
+def _harvest() -> None:
+    for name, owner in list(_handed.items()):
+        fw = sys.modules.get(name)
+        if not isinstance(fw, Forwarder):
+            continue
+        d = fw.__dict__
+        if len(d) > 2:
+            target = owner.modules.get(name)
+            if target is not None:
+                for k in [k for k in d if k not in ("__name__", "__spec__")]:
+                    target.__dict__[k] = d.pop(k)
 
 
 def _unwrap(owner: Owner, value: Any) -> Any:
@@ -239,7 +278,7 @@ def _manage(top: str) -> None:
     _managed.add(top)
     prefix = top + "."
     for k, v in list(sys.modules.items()):
-        if (k == top or k.startswith(prefix)) and not isinstance(v, Forwarder):
+        if (k == top or k.startswith(prefix)) and not type(v) is Forwarder:
             _adopt(BASE, k, v)
 
 
@@ -251,7 +290,33 @@ def _adopt(owner: Owner, name: str, module: Any) -> None:
             _owner_of[id(d)] = owner
         if owner is BASE:
             _register_base_extension(module)
-    sys.modules[name] = Forwarder(name)
+    sys.modules[name] = _forwarder(name)
+
+
+def _forwarder(name: str) -> Forwarder:
+    fw = _forwarders.get(name)
+    if fw is None:
+        fw = _forwarders[name] = Forwarder(name)
+    return fw
+
+
+def _forget_unowned(top: str) -> None:
+    """After a failed import: drop the forwarders of a package nobody owns,
+    so sys.modules is what it was."""
+    prefix = top + "."
+    owners = [BASE] + [o for o in _all_owners()]
+    if any(k == top or k.startswith(prefix) for o in owners for k in o.modules):
+        return
+    _managed.discard(top)
+    for k in [k for k in sys.modules if k == top or k.startswith(prefix)]:
+        if isinstance(sys.modules[k], Forwarder):
+            del sys.modules[k]
+            _forwarders.pop(k, None)
+
+
+def _all_owners() -> list[Owner]:
+    seen = {id(o): o for o in list(_owner_of.values())}
+    return list(seen.values())
 
 
 def _sweep(owner: Owner, before: set[str]) -> None:
@@ -259,7 +324,7 @@ def _sweep(owner: Owner, before: set[str]) -> None:
     modules that replace themselves) into the owner's table."""
     for k in [k for k in sys.modules if k not in before]:
         v = sys.modules[k]
-        if isinstance(v, Forwarder):
+        if type(v) is Forwarder:
             continue
         top = k.partition(".")[0]
         if top in _managed or (owner is not BASE and top not in _SHARED):
@@ -276,11 +341,16 @@ def load(owner: Owner, name: str) -> Any:
     if m is not None:
         return m
     with _lock:
+        _harvest()
         depth = getattr(_tls, "depth", 0)
         before = set(sys.modules) if depth == 0 else set()
         _tls.depth = depth + 1
         try:
             m = _load_unlocked(owner, name)
+        except BaseException:
+            if depth == 0:
+                _forget_unowned(name.partition(".")[0])
+            raise
         finally:
             _tls.depth = depth
         if depth == 0:
@@ -294,6 +364,12 @@ def _load_unlocked(owner: Owner, name: str) -> Any:
         return m
     if not _wants(owner, name):
         return _orig_import_module(name)
+    placed = sys.modules.get(name)
+    if placed is not None and not isinstance(placed, Forwarder) and name.partition(".")[0] in _managed:
+        # Put there by module code of this load (torch registers the
+        # submodules of torch._C so): it is the owner's.
+        _adopt(owner, name, placed)
+        return placed
     parent, _, child = name.rpartition(".")
     path = None
     if parent:
@@ -302,6 +378,13 @@ def _load_unlocked(owner: Owner, name: str) -> Any:
         if m is not None:
             return m
         path = getattr(pm, "__path__", None)
+        # Module objects made by C code as attributes (torch._C._nn), which
+        # the package registers with sys.modules.setdefault: a forwarder of
+        # another owner already stood there, so register them here.
+        made = getattr(pm, child, None) if path is None else None
+        if type(made) is ModuleType:
+            _adopt(owner, name, made)
+            return made
         if path is None:
             raise ModuleNotFoundError(
                 f"No module named {name!r}; {parent!r} is not a package", name=name
@@ -313,34 +396,62 @@ def _load_unlocked(owner: Owner, name: str) -> Any:
         if isinstance(spec.loader, ExtensionFileLoader):
             from vlcs._extension import ContextExtensionLoader
 
-            spec.loader = ContextExtensionLoader(_loader_for(owner), spec.origin)
+            spec.loader = ContextExtensionLoader(_loader_for(owner), spec.origin, owner.registries)
         elif str(spec.origin).endswith(tuple(EXTENSION_SUFFIXES)):
             _warn_shared(name, f"its loader {spec.loader!r} cannot load into a namespace")
     _manage(name.partition(".")[0])
     stack = _tls.__dict__.setdefault("loading", [])
     stack.append(owner)
+    # While the module is created, its name is absent from sys.modules, as
+    # in a plain import: C code of a PyInit that looks itself up
+    # (PyImport_AddModule) must not reach another owner's copy.
+    sys.modules.pop(name, None)
+    hidden: dict[str, Any] = {}
+    if owner.ctx is not None and type(spec.loader).__name__ == "ContextExtensionLoader":
+        # Binding libraries make submodules with PyImport_AddModule
+        # (pybind11's def_submodule: torch._C._onnx): hide other owners'
+        # forwarders of the submodules too, and keep what the PyInit adds.
+        prefix = name + "."
+        hidden = {
+            k: sys.modules.pop(k)
+            for k in [k for k in sys.modules if k.startswith(prefix)]
+            if type(sys.modules[k]) is Forwarder
+        }
     try:
-        module = _bootstrap.module_from_spec(spec)
+        try:
+            module = _bootstrap.module_from_spec(spec)
+        finally:
+            for k, fw in hidden.items():
+                made = sys.modules.get(k)
+                if made is not None and made is not fw:
+                    _adopt(owner, k, made)
+                else:
+                    sys.modules[k] = fw
         owner.modules[name] = module
         _owner_of[id(module.__dict__)] = owner
-        if not isinstance(sys.modules.get(name), Forwarder):
-            sys.modules[name] = Forwarder(name)
+        # While it executes, the module is itself in sys.modules, as with
+        # any import: code that reads sys.modules[__name__] (to wrap or
+        # replace itself) or C code that adds attributes to it finds it.
+        sys.modules[name] = module
         spec._initializing = True
         try:
             spec.loader.exec_module(module)
         finally:
             spec._initializing = False
+            placed = sys.modules.get(name)
+            if placed is not None and placed is not module and not isinstance(placed, Forwarder):
+                _adopt(owner, name, placed)  # it replaced itself (a common idiom)
+            else:
+                sys.modules[name] = _forwarder(name)
+            _harvest()
     except BaseException:
         dropped = owner.modules.pop(name, None)
         if dropped is not None:
-            _owner_of.pop(id(dropped.__dict__), None)
+            _owner_of.pop(id(getattr(dropped, "__dict__", None)), None)
+        sys.modules[name] = _forwarder(name)  # _forget_unowned drops it if nobody has name
         raise
     finally:
         stack.pop()
-    # A module may have replaced itself in sys.modules (a common idiom).
-    replaced = sys.modules.get(name)
-    if replaced is not None and not isinstance(replaced, Forwarder):
-        _adopt(owner, name, replaced)
     module = owner.modules[name]
     if owner is BASE:
         _register_base_extension(module)
@@ -368,7 +479,7 @@ def _rebind(owner: Owner, module: Any) -> None:
     if d is None:
         return
     for k, v in list(d.items()):
-        if isinstance(v, Forwarder):
+        if type(v) is Forwarder:
             real = owner.modules.get(v.__dict__["__name__"])
             if real is not None:
                 d[k] = real
@@ -391,13 +502,18 @@ def _import(
     fromlist: Sequence[str] | None = (),
     level: int = 0,
 ) -> Any:
+    if _handed:
+        _harvest()
     caller = sys._getframe(1)
     if caller.f_globals is globals and caller.f_code.co_code[caller.f_lasti] == _IMPORT_NAME:
         # An import statement: the importing module decides.
         owner = _owner_of.get(id(globals)) or resolve(caller, native=False)
     else:
-        # PyImport_Import from C passes whatever Python frame is innermost.
+        # PyImport_Import from C passes whatever Python frame is innermost,
+        # then reads sys.modules[name] itself.
         owner = resolve(caller)
+        if owner is not BASE and level == 0 and name.partition(".")[0] in _managed:
+            _handed[name] = owner
     if level == 0:
         if not _wants(owner, name):
             return _orig_import(name, globals, locals, fromlist, level)
