@@ -129,6 +129,7 @@ struct vlcs_ctx {
     int (*ns_unsetenv)(const char *);
     char *(*ns_getenv)(const char *);
     int (*ns_fflush)(void *);
+    void (*ns_thread_init)(void); /* the namespace libc's __ctype_init (thread.c) */
     struct vlcs_ip_api api;
     struct vlcs_ctx *next_all; /* registry of every context ever created */
 };
@@ -164,6 +165,7 @@ HIDDEN int services_root(char *err, size_t errsize);
 
 HIDDEN void thread_created(vlcs_ctx *c);
 HIDDEN void thread_begin(vlcs_ctx *c);
+HIDDEN void thread_ns_created(vlcs_ctx *c); /* the creating thread was set up by libc */
 HIDDEN void thread_end(vlcs_ctx *c);
 HIDDEN void threads_move(vlcs_ctx *c, const vmask *m); /* with c->lock held */
 HIDDEN void thread_after_fork(void);

@@ -169,6 +169,10 @@ int ns_create(vlcs_ctx *c)
     c->pending_env = NULL;
     c->ip_handle = h;
     c->has_ns = true;
+    thread_ns_created(c);
+    /* Optional: a libc without it (not glibc's) has nothing to set up. */
+    __atomic_store_n(&c->ns_thread_init, (void (*)(void))dlsym(libc, "__ctype_init"),
+                     __ATOMIC_RELEASE);
     return 0;
 fail:
     /* Nothing of the user's is loaded yet: the namespace can go. */

@@ -26,6 +26,7 @@ struct tstate {
     vmask saved;        /* affinity before the outermost enter */
     vmask cur;          /* affinity as last set or read by this thread */
     atomic_bool moved;  /* set_cpus moved the thread: cur is stale */
+    uint64_t ns_ready;  /* namespaces (bit = lmid) whose libc set this thread up */
 };
 
 static _Thread_local struct tstate self;
@@ -150,6 +151,24 @@ static void on_base_thread_exit(void *p)
 }
 static void exit_key_create(void) { pthread_key_create(&exit_key, on_base_thread_exit); }
 
+/* A thread started by another libc copy has none of a namespace libc's
+ * per-thread set-up: its ctype table pointers (isspace, tolower) are NULL
+ * there, and the first isspace in the context's code crashes.  Done once per
+ * thread and namespace, before the thread runs the context's code. */
+static void ns_thread_ready(vlcs_ctx *c, struct tstate *ts)
+{
+    void (*init)(void) = __atomic_load_n(&c->ns_thread_init, __ATOMIC_ACQUIRE);
+    if (init == NULL)
+        return;
+    uint64_t bit = 1ull << ((unsigned long)c->lmid & 63);
+    if (ts->ns_ready & bit)
+        return;
+    ts->ns_ready |= bit;
+    init();
+}
+
+void thread_ns_created(vlcs_ctx *c) { tstate()->ns_ready |= 1ull << ((unsigned long)c->lmid & 63); }
+
 /* ---- public ------------------------------------------------------------- */
 
 VLCS_API int vlcs_enter(vlcs_ctx *c)
@@ -206,6 +225,7 @@ VLCS_API int vlcs_enter(vlcs_ctx *c)
     __atomic_store_n(&ts->depth, ts->depth + 1, __ATOMIC_RELEASE);
     pthread_mutex_unlock(&c->lock);
     publish_slot(ts);
+    ns_thread_ready(c, ts);
     return 0;
 }
 
@@ -281,6 +301,7 @@ void thread_begin(vlcs_ctx *c)
     if (m != NULL)
         m->created = true;
     pthread_mutex_unlock(&c->lock);
+    ns_thread_ready(c, ts);
 }
 
 void thread_end(vlcs_ctx *c)

@@ -211,7 +211,8 @@ class VLC:
 
         max_workers defaults to the number of the context's CPUs.
         """
-        return concurrent.futures.ThreadPoolExecutor(
+        return _ContextExecutor(
+            self,
             max_workers=max_workers or len(self.cpus),
             thread_name_prefix=f"vlcs-{self.name}",
             initializer=self._enter_for_good,
@@ -255,6 +256,24 @@ class VLC:
 
 
 Context = VLC
+
+
+class _ContextExecutor(concurrent.futures.ThreadPoolExecutor):
+    """Each task runs inside the context once more (a nested enter): a
+    worker that entered before the context's first library was loaded gets
+    that namespace's per-thread libc set-up before it runs the task."""
+
+    def __init__(self, ctx: VLC, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self._ctx = ctx
+
+    def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> concurrent.futures.Future:
+        return super().submit(_inside, self._ctx, fn, *args, **kwargs)
+
+
+def _inside(ctx: VLC, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any:
+    with ctx:
+        return fn(*args, **kwargs)
 
 
 def current() -> VLC | None:
