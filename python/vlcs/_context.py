@@ -80,6 +80,31 @@ def _parse_list(text: str) -> list[int]:
     return out
 
 
+class _LinkMap(ctypes.Structure):
+    pass
+
+
+# The public head of glibc's struct link_map (<link.h>).
+_LinkMap._fields_ = [
+    ("l_addr", ctypes.c_void_p),
+    ("l_name", ctypes.c_char_p),
+    ("l_ld", ctypes.c_void_p),
+    ("l_next", ctypes.POINTER(_LinkMap)),
+    ("l_prev", ctypes.POINTER(_LinkMap)),
+]
+
+# (substring of the file name, function answering the pool size), after
+# threadpoolctl's controllers.
+_POOL_QUERIES = [
+    ("openblas", "openblas_get_num_threads"),
+    ("openblas", "openblas_get_num_threads64_"),
+    ("openblas", "scipy_openblas_get_num_threads64_"),
+    ("openblas", "scipy_openblas_get_num_threads"),
+    ("gomp", "omp_get_max_threads"),
+    ("iomp", "omp_get_max_threads"),
+    ("mkl_rt", "MKL_Get_Max_Threads"),
+]
+
 _contexts: weakref.WeakValueDictionary[int, VLC] = weakref.WeakValueDictionary()
 
 
@@ -109,6 +134,7 @@ class VLC:
         self._executor: concurrent.futures.ThreadPoolExecutor | None = None
         self._env: dict[str, str | None] = {}
         self._libraries: list[str] = []
+        self._any_handle: int | None = None  # a link_map of the namespace
         if cpus is not None:
             self.set_allowed_cpus(cpus)
         for key, value in (env or {}).items():
@@ -184,12 +210,14 @@ class VLC:
         if not h:
             raise OSError(_error())
         self._libraries.append(library)
+        self._any_handle = self._any_handle or h
         return ctypes.CDLL(library, handle=h)
 
     def _load_for_import(self, path: str) -> ctypes.CDLL:
         h = _bind().vlcs_ctx_load(self._h, path.encode())
         if not h:
             raise OSError(_error())
+        self._any_handle = self._any_handle or h
         return ctypes.CDLL(path, handle=h)
 
     @property
@@ -233,6 +261,52 @@ class VLC:
             ex = self._executor
         return ex.submit(fn, *args, **kwargs)
 
+    def libraries(self) -> list[str]:
+        """Paths of every shared object in the context's namespace."""
+        if self._any_handle is None:
+            return []
+        lm = ctypes.cast(self._any_handle, ctypes.POINTER(_LinkMap))
+        while lm.contents.l_prev:
+            lm = lm.contents.l_prev
+        out = []
+        while lm:
+            name = lm.contents.l_name
+            if name:
+                out.append(name.decode(errors="replace"))
+            lm = lm.contents.l_next
+        return out
+
+    def threadpools(self) -> list[dict[str, Any]]:
+        """Thread pools of the context's copies of OpenBLAS, OpenMP and MKL,
+        queried from inside the context (threadpoolctl, running in the base,
+        cannot see them).
+
+        >>> import vlcs
+        >>> vlcs.VLC(cpus="0").threadpools()
+        []
+        """
+        pools = []
+        libs = self.libraries()
+        if not libs:
+            return pools
+        with self:
+            for path in libs:
+                base = os.path.basename(path)
+                for api, fn in _POOL_QUERIES:
+                    if api not in base:
+                        continue
+                    try:
+                        f = getattr(
+                            ctypes.CDLL(path, handle=_bind().vlcs_ctx_load(self._h, path.encode())),
+                            fn,
+                        )
+                    except AttributeError:
+                        continue
+                    f.restype = ctypes.c_int
+                    pools.append({"library": base, "path": path, "api": api, "num_threads": f()})
+                    break
+        return pools
+
     def info(self) -> dict[str, Any]:
         """What the context holds, JSON-able."""
         return {
@@ -240,7 +314,8 @@ class VLC:
             "cpus": self.cpus,
             "env": dict(self._env),
             "libraries": list(self._libraries),
-            "modules": len(self._owner.modules),
+            "python_packages": sorted({n.partition(".")[0] for n in self._owner.modules}),
+            "threadpools": self.threadpools(),
             "library_threads": self.thread_count,
         }
 
@@ -267,7 +342,9 @@ class _ContextExecutor(concurrent.futures.ThreadPoolExecutor):
         super().__init__(**kwargs)
         self._ctx = ctx
 
-    def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> concurrent.futures.Future:
+    def submit(
+        self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any
+    ) -> concurrent.futures.Future:
         return super().submit(_inside, self._ctx, fn, *args, **kwargs)
 
 

@@ -365,7 +365,11 @@ def _load_unlocked(owner: Owner, name: str) -> Any:
     if not _wants(owner, name):
         return _orig_import_module(name)
     placed = sys.modules.get(name)
-    if placed is not None and not isinstance(placed, Forwarder) and name.partition(".")[0] in _managed:
+    if (
+        placed is not None
+        and not isinstance(placed, Forwarder)
+        and name.partition(".")[0] in _managed
+    ):
         # Put there by module code of this load (torch registers the
         # submodules of torch._C so): it is the owner's.
         _adopt(owner, name, placed)
@@ -538,7 +542,9 @@ def _import(
 def _fromlist(owner: Owner, module: Any, fromlist: Iterable[str], star: bool = False) -> None:
     for x in fromlist:
         if not isinstance(x, str):
-            raise TypeError(f"Item in {module.__name__}.__all__ must be str, not {type(x).__name__}")
+            raise TypeError(
+                f"Item in {module.__name__}.__all__ must be str, not {type(x).__name__}"
+            )
         if x == "*":
             if not star and hasattr(module, "__all__"):
                 _fromlist(owner, module, module.__all__, star=True)
@@ -560,8 +566,7 @@ def _import_module(name: str, package: str | None = None) -> Any:
     if name.startswith("."):
         if not package:
             raise TypeError(
-                "the 'package' argument is required to perform a relative "
-                f"import for {name!r}"
+                f"the 'package' argument is required to perform a relative import for {name!r}"
             )
         level = len(name) - len(name.lstrip("."))
         absname = _bootstrap._resolve_name(name[level:], package, level)

@@ -120,6 +120,8 @@ def test_info_is_json_able_and_lists_contexts():
             "cpus": [0],
             "env": {"X_VLCS": "1"},
             "libraries": ["libm.so.6"],
+            "python_packages": [],
+            "threadpools": [],
             "library_threads": 0,
         }
     ]

@@ -1,0 +1,3 @@
+import numpy as np
+
+VALUE = np.arange(3).sum()
