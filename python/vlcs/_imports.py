@@ -278,7 +278,7 @@ def _manage(top: str) -> None:
     _managed.add(top)
     prefix = top + "."
     for k, v in list(sys.modules.items()):
-        if (k == top or k.startswith(prefix)) and not type(v) is Forwarder:
+        if (k == top or k.startswith(prefix)) and type(v) is not Forwarder:
             _adopt(BASE, k, v)
 
 
