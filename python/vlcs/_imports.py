@@ -43,7 +43,12 @@ import sys
 import threading
 import warnings
 from collections.abc import Iterable, Sequence
-from importlib.machinery import EXTENSION_SUFFIXES, ExtensionFileLoader, ModuleSpec
+from importlib.machinery import (
+    EXTENSION_SUFFIXES,
+    ExtensionFileLoader,
+    ModuleSpec,
+    SourceFileLoader,
+)
 from types import ModuleType
 from typing import Any
 
@@ -250,8 +255,9 @@ class Forwarder(ModuleType):
 _handed: dict[str, Owner] = {}
 
 
-def _harvest() -> None:
-    for name, owner in list(_handed.items()):
+def _harvest(only: str | None = None) -> None:
+    items = list(_handed.items()) if only is None else [(only, _handed[only])]
+    for name, owner in items:
         fw = sys.modules.get(name)
         if not isinstance(fw, Forwarder):
             continue
@@ -396,6 +402,8 @@ def _load_unlocked(owner: Owner, name: str) -> Any:
     spec = _bootstrap._find_spec(name, path)
     if spec is None:
         raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+    if type(spec.loader) is SourceFileLoader:
+        spec.loader = _SharedCodeLoader(spec.loader.name, spec.loader.path)
     if owner.ctx is not None:
         if isinstance(spec.loader, ExtensionFileLoader):
             from vlcs._extension import ContextExtensionLoader
@@ -465,6 +473,21 @@ def _load_unlocked(owner: Owner, name: str) -> Any:
     return module
 
 
+_code_cache: dict[str, Any] = {}
+
+
+class _SharedCodeLoader(SourceFileLoader):
+    """A source loader whose code objects (immutable) are read and
+    unmarshalled once for all owners: each owner still executes the module
+    afresh in its own namespace."""
+
+    def get_code(self, fullname: str) -> Any:
+        code = _code_cache.get(self.path)
+        if code is None:
+            code = _code_cache[self.path] = super().get_code(fullname)
+        return code
+
+
 def _loader_for(owner: Owner) -> Any:
     def load_into_context(path: str) -> Any:
         dll = owner.ctx._load_for_import(path)
@@ -506,8 +529,8 @@ def _import(
     fromlist: Sequence[str] | None = (),
     level: int = 0,
 ) -> Any:
-    if _handed:
-        _harvest()
+    if name in _handed:
+        _harvest(name)
     caller = sys._getframe(1)
     if caller.f_globals is globals and caller.f_code.co_code[caller.f_lasti] == _IMPORT_NAME:
         # An import statement: the importing module decides.

@@ -2,7 +2,7 @@
 
 vlcs run [--static-tls BYTES] -- PROGRAM [ARGS...]
 vlcs info [--cflags] [--libs] [--json]
-vlcs bench core [--json]
+vlcs bench core|strict|shim|python [--json]
 vlcs demo
 """
 
@@ -83,6 +83,12 @@ _SUITES = {"core": "vlcs-bench-core", "strict": "vlcs-bench-strict"}
 
 
 def _bench(args: argparse.Namespace) -> int:
+    if args.suite == "python":
+        from vlcs import bench_python
+
+        result = bench_python.run(repeats=args.repeats)
+        print(json.dumps(result, indent=2) if args.json else bench_python.report(result))
+        return 0
     if args.suite == "shim":
         from vlcs.bench_calls import run
 
@@ -108,7 +114,7 @@ def _bench(args: argparse.Namespace) -> int:
     program = _SUITES.get(args.suite)
     if program is None:
         print(
-            f"vlcs bench: unknown suite '{args.suite}'; available: {', '.join(_SUITES)}, shim",
+            f"vlcs bench: unknown suite '{args.suite}'; available: {', '.join(_SUITES)}, shim, python",
             file=sys.stderr,
         )
         return 2
@@ -248,8 +254,9 @@ def build_parser() -> argparse.ArgumentParser:
     i.set_defaults(func=_info)
 
     b = sub.add_parser("bench", help="run a benchmark suite")
-    b.add_argument("suite", help="core, strict or shim")
+    b.add_argument("suite", help="core, strict, shim or python")
     b.add_argument("--json", action="store_true", help="print JSON")
+    b.add_argument("--repeats", type=int, default=5, help="repeats per side (python)")
     b.set_defaults(func=_bench)
 
     s = sub.add_parser("shim", help="generate a transparent-mode shim for a library")
