@@ -201,6 +201,11 @@ def _cpu_model() -> str:
 
 
 def _demo(args: argparse.Namespace) -> int:
+    if args.which == "python":
+        from vlcs import demo_python
+
+        demo_python.run(out_png=args.png, repeats=args.repeats)
+        return 0
     demo = program_path("vlcs-demo-nested-gemm")
     return subprocess.call([str(program_path("vlcs-run")), "--", str(demo), str(args.repeats)])
 
@@ -265,8 +270,10 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--json", action="store_true", help="print the report as JSON")
     s.set_defaults(func=_shim)
 
-    d = sub.add_parser("demo", help="run the nested-GEMM demo")
+    d = sub.add_parser("demo", help="run a demo: python (h5py + numpy tasks) or gemm (C++)")
+    d.add_argument("which", nargs="?", choices=["python", "gemm"], default="python")
     d.add_argument("--repeats", type=int, default=3)
+    d.add_argument("--png", default="vlcs-demo.png", help="chart of the python demo")
     d.set_defaults(func=_demo)
     return p
 

@@ -149,3 +149,15 @@ def test_bench_shim_json_compares_calls_side_by_side():
     assert shim["direct_ns"] > 0 and shim["shim_ns"] > 0
     assert abs(shim["overhead_ns"] - (shim["shim_ns"] - shim["direct_ns"])) < 1e-6
     assert calls["service_call"]["base_ns"] > 0 and calls["service_call"]["context_ns"] > 0
+
+
+def test_python_demo_prints_the_table_and_saves_the_chart(tmp_path):
+    png = tmp_path / "demo.png"
+    p = vlcs_cmd("demo", "python", "--repeats", "1", "--png", str(png), timeout=600)
+    assert p.returncode == 0, p.stderr
+    rows = [
+        line.split() for line in p.stdout.splitlines() if line.startswith(("sequential", "vlcs"))
+    ]
+    assert [r[0] for r in rows] == ["sequential", "vlcs"]
+    assert "RESULTS DIFFER" not in p.stdout
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
