@@ -114,7 +114,8 @@ def _bench(args: argparse.Namespace) -> int:
     program = _SUITES.get(args.suite)
     if program is None:
         print(
-            f"vlcs bench: unknown suite '{args.suite}'; available: {', '.join(_SUITES)}, shim, python",
+            f"vlcs bench: unknown suite '{args.suite}'; "
+            f"available: {', '.join(_SUITES)}, shim, python",
             file=sys.stderr,
         )
         return 2

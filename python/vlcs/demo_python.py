@@ -77,7 +77,7 @@ def run(out_png: str | None = "vlcs-demo.png", repeats: int = 1) -> list[dict[st
             import h5py as h5_c
             import numpy as np_c
         mods.append((h5_c, np_c))
-    ctx_inputs = [tuple(m[1].asarray(x) for x in inp) for m, inp in zip(mods, inputs)]
+    ctx_inputs = [tuple(m[1].asarray(x) for x in inp) for m, inp in zip(mods, inputs, strict=True)]
     pool = concurrent.futures.ProcessPoolExecutor(2)
     list(pool.map(abs, [1, 2]))  # start the workers before timing
 
@@ -110,7 +110,7 @@ def run(out_png: str | None = "vlcs-demo.png", repeats: int = 1) -> list[dict[st
     def contexts(p: list[str]) -> list[float]:
         fs = [
             c.submit(task, m[0], m[1], p[i], *ctx_inputs[i])
-            for i, (c, m) in enumerate(zip((a, b), mods))
+            for i, (c, m) in enumerate(zip((a, b), mods, strict=True))
         ]
         return [f.result() for f in fs]
 
@@ -135,7 +135,7 @@ def run(out_png: str | None = "vlcs-demo.png", repeats: int = 1) -> list[dict[st
     rows = []
     for name, _ in strategies:
         wall = min(times[name])
-        same = all(abs(x - y) <= 1e-9 * abs(y) for x, y in zip(checks[name], ref))
+        same = all(abs(x - y) <= 1e-9 * abs(y) for x, y in zip(checks[name], ref, strict=True))
         rows.append(
             {
                 "strategy": name,

@@ -156,7 +156,9 @@ def test_python_demo_prints_the_table_and_saves_the_chart(tmp_path):
     p = vlcs_cmd("demo", "python", "--repeats", "1", "--png", str(png), timeout=600)
     assert p.returncode == 0, p.stderr
     rows = [
-        line.split() for line in p.stdout.splitlines() if line.startswith(("sequential", "vlcs"))
+        line.split()
+        for line in p.stdout.splitlines()
+        if line.startswith(("sequential", "vlcs contexts"))
     ]
     assert [r[0] for r in rows] == ["sequential", "vlcs"]
     assert "RESULTS DIFFER" not in p.stdout
