@@ -2,8 +2,7 @@
 
 This package ships the native runtime (``libvlcs.so``, its headers, the
 ``vlcs-run`` launcher), the ``vlcs`` command and the Python API for contexts
-(``vlcs.VLC``).  Import isolation (``with ctx: import numpy``) is not there
-yet.
+(``vlcs.VLC``): ``with ctx: import numpy`` gives ctx a private numpy.
 
 >>> import vlcs
 >>> vlcs.__version__
@@ -13,6 +12,7 @@ True
 """
 
 from vlcs._context import VLC, Context, current, info
+from vlcs._imports import share
 from vlcs._lib import VlcsError, init, service, strict_active
 from vlcs._paths import include_dir, library_path, native_dir, program_path
 
@@ -31,5 +31,6 @@ __all__ = [
     "native_dir",
     "program_path",
     "service",
+    "share",
     "strict_active",
 ]

@@ -10,10 +10,14 @@ Which owner an import belongs to is decided in this order:
 
 1. the module being executed right now by this thread on behalf of an owner
    (imports made while a module initialises, C-level ones included);
-2. the nearest Python frame whose module belongs to an owner (code of a
+2. for lookups C code makes (forwarder attributes, ``PyImport_Import``,
+   ``_find_and_load``): the innermost extension module of an owner on the
+   native stack, since C callers have no Python frame;
+3. the nearest Python frame whose module belongs to an owner (code of a
    context's numpy belongs to that context, from any thread, at any time);
-3. the context the calling thread is in (``with ctx:``, executor threads);
-4. the base.
+   an ``import`` statement is decided by the importing module alone;
+4. the context the calling thread is in (``with ctx:``, executor threads);
+5. the base.
 
 CPython has three doors into the import system, and each is covered:
 
@@ -119,10 +123,6 @@ def share(*names: str) -> None:
         if n in _managed:
             raise ValueError(f"{n!r} is already imported privately by a context; share it earlier")
         _SHARED.add(n)
-
-
-def is_shared(name: str) -> bool:
-    return name.partition(".")[0] in _SHARED
 
 
 # --- deciding the owner -----------------------------------------------------------

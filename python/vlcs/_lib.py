@@ -30,6 +30,8 @@ def lib() -> ctypes.CDLL:
             handle.vlcs_version.restype = ctypes.c_char_p
             handle.vlcs_init_opts.argtypes = [ctypes.POINTER(_Opts)]
             handle.vlcs_service_add.argtypes = [ctypes.c_char_p]
+            handle.vlcs_stack_find.restype = ctypes.c_void_p
+            handle.vlcs_stack_find.argtypes = [ctypes.POINTER(ctypes.c_void_p), ctypes.c_ulong]
             _lib = handle
         return _lib
 
