@@ -181,8 +181,8 @@ static size_t dynsym_count(const ElfW(Dyn) *dyn)
 }
 
 /* A forwarder for `handle` (loaded in the base), as an open memfd. */
-int forwarder_create(void *handle, char *soname_out, size_t soname_size, char *err,
-                     size_t errsize)
+int forwarder_create(void *handle, const struct fwd_override *ov, size_t nov, char *soname_out,
+                     size_t soname_size, char *err, size_t errsize)
 {
     struct link_map *lm = NULL;
     if (dlinfo(handle, RTLD_DI_LINKMAP, &lm) != 0 || lm == NULL) {
@@ -243,6 +243,9 @@ int forwarder_create(void *handle, char *soname_out, size_t soname_size, char *e
             dup = strcmp(syms[j].name, name) == 0;
         if (dup)
             continue; /* another version of the same name: dlsym gave the default */
+        for (size_t j = 0; j < nov; j++)
+            if (strcmp(ov[j].name, name) == 0)
+                addr = ov[j].addr;
         syms[n++] = (struct fwd_sym){name, (uintptr_t)addr,
                                      type == STT_OBJECT ? STT_OBJECT : STT_FUNC, s->st_size};
     }

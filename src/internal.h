@@ -57,6 +57,14 @@ HIDDEN int shim_slot_of(const vlcs_ctx *c);
 HIDDEN const char *shim_real_path(const char *path);
 HIDDEN int shim_note_load(vlcs_ctx *c, const char *real_path, void *handle);
 
+/* ---- TBB as a service (service_tbb.c) ------------------------------------ */
+
+/* If `handle` is oneTBB: fixes its process-wide default concurrency and
+ * fills `ov` with the entry points a context's forwarder hooks; returns how
+ * many (0: not TBB). */
+struct fwd_override;
+HIDDEN int tbb_note_service(void *handle, struct fwd_override *ov, size_t cap);
+
 /* ---- GPUs (gpu.c) ---------------------------------------------------------- */
 
 /* A service may be a GPU runtime: remember its device calls. */
@@ -150,10 +158,16 @@ HIDDEN void ns_flush(vlcs_ctx *c);
 
 /* ---- the Service context (service.c, forwarder.c) ---- */
 
+/* A symbol whose forwarder entry points somewhere else than the library. */
+struct fwd_override {
+    const char *name;
+    void *addr;
+};
+
 /* A forwarder for `handle` (loaded in the base) as a memfd; its soname is
  * written to soname_out.  -1 with err set on failure. */
-HIDDEN int forwarder_create(void *handle, char *soname_out, size_t soname_size, char *err,
-                            size_t errsize);
+HIDDEN int forwarder_create(void *handle, const struct fwd_override *ov, size_t nov,
+                            char *soname_out, size_t soname_size, char *err, size_t errsize);
 /* A symbol-less object whose DT_NEEDED are `needed`, as a memfd. */
 HIDDEN int forwarder_root(const char *const *needed, size_t n, char *err, size_t errsize);
 

@@ -98,7 +98,9 @@ VLCS_API int vlcs_service_add(const char *library)
         goto fail;
     }
     s->handle = h;
-    s->fd = forwarder_create(h, s->soname, sizeof s->soname, why, sizeof why);
+    struct fwd_override ov[4];
+    size_t nov = (size_t)tbb_note_service(h, ov, sizeof ov / sizeof ov[0]);
+    s->fd = forwarder_create(h, ov, nov, s->soname, sizeof s->soname, why, sizeof why);
     if (s->fd < 0)
         goto fail;
     *tail = s;

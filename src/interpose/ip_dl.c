@@ -1,0 +1,27 @@
+/*
+ * ip_dl.c - dlopen inside a namespace.
+ *
+ * glibc keeps a global scope for the base namespace only: dlopen with
+ * RTLD_GLOBAL in a dlmopen namespace dereferences that namespace's missing
+ * main search list and crashes the process (glibc 2.36, add_to_global_resize).
+ * Real libraries do it on their own: oneTBB opens libtbbmalloc that way.
+ * The flag is dropped: the library loads into the context as if RTLD_LOCAL,
+ * and code that looks its symbols up through the handle works as before;
+ * only later libraries can no longer find them in the global scope.
+ *
+ * The call must be a tail call: glibc finds the caller's namespace and its
+ * RPATH/RUNPATH from the return address, which a jump leaves untouched.
+ * CMake compiles this file with -O2 so that it is one at every build type.
+ */
+#define _GNU_SOURCE
+#include "ip.h"
+
+#include <dlfcn.h>
+
+typedef void *(*dlopen_fn)(const char *, int);
+
+IP_EXPORT void *dlopen(const char *file, int mode)
+{
+    NEXT(dlopen_fn, dlopen);
+    return next_dlopen(file, mode & ~RTLD_GLOBAL);
+}
