@@ -262,6 +262,7 @@ int main(void)
     fflush(stdout);
     load_case("libopenblas.so.0", "libopenblas.so.0", 1);
     load_case("libgomp.so.1", "libgomp.so.1", 0);
+    load_case("libarpack.so.2", "libarpack.so.2", 0);
     printf("\n  }\n}\n");
     return 0;
 }

@@ -2,6 +2,7 @@
 
 vlcs run [--static-tls BYTES] -- PROGRAM [ARGS...]
 vlcs info [--cflags] [--libs] [--json]
+vlcs bench all [--quick] [--cases N,M] [--out DIR] [--json]
 vlcs bench core|strict|shim|python [--json]
 vlcs demo
 """
@@ -82,7 +83,35 @@ def _info(args: argparse.Namespace) -> int:
 _SUITES = {"core": "vlcs-bench-core", "strict": "vlcs-bench-strict"}
 
 
+def _bench_all(args: argparse.Namespace) -> int:
+    from vlcs.evaluation import CASES, run_all
+    from vlcs.evaluation.report import write
+
+    try:
+        cases = [int(x) for x in args.cases.split(",")] if args.cases else sorted(CASES)
+    except ValueError:
+        cases = [-1]
+    if any(n not in CASES for n in cases):
+        print(
+            f"vlcs bench all: --cases takes numbers from 1 to {len(CASES)} separated by "
+            f"commas, e.g. --cases 1,5; got '{args.cases}'",
+            file=sys.stderr,
+        )
+        return 2
+    doc = run_all(cases, quick=args.quick)
+    report = write(doc, args.out)
+    if args.json:
+        print(json.dumps(doc, indent=2))
+    else:
+        print(report.read_text())
+    print(f"vlcs bench all: report in {report}, JSON in {report.with_name('results.json')}",
+          file=sys.stderr)
+    return 1 if any("error" in c for c in doc["cases"]) else 0
+
+
 def _bench(args: argparse.Namespace) -> int:
+    if args.suite == "all":
+        return _bench_all(args)
     if args.suite == "python":
         from vlcs import bench_python
 
@@ -115,7 +144,7 @@ def _bench(args: argparse.Namespace) -> int:
     if program is None:
         print(
             f"vlcs bench: unknown suite '{args.suite}'; "
-            f"available: {', '.join(_SUITES)}, shim, python",
+            f"available: all, {', '.join(_SUITES)}, shim, python",
             file=sys.stderr,
         )
         return 2
@@ -260,9 +289,12 @@ def build_parser() -> argparse.ArgumentParser:
     i.set_defaults(func=_info)
 
     b = sub.add_parser("bench", help="run a benchmark suite")
-    b.add_argument("suite", help="core, strict, shim or python")
+    b.add_argument("suite", help="all (the evaluation), core, strict, shim or python")
     b.add_argument("--json", action="store_true", help="print JSON")
     b.add_argument("--repeats", type=int, default=5, help="repeats per side (python)")
+    b.add_argument("--quick", action="store_true", help="all: smaller sizes (~5 min on 2 cores)")
+    b.add_argument("--cases", help="all: which cases, e.g. 1,5 (default: every case)")
+    b.add_argument("--out", default="vlcs-bench-results", help="all: folder for the report")
     b.set_defaults(func=_bench)
 
     s = sub.add_parser("shim", help="generate a transparent-mode shim for a library")

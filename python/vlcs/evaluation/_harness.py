@@ -1,0 +1,101 @@
+"""Timing strategies side by side: interleaved repeats, medians, ranges,
+speedups over a baseline, the ideal, and nOS-V's performance score
+p = best makespan / strategy makespan (1.0 for the best strategy)."""
+
+from __future__ import annotations
+
+import math
+import os
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+
+def say(msg: str) -> None:
+    """Progress on stderr: long runs tell what they are doing."""
+    print(f"vlcs bench: {msg}", file=sys.stderr, flush=True)
+
+
+def ncpus() -> int:
+    return len(os.sched_getaffinity(0))
+
+
+@dataclass
+class Strategy:
+    """One way of running a case's tasks; `run` returns a checksum."""
+
+    name: str
+    run: Callable[[], Any]
+
+
+def _same(a: Any, b: Any) -> bool:
+    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
+    if isinstance(a, float) or isinstance(b, float):
+        return math.isclose(float(a), float(b), rel_tol=1e-6, abs_tol=1e-9)
+    return bool(a == b)
+
+
+def measure(
+    title: str,
+    strategies: list[Strategy],
+    repeats: int,
+    *,
+    baseline: str | None = None,
+    ideal_speedup: float | None = None,
+    ideal_s: float | None = None,
+    warmup: bool = True,
+    note: str = "",
+) -> dict[str, Any]:
+    """Run every strategy `repeats` times, interleaved, and summarise.
+
+    ideal_speedup: the ceiling over the baseline (2x for two tasks on two
+    cores); ideal_s: a makespan lower bound (total work / cores)."""
+    if warmup:
+        for s in strategies:
+            say(f"{title}: warm-up {s.name}")
+            s.run()
+    times: dict[str, list[float]] = {s.name: [] for s in strategies}
+    results: dict[str, Any] = {}
+    for r in range(repeats):
+        for s in strategies:
+            say(f"{title}: run {r + 1}/{repeats} {s.name}")
+            t = time.perf_counter()
+            results[s.name] = s.run()
+            times[s.name].append(time.perf_counter() - t)
+    base = baseline or strategies[0].name
+    med = {n: statistics.median(v) for n, v in times.items()}
+    best = min(med.values())
+    if ideal_s is not None and ideal_speedup is None:
+        ideal_speedup = med[base] / ideal_s
+    rows = []
+    for s in strategies:
+        rows.append(
+            {
+                "strategy": s.name,
+                "median_s": med[s.name],
+                "min_s": min(times[s.name]),
+                "max_s": max(times[s.name]),
+                "speedup": med[base] / med[s.name],
+                "p": best / med[s.name],
+                "same_result": _same(results[s.name], results[base]),
+            }
+        )
+    return {
+        "kind": "strategies",
+        "title": title,
+        "baseline": base,
+        "repeats": repeats,
+        "ideal_speedup": ideal_speedup,
+        "ideal_s": ideal_s,
+        "note": note,
+        "rows": rows,
+    }
+
+
+def table(title: str, columns: list[str], rows: list[list[Any]], note: str = "") -> dict[str, Any]:
+    """A plain table (overheads, load times)."""
+    return {"kind": "table", "title": title, "columns": columns, "rows": rows, "note": note}
