@@ -104,8 +104,10 @@ def _bench_all(args: argparse.Namespace) -> int:
         print(json.dumps(doc, indent=2))
     else:
         print(report.read_text())
-    print(f"vlcs bench all: report in {report}, JSON in {report.with_name('results.json')}",
-          file=sys.stderr)
+    print(
+        f"vlcs bench all: report in {report}, JSON in {report.with_name('results.json')}",
+        file=sys.stderr,
+    )
     return 1 if any("error" in c for c in doc["cases"]) else 0
 
 

@@ -72,8 +72,7 @@ def machine() -> dict[str, Any]:
         "python": platform.python_version(),
         "vlcs": __version__,
         "libraries": {
-            m: _version(m)
-            for m in ("numpy", "scipy", "h5py", "torch", "threadpoolctl", "mpi4py")
+            m: _version(m) for m in ("numpy", "scipy", "h5py", "torch", "threadpoolctl", "mpi4py")
         },
     }
 

@@ -66,29 +66,52 @@ def measure(
             t = time.perf_counter()
             results[s.name] = s.run()
             times[s.name].append(time.perf_counter() - t)
-    base = baseline or strategies[0].name
+    return summarise(
+        title,
+        times,
+        {n: _same(r, results[baseline or strategies[0].name]) for n, r in results.items()},
+        baseline=baseline,
+        ideal_speedup=ideal_speedup,
+        ideal_s=ideal_s,
+        note=note,
+    )
+
+
+def summarise(
+    title: str,
+    times: dict[str, list[float]],
+    same: dict[str, bool] | None = None,
+    *,
+    baseline: str | None = None,
+    ideal_speedup: float | None = None,
+    ideal_s: float | None = None,
+    note: str = "",
+) -> dict[str, Any]:
+    """Medians, ranges, speedups and p of measured times (name -> seconds,
+    in strategy order); `same`: whether each result matched the baseline's."""
+    names = list(times)
+    base = baseline or names[0]
     med = {n: statistics.median(v) for n, v in times.items()}
     best = min(med.values())
     if ideal_s is not None and ideal_speedup is None:
         ideal_speedup = med[base] / ideal_s
-    rows = []
-    for s in strategies:
-        rows.append(
-            {
-                "strategy": s.name,
-                "median_s": med[s.name],
-                "min_s": min(times[s.name]),
-                "max_s": max(times[s.name]),
-                "speedup": med[base] / med[s.name],
-                "p": best / med[s.name],
-                "same_result": _same(results[s.name], results[base]),
-            }
-        )
+    rows = [
+        {
+            "strategy": n,
+            "median_s": med[n],
+            "min_s": min(times[n]),
+            "max_s": max(times[n]),
+            "speedup": med[base] / med[n],
+            "p": best / med[n],
+            "same_result": True if same is None else same[n],
+        }
+        for n in names
+    ]
     return {
         "kind": "strategies",
         "title": title,
         "baseline": base,
-        "repeats": repeats,
+        "repeats": min(len(v) for v in times.values()),
         "ideal_speedup": ideal_speedup,
         "ideal_s": ideal_s,
         "note": note,

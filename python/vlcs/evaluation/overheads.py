@@ -43,10 +43,15 @@ def run(quick: bool) -> dict[str, Any]:
         [name, r["outside_ns"], r["inside_ns"], r["ratio"]] for name, r in core["calls"].items()
     ]
     sc, sv = calls["calls"]["shim_call"], calls["calls"]["service_call"]
-    interposed.append(["call through a transparent-mode shim", sc["direct_ns"], sc["shim_ns"],
-                       sc["shim_ns"] / sc["direct_ns"]])
-    interposed.append(["call into a Service library", sv["base_ns"], sv["context_ns"],
-                       sv["ratio"]])
+    interposed.append(
+        [
+            "call through a transparent-mode shim",
+            sc["direct_ns"],
+            sc["shim_ns"],
+            sc["shim_ns"] / sc["direct_ns"],
+        ]
+    )
+    interposed.append(["call into a Service library", sv["base_ns"], sv["context_ns"], sv["ratio"]])
     strict_rows = [
         [name, r["plain_ns"], r["strict_ns"], r["ratio"], r.get("platform_floor_ns")]
         for name, r in strict["calls"].items()

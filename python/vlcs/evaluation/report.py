@@ -36,9 +36,7 @@ def summary_rows(doc: dict[str, Any]) -> list[dict[str, Any]]:
             ctx = _contexts_row(g)
             if ctx is None:
                 continue
-            others = [
-                r for r in g["rows"] if r is not ctx and r["strategy"] != g["baseline"]
-            ]
+            others = [r for r in g["rows"] if r is not ctx and r["strategy"] != g["baseline"]]
             best = max(others, key=lambda r: r["speedup"]) if others else None
             out.append(
                 {
@@ -158,9 +156,7 @@ def write(doc: dict[str, Any], out_dir: str | Path, charts: bool = True) -> Path
         "|---|---|---|---|---|---|",
     ]
     for s in summary_rows(doc):
-        other = (
-            f"{s['best_other']} {s['best_other_speedup']:.2f}x" if s["best_other"] else ""
-        )
+        other = f"{s['best_other']} {s['best_other_speedup']:.2f}x" if s["best_other"] else ""
         ideal = f"{s['ideal_speedup']:.2f}x" if s["ideal_speedup"] else ""
         md.append(
             f"| {s['case']} | {s['group']} | {s['contexts_speedup']:.2f}x | {ideal} "

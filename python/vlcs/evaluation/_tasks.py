@@ -1,0 +1,37 @@
+"""Pieces the cases share: running two callables on threads, and contexts
+with a numpy of their own."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from typing import Any
+
+
+def on_threads(*calls: Callable[[], Any]) -> list[Any]:
+    """Run the calls on one plain thread each; results in order."""
+    out: list[Any] = [None] * len(calls)
+    errors: list[BaseException] = []
+
+    def one(i: int) -> None:
+        try:
+            out[i] = calls[i]()
+        except BaseException as e:  # re-raised below, on the caller's thread
+            errors.append(e)
+
+    ts = [threading.Thread(target=one, args=(i,)) for i in range(len(calls))]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    if errors:
+        raise errors[0]
+    return out
+
+
+def split_cpus(ncpu: int, first: int) -> tuple[str, str]:
+    """CPU lists for two contexts: `first` CPUs, then the rest."""
+    first = max(1, min(first, ncpu - 1))
+    a = "0" if first == 1 else f"0-{first - 1}"
+    b = str(first) if first == ncpu - 1 else f"{first}-{ncpu - 1}"
+    return a, b

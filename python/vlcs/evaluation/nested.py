@@ -1,0 +1,138 @@
+"""Case 5 (paper Fig. 9): nested parallelism, one large GEMM beside many small."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import time
+from typing import Any
+
+from vlcs._paths import program_path
+from vlcs.evaluation._harness import Strategy, measure, ncpus, say, summarise
+from vlcs.evaluation._tasks import on_threads, split_cpus
+
+TITLE = "Nested parallelism (paper Fig. 9)"
+MODELS = (
+    "an application with two parallel phases at once: one large matrix product, "
+    "which scales with cores, beside thousands of small ones, which OpenBLAS runs "
+    "single-threaded; what users do today is run them one after the other, or on "
+    "two threads sharing one OpenBLAS, optionally capped with threadpoolctl / "
+    "openblas_set_num_threads (process-wide)."
+)
+
+
+def _big(np: Any, a: Any) -> float:
+    return float((a @ a).trace())
+
+
+def _small(np: Any, xs: list[Any]) -> float:
+    total = 0.0
+    for x in xs:
+        total += float((x @ x)[0, 0])
+    return total
+
+
+def _python(quick: bool) -> dict[str, Any]:
+    import numpy as np
+    from threadpoolctl import threadpool_limits
+
+    import vlcs
+
+    n = ncpus()
+    big_n, count = (1800, 24000) if quick else (2500, 64000)
+    rng = np.random.default_rng(0)
+    a = rng.random((big_n, big_n))
+    xs = [rng.random((64, 64)) for _ in range(64)] * (count // 64)
+    cb, cs = split_cpus(n, n - 1)
+    big_ctx, small_ctx = vlcs.VLC(cpus=cb, name="big"), vlcs.VLC(cpus=cs, name="small")
+    with big_ctx:
+        import numpy as np_big
+    with small_ctx:
+        import numpy as np_small
+    a_big = np_big.asarray(a)
+    xs_small = [np_small.asarray(x) for x in xs[:64]] * (count // 64)
+
+    def sequential() -> list[float]:
+        return [_big(np, a), _small(np, xs)]
+
+    def threads() -> list[float]:
+        return on_threads(lambda: _big(np, a), lambda: _small(np, xs))
+
+    def limited() -> list[float]:
+        with threadpool_limits(limits=max(1, n // 2), user_api="blas"):
+            return on_threads(lambda: _big(np, a), lambda: _small(np, xs))
+
+    def contexts() -> list[float]:
+        fb = big_ctx.submit(_big, np_big, a_big)
+        fs = small_ctx.submit(_small, np_small, xs_small)
+        return [fb.result(), fs.result()]
+
+    # The makespan lower bound: the work measured on one core each, spread
+    # over every core, but no shorter than the large GEMM with every core.
+    with threadpool_limits(limits=1, user_api="blas"):
+        t = time.perf_counter()
+        _big(np, a)
+        w_big = time.perf_counter() - t
+        t = time.perf_counter()
+        _small(np, xs)
+        w_small = time.perf_counter() - t
+    t = time.perf_counter()
+    _big(np, a)
+    big_all = time.perf_counter() - t
+    ideal = max((w_big + w_small) / n, big_all, w_small)
+    group = measure(
+        f"Python: one {big_n}² GEMM + {count} of 64² (numpy)",
+        [
+            Strategy("sequential, all cores each", sequential),
+            Strategy("threads, one OpenBLAS", threads),
+            Strategy(f"threads + threadpoolctl ({max(1, n // 2)} each)", limited),
+            Strategy(f"vlcs contexts ({cb} | {cs})", contexts),
+        ],
+        repeats=3 if quick else 5,
+        ideal_s=ideal,
+        note="threadpoolctl's limit is process-wide: the large GEMM is capped too. "
+        f"Work on one core: large {w_big:.3f} s, small {w_small:.3f} s; the large GEMM "
+        f"alone with all cores {big_all:.3f} s. Ideal makespan = max(one-core work / {n} cores, large GEMM "
+        "with all cores, small ones on one core).",
+    )
+    return group
+
+
+def _cpp(quick: bool) -> dict[str, Any]:
+    reps = 3 if quick else 5
+    say(f"nested: C++ demo, {reps} runs of each strategy")
+    env = dict(os.environ, VLCS_DEMO_TIMES="1")
+    out = subprocess.run(
+        [
+            str(program_path("vlcs-run")),
+            "--",
+            str(program_path("vlcs-demo-nested-gemm")),
+            str(reps),
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+        env=env,
+    ).stdout
+    line = next(x for x in out.splitlines() if x.startswith("TIMES "))
+    times = {
+        k: [float(v) for v in vs.split(",")] for k, vs in (p.split("=") for p in line.split()[1:])
+    }
+    head = out.splitlines()[0]
+    names = {
+        "sequential": "sequential, all cores each",
+        "threads": "threads, one OpenBLAS",
+        "limited": "threads + openblas_set_num_threads(cores/2)",
+        "contexts": "vlcs contexts (tailored cores)",
+    }
+    return summarise(
+        f"C++: {head.split(': ', 1)[1]}",
+        {names[k]: times[k] for k in names},
+        ideal_speedup=min(2.0, ncpus()),
+        note="Run by the C++ demo (demo/nested_gemm.cpp), strategies interleaved per repeat; "
+        "results are not compared there. Ideal: the 2x ceiling of two tasks on two cores.",
+    )
+
+
+def run(quick: bool) -> dict[str, Any]:
+    return {"groups": [_cpp(quick), _python(quick)]}
