@@ -92,7 +92,8 @@ def _python(quick: bool) -> dict[str, Any]:
         ideal_s=ideal,
         note="threadpoolctl's limit is process-wide: the large GEMM is capped too. "
         f"Work on one core: large {w_big:.3f} s, small {w_small:.3f} s; the large GEMM "
-        f"alone with all cores {big_all:.3f} s. Ideal makespan = max(one-core work / {n} cores, large GEMM "
+        f"alone with all cores {big_all:.3f} s. Ideal makespan = "
+        f"max(one-core work / {n} cores, large GEMM "
         "with all cores, small ones on one core).",
     )
     return group
