@@ -1,0 +1,128 @@
+"""Case 7 (paper Figs. 1-2): two torch training tasks tuned side by side."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from vlcs.evaluation._harness import Strategy, measure, ncpus, say
+from vlcs.evaluation._tasks import on_threads, split_cpus
+
+TITLE = "Hyper-parameter tuning (paper Figs. 1-2)"
+MODELS = (
+    "a tuning sweep that trains two model variants at once in one process: the "
+    "same small GRU on sequences of different lengths (so unequal work). Users "
+    "run them on threads with torch's default thread count, or split the threads "
+    "equally with torch.set_num_threads (process-wide: one setting for both)."
+)
+
+
+def train(torch: Any, seq_len: int, steps: int, threads: int | None = None) -> float:
+    """Train a GRU regressor for `steps` steps; returns the last loss (4 digits)."""
+    if threads is not None:
+        torch.set_num_threads(threads)
+    torch.manual_seed(0)
+    model = torch.nn.Sequential()
+    gru = torch.nn.GRU(32, 96, batch_first=True)
+    head = torch.nn.Linear(96, 1)
+    opt = torch.optim.SGD(list(gru.parameters()) + list(head.parameters()), lr=0.01)
+    x = torch.randn(64, seq_len, 32)
+    y = torch.randn(64, 1)
+    loss = None
+    for _ in range(steps):
+        opt.zero_grad()
+        out, _ = gru(x)
+        loss = torch.nn.functional.mse_loss(head(out[:, -1]), y)
+        loss.backward()
+        opt.step()
+    del model
+    return round(float(loss), 4)
+
+
+def run(quick: bool) -> dict[str, Any]:
+    import torch
+
+    import vlcs
+
+    n = ncpus()
+    steps = 12 if quick else 30
+    lens = (96, 24)
+    ca, cb = split_cpus(n, max(1, round(n * lens[0] / sum(lens))))
+    say("tuning: importing torch into two contexts")
+    a, b = vlcs.VLC(cpus=ca, name="long"), vlcs.VLC(cpus=cb, name="short")
+    with a:
+        import torch as torch_a
+    with b:
+        import torch as torch_b
+    default_threads = torch.get_num_threads()
+
+    def sequential() -> list[float]:
+        return [train(torch, lens[0], steps), train(torch, lens[1], steps)]
+
+    def concurrent_default() -> list[float]:
+        return on_threads(
+            lambda: train(torch, lens[0], steps), lambda: train(torch, lens[1], steps)
+        )
+
+    def equal_split() -> list[float]:
+        torch.set_num_threads(max(1, n // 2))
+        try:
+            return on_threads(
+                lambda: train(torch, lens[0], steps), lambda: train(torch, lens[1], steps)
+            )
+        finally:
+            torch.set_num_threads(default_threads)
+
+    def contexts() -> list[float]:
+        fa = a.submit(train, torch_a, lens[0], steps)
+        fb = b.submit(train, torch_b, lens[1], steps)
+        return [fa.result(), fb.result()]
+
+    group = measure(
+        f"two GRU trainings, sequence lengths {lens[0]} and {lens[1]}, {steps} steps",
+        [
+            Strategy(f"sequential ({default_threads} threads each)", sequential),
+            Strategy("concurrent, torch defaults", concurrent_default),
+            Strategy(f"concurrent, set_num_threads({max(1, n // 2)})", equal_split),
+            Strategy(f"vlcs contexts, tailored cores ({ca} | {cb})", contexts),
+        ],
+        3 if quick else 5,
+        ideal_speedup=min(2.0, n),
+        note="Ideal: the 2x ceiling of two tasks on two cores (unequal tasks cannot reach "
+        "it with a whole-core split on 2 cores). Losses are compared to 4 digits: thread "
+        "counts change the order of floating-point sums.",
+    )
+
+    # The heatmap: makespan of the two trainings in contexts on every CPU,
+    # for each pair of per-copy thread counts (each copy's own setting).
+    say("tuning: thread-split heatmap")
+    both_a, both_b = vlcs.VLC(name="hm-a"), vlcs.VLC(name="hm-b")
+    with both_a:
+        import torch as hm_a
+    with both_b:
+        import torch as hm_b
+    values = []
+    for tb in range(1, n + 1):
+        row = []
+        for ta in range(1, n + 1):
+            t = time.perf_counter()
+            fa = both_a.submit(train, hm_a, lens[0], steps, ta)
+            fb = both_b.submit(train, hm_b, lens[1], steps, tb)
+            fa.result()
+            fb.result()
+            row.append(time.perf_counter() - t)
+        values.append(row)
+    return {
+        "groups": [group],
+        "heatmaps": [
+            {
+                "title": "makespan (s) by torch threads per training",
+                "x": list(range(1, n + 1)),
+                "y": list(range(1, n + 1)),
+                "xlabel": f"threads, sequence length {lens[0]}",
+                "ylabel": f"threads, sequence length {lens[1]}",
+                "label": "seconds (lower is better)",
+                "values": values,
+            }
+        ],
+    }
