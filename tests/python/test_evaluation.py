@@ -1,0 +1,73 @@
+"""`vlcs bench all`: the evaluation's summaries and its report as users read them."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from conftest import vlcs_cmd
+from vlcs.evaluation._harness import Strategy, measure, summarise
+from vlcs.evaluation.adoption import lines_changed, plain_driver, vlcs_driver
+
+
+def test_summary_speedups_and_p_score() -> None:
+    g = summarise(
+        "two tasks",
+        {"sequential": [2.0, 2.2, 1.9], "threads": [2.5, 2.4, 2.6], "contexts": [1.1, 1.0, 1.2]},
+        ideal_speedup=2.0,
+    )
+    rows = {r["strategy"]: r for r in g["rows"]}
+    assert g["baseline"] == "sequential"
+    assert rows["contexts"]["median_s"] == 1.1
+    assert rows["contexts"]["speedup"] == pytest.approx(2.0 / 1.1)
+    assert rows["contexts"]["p"] == 1.0  # the best strategy
+    assert rows["threads"]["speedup"] < 1  # a slowdown stays a slowdown
+    assert rows["threads"]["p"] == pytest.approx(1.1 / 2.5)
+    assert (rows["threads"]["min_s"], rows["threads"]["max_s"]) == (2.4, 2.6)
+
+
+def test_measure_flags_a_strategy_whose_result_differs() -> None:
+    g = measure(
+        "checksums",
+        [Strategy("right", lambda: [1.0, 2.0]), Strategy("wrong", lambda: [1.0, 2.5])],
+        repeats=2,
+        warmup=False,
+    )
+    same = {r["strategy"]: r["same_result"] for r in g["rows"]}
+    assert same == {"right": True, "wrong": False}
+    assert g["repeats"] == 2
+
+
+def test_adoption_counts_the_lines_a_user_changes() -> None:
+    assert lines_changed(plain_driver, plain_driver) == 0
+    assert 3 <= lines_changed(plain_driver, vlcs_driver) <= 8
+
+
+def test_bench_all_writes_json_markdown_and_charts(tmp_path) -> None:
+    # Case 5 is the quickest that measures strategies (and so draws charts).
+    proc = vlcs_cmd("bench", "all", "--quick", "--cases", "5", "--out", str(tmp_path), timeout=600)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    doc = json.loads((tmp_path / "results.json").read_text())
+    assert doc["mode"] == "quick"
+    assert doc["machine"]["cpus"] >= 1 and doc["machine"]["libraries"]["numpy"]
+    (case,) = doc["cases"]
+    assert case["case"] == 5 and "error" not in case
+    for g in case["groups"]:
+        names = [r["strategy"] for r in g["rows"]]
+        assert names[0].startswith("sequential") and any("context" in n for n in names)
+        assert all(
+            r["median_s"] > 0 and r["min_s"] <= r["median_s"] <= r["max_s"] for r in g["rows"]
+        )
+        assert g["ideal_speedup"] and g["ideal_speedup"] >= 1
+    report = (tmp_path / "report.md").read_text()
+    assert "## Summary" in report and "Nested parallelism" in report
+    pngs = sorted(tmp_path.glob("case5-*.png"))
+    assert len(pngs) == 2 and all(p.read_bytes()[:4] == b"\x89PNG" for p in pngs)
+    assert "vlcs bench: " in proc.stderr  # progress is shown
+
+
+def test_bench_all_rejects_an_unknown_case(tmp_path) -> None:
+    proc = vlcs_cmd("bench", "all", "--cases", "3,x", "--out", str(tmp_path))
+    assert proc.returncode == 2
+    assert "--cases takes numbers from 1 to 7" in proc.stderr
+    assert not (tmp_path / "report.md").exists()
