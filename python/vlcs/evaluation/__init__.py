@@ -24,6 +24,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from vlcs.cli import _cpu_model
 from vlcs.evaluation._harness import say
 
 #: case number -> module name under vlcs.evaluation
@@ -39,17 +40,6 @@ CASES: dict[int, str] = {
 #: the paper's case 8 (two MPI ranks vs two contexts on a 3-D heat equation)
 #: is not implemented yet; the report says so.
 NOT_YET = {8: "Versus MPI (paper Fig. 11): not implemented yet"}
-
-
-def _cpu_model() -> str:
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
 
 
 def _version(module: str) -> str | None:
