@@ -12,19 +12,17 @@
 
 enum { MAX_FRAMES = 256 };
 
-static void *object_of(void *pc)
+void *object_at(const void *addr)
 {
 #if defined(__GLIBC__) && (__GLIBC__ > 2 || __GLIBC_MINOR__ >= 35)
     struct dl_find_object r;
-    /* A return address points after the call; -1 stays inside the caller
-     * even when the call was its last instruction. */
-    if (_dl_find_object((char *)pc - 1, &r) == 0)
+    if (_dl_find_object((void *)addr, &r) == 0)
         return r.dlfo_link_map;
     return NULL;
 #else
     Dl_info info;
     void *map = NULL;
-    if (dladdr1((char *)pc - 1, &info, &map, RTLD_DL_LINKMAP) == 0)
+    if (dladdr1(addr, &info, &map, RTLD_DL_LINKMAP) == 0)
         return NULL;
     return map;
 #endif
@@ -45,7 +43,9 @@ VLCS_API void *vlcs_stack_find(void **handles, unsigned long n)
     int depth = backtrace(pcs, MAX_FRAMES);
     void *last = NULL;
     for (int i = 1; i < depth; i++) {
-        void *map = object_of(pcs[i]);
+        /* A return address points after the call; -1 stays inside the
+         * caller even when the call was its last instruction. */
+        void *map = object_at((char *)pcs[i] - 1);
         if (map == NULL || map == last)
             continue;
         last = map;

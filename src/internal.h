@@ -57,6 +57,11 @@ HIDDEN int shim_slot_of(const vlcs_ctx *c);
 HIDDEN const char *shim_real_path(const char *path);
 HIDDEN int shim_note_load(vlcs_ctx *c, const char *real_path, void *handle);
 
+/* ---- code and data addresses (caller.c) ---------------------------------- */
+
+/* The link map of the loaded object whose mapping holds addr, or NULL. */
+HIDDEN void *object_at(const void *addr);
+
 /* ---- TBB as a service (service_tbb.c) ------------------------------------ */
 
 /* If `handle` is oneTBB: fixes its process-wide default concurrency and

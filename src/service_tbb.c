@@ -49,10 +49,9 @@ static max_concurrency_fn _Atomic real_max_concurrency;
 /* The context whose namespace holds the object at addr, or NULL. */
 static vlcs_ctx *ctx_of_address(const void *addr)
 {
-    struct dl_find_object r;
+    void *map = object_at(addr);
     Lmid_t lmid = 0;
-    if (_dl_find_object((void *)addr, &r) != 0 ||
-        dlinfo(r.dlfo_link_map, RTLD_DI_LMID, &lmid) != 0 || lmid == LM_ID_BASE)
+    if (map == NULL || dlinfo(map, RTLD_DI_LMID, &lmid) != 0 || lmid == LM_ID_BASE)
         return NULL;
     for (vlcs_ctx *c = registry_first(); c; c = registry_next(c))
         if (__atomic_load_n(&c->has_ns, __ATOMIC_ACQUIRE) && c->lmid == lmid &&
