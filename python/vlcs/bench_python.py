@@ -18,22 +18,18 @@ import sys
 import time
 from typing import Any
 
-_CHILD_PLAIN = """
-import time
-t = time.perf_counter(); import numpy; print(time.perf_counter() - t)
-"""
-_CHILD_CONTEXTS = """
-import time, vlcs
-ctxs = [vlcs.VLC(name=f"c{i}") for i in range(4)]
-t = time.perf_counter()
-for c in ctxs:
-    with c:
-        import numpy
-print(time.perf_counter() - t)
-"""
+_PLAIN = "import time\nt = time.perf_counter()\nimport {mod}\nprint(time.perf_counter() - t)\n"
+_CONTEXTS = (
+    "import time, vlcs\nctxs = [vlcs.VLC(name=f'c{{i}}') for i in range({n})]\n"
+    "t = time.perf_counter()\nfor c in ctxs:\n    with c:\n        import {mod}\n"
+    "print(time.perf_counter() - t)\n"
+)
 
 
-def _child(code: str) -> float:
+def import_seconds(module: str, contexts: int = 0) -> float:
+    """Seconds to import `module` in a fresh interpreter: plainly, or into
+    `contexts` contexts one after the other (their creation not counted)."""
+    code = (_CONTEXTS if contexts else _PLAIN).format(mod=module, n=contexts)
     out = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
     ).stdout
@@ -61,8 +57,8 @@ def run(repeats: int = 5, progress: bool = True) -> dict[str, Any]:
     say(f"import numpy plain vs into 4 contexts, {repeats} fresh interpreters each...")
     plain, four = [], []
     for _ in range(repeats):
-        plain.append(_child(_CHILD_PLAIN))
-        four.append(_child(_CHILD_CONTEXTS))
+        plain.append(import_seconds("numpy"))
+        four.append(import_seconds("numpy", contexts=4))
 
     say("creating contexts...")
     first = time.perf_counter()

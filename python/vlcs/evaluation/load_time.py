@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import statistics
-import subprocess
-import sys
 from typing import Any
 
+from vlcs.bench_python import import_seconds
 from vlcs.evaluation._harness import say, table
 from vlcs.evaluation.overheads import _program
 
@@ -16,20 +15,6 @@ MODELS = (
     "of a library or Python package, against one ordinary load. Each measurement "
     "starts a fresh process so nothing is cached in memory but the page cache."
 )
-
-_PLAIN = "import time\nt = time.perf_counter()\nimport {mod}\nprint(time.perf_counter() - t)\n"
-_FOUR = (
-    "import time, vlcs\nctxs = [vlcs.VLC(name=f'c{{i}}') for i in range(4)]\n"
-    "t = time.perf_counter()\nfor c in ctxs:\n    with c:\n        import {mod}\n"
-    "print(time.perf_counter() - t)\n"
-)
-
-
-def _child(code: str) -> float:
-    out = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True
-    ).stdout
-    return float(out.strip().splitlines()[-1])
 
 
 def run(quick: bool) -> dict[str, Any]:
@@ -41,11 +26,11 @@ def run(quick: bool) -> dict[str, Any]:
     repeats = 3 if quick else 5
     for mod in ("numpy", "scipy.linalg", "torch"):
         say(f"load time: import {mod}, plain vs into 4 contexts, {repeats} fresh interpreters")
-        _child(_PLAIN.format(mod=mod))  # page cache
+        import_seconds(mod)  # page cache
         plain, four = [], []
         for _ in range(repeats):
-            plain.append(_child(_PLAIN.format(mod=mod)))
-            four.append(_child(_FOUR.format(mod=mod)))
+            plain.append(import_seconds(mod))
+            four.append(import_seconds(mod, contexts=4))
         p, f = statistics.median(plain), statistics.median(four)
         rows.append([f"import {mod}", p * 1e3, f * 1e3, f / p])
     return {
