@@ -94,6 +94,13 @@ int main(int argc, char **argv)
     Data d(w);
     const int kinds = 4;
     std::vector<double> times[kinds];
+    // The large and the small GEMMs on two plain threads, one OpenBLAS.
+    auto on_two_threads = [&] {
+        std::thread tb([&] { run_big(base_gemm, w, d); });
+        std::thread ts([&] { run_small(base_gemm, w, d); });
+        tb.join();
+        ts.join();
+    };
     for (int r = 0; r < reps; r++) {
         auto t0 = std::chrono::steady_clock::now();
         run_big(base_gemm, w, d);
@@ -101,23 +108,13 @@ int main(int argc, char **argv)
         times[0].push_back(seconds(t0));
 
         t0 = std::chrono::steady_clock::now();
-        {
-            std::thread tb([&] { run_big(base_gemm, w, d); });
-            std::thread ts([&] { run_small(base_gemm, w, d); });
-            tb.join();
-            ts.join();
-        }
+        on_two_threads();
         times[1].push_back(seconds(t0));
 
         int before = get_threads();
         set_threads(ncpu > 1 ? ncpu / 2 : 1);
         t0 = std::chrono::steady_clock::now();
-        {
-            std::thread tb([&] { run_big(base_gemm, w, d); });
-            std::thread ts([&] { run_small(base_gemm, w, d); });
-            tb.join();
-            ts.join();
-        }
+        on_two_threads();
         times[3].push_back(seconds(t0));
         set_threads(before);
 

@@ -6,6 +6,7 @@ import concurrent.futures
 import os
 import shutil
 import tempfile
+from collections.abc import Callable
 from typing import Any
 
 from vlcs.evaluation._harness import Strategy, measure, ncpus
@@ -58,6 +59,35 @@ def _eigsh_child(n: int, k: int, seed: int) -> list[float]:
     return eigsh_job(sp, spla, np, n, k, seed)
 
 
+def _four_ways(
+    job: Callable[..., Any],
+    mods: tuple[Any, ...],
+    child: Callable[..., Any],
+    args: list[tuple[Any, ...]],
+    pool: concurrent.futures.Executor,
+    ctxs: list[Any],
+    ctx_mods: list[tuple[Any, ...]],
+    ctx_args: list[tuple[Any, ...]],
+) -> list[Strategy]:
+    """Two jobs, job(*mods, *args[i]), the four ways users would run them:
+    one after the other, on threads, in worker processes (child(*args[i]),
+    inputs pickled) and each in its context on its own copies (ctx_mods)."""
+
+    def processes() -> list[Any]:
+        return [f.result() for f in [pool.submit(child, *a) for a in args]]
+
+    def contexts() -> list[Any]:
+        futures = [c.submit(job, *m, *a) for c, m, a in zip(ctxs, ctx_mods, ctx_args, strict=True)]
+        return [f.result() for f in futures]
+
+    return [
+        Strategy("sequential", lambda: [job(*mods, *a) for a in args]),
+        Strategy("threads", lambda: on_threads(*[lambda a=a: job(*mods, *a) for a in args])),
+        Strategy("ProcessPoolExecutor", processes),
+        Strategy("vlcs contexts", contexts),
+    ]
+
+
 def run(quick: bool) -> dict[str, Any]:
     import h5py
     import numpy as np
@@ -89,31 +119,16 @@ def run(quick: bool) -> dict[str, Any]:
 
     h5 = measure(
         f"h5py: two jobs, each writing and reading 8 gzip datasets of {rows}x1000",
-        [
-            Strategy("sequential", lambda: [h5_job(h5py, np, paths[i], data[i]) for i in (0, 1)]),
-            Strategy(
-                "threads",
-                lambda: on_threads(
-                    *[lambda i=i: h5_job(h5py, np, paths[i], data[i]) for i in (0, 1)]
-                ),
-            ),
-            Strategy(
-                "ProcessPoolExecutor",
-                lambda: [
-                    f.result() for f in [pool.submit(_h5_child, paths[i], data[i]) for i in (0, 1)]
-                ],
-            ),
-            Strategy(
-                "vlcs contexts",
-                lambda: [
-                    f.result()
-                    for f in [
-                        ctxs[i].submit(h5_job, mods[i][0], mods[i][1], paths[i], ctx_data[i])
-                        for i in (0, 1)
-                    ]
-                ],
-            ),
-        ],
+        _four_ways(
+            h5_job,
+            (h5py, np),
+            _h5_child,
+            [(paths[i], data[i]) for i in (0, 1)],
+            pool,
+            ctxs,
+            [(m[0], m[1]) for m in mods],
+            [(paths[i], ctx_data[i]) for i in (0, 1)],
+        ),
         repeats,
         ideal_speedup=min(2.0, n),
         note="Ideal: two equal jobs on two cores, 2x.",
@@ -122,33 +137,16 @@ def run(quick: bool) -> dict[str, Any]:
     size, k = (2500, 6) if quick else (5000, 10)
     eig = measure(
         f"scipy {scipy.__version__} eigsh: two solves, k={k} of a dense {size}x{size}",
-        [
-            Strategy("sequential", lambda: [eigsh_job(sp, spla, np, size, k, s) for s in (1, 2)]),
-            Strategy(
-                "threads",
-                lambda: on_threads(
-                    *[lambda s=s: eigsh_job(sp, spla, np, size, k, s) for s in (1, 2)]
-                ),
-            ),
-            Strategy(
-                "ProcessPoolExecutor",
-                lambda: [
-                    f.result() for f in [pool.submit(_eigsh_child, size, k, s) for s in (1, 2)]
-                ],
-            ),
-            Strategy(
-                "vlcs contexts",
-                lambda: [
-                    f.result()
-                    for f in [
-                        ctxs[i].submit(
-                            eigsh_job, mods[i][2], mods[i][3], mods[i][1], size, k, i + 1
-                        )
-                        for i in (0, 1)
-                    ]
-                ],
-            ),
-        ],
+        _four_ways(
+            eigsh_job,
+            (sp, spla, np),
+            _eigsh_child,
+            [(size, k, seed) for seed in (1, 2)],
+            pool,
+            ctxs,
+            [(m[2], m[3], m[1]) for m in mods],
+            [(size, k, seed) for seed in (1, 2)],
+        ),
         repeats,
         ideal_speedup=min(2.0, n),
         note="scipy >= 1.16 ships a reentrant ARPACK (no global lock), so plain threads "
