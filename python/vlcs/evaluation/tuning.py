@@ -21,22 +21,26 @@ def train(torch: Any, seq_len: int, steps: int, threads: int | None = None) -> f
     """Train a GRU regressor for `steps` steps; returns the last loss (4 digits)."""
     if threads is not None:
         torch.set_num_threads(threads)
-    torch.manual_seed(0)
-    model = torch.nn.Sequential()
+    # A generator of its own: two trainings on threads of one torch would
+    # otherwise draw from its one global generator in a racy order.
+    g = torch.Generator().manual_seed(0)
     gru = torch.nn.GRU(32, 96, batch_first=True)
     head = torch.nn.Linear(96, 1)
-    opt = torch.optim.SGD(list(gru.parameters()) + list(head.parameters()), lr=0.01)
-    x = torch.randn(64, seq_len, 32)
-    y = torch.randn(64, 1)
-    loss = None
+    params = list(gru.parameters()) + list(head.parameters())
+    with torch.no_grad():
+        for p in params:
+            p.copy_((torch.rand(p.shape, generator=g) - 0.5) * 0.2)
+    opt = torch.optim.SGD(params, lr=0.01)
+    x = torch.randn(64, seq_len, 32, generator=g)
+    y = torch.randn(64, 1, generator=g)
+    loss = torch.zeros(())
     for _ in range(steps):
         opt.zero_grad()
         out, _ = gru(x)
         loss = torch.nn.functional.mse_loss(head(out[:, -1]), y)
         loss.backward()
         opt.step()
-    del model
-    return round(float(loss), 4)
+    return round(loss.item(), 4)
 
 
 def run(quick: bool) -> dict[str, Any]:
@@ -67,9 +71,7 @@ def run(quick: bool) -> dict[str, Any]:
     def equal_split() -> list[float]:
         torch.set_num_threads(max(1, n // 2))
         try:
-            return on_threads(
-                lambda: train(torch, lens[0], steps), lambda: train(torch, lens[1], steps)
-            )
+            return concurrent_default()
         finally:
             torch.set_num_threads(default_threads)
 
@@ -93,21 +95,20 @@ def run(quick: bool) -> dict[str, Any]:
         "counts change the order of floating-point sums.",
     )
 
-    # The heatmap: makespan of the two trainings in contexts on every CPU,
-    # for each pair of per-copy thread counts (each copy's own setting).
+    # The heatmap: makespan of the two trainings in the same contexts widened
+    # to every CPU, for each pair of per-copy thread counts (each copy's own
+    # setting).
     say("tuning: thread-split heatmap")
-    both_a, both_b = vlcs.VLC(name="hm-a"), vlcs.VLC(name="hm-b")
-    with both_a:
-        import torch as hm_a
-    with both_b:
-        import torch as hm_b
+    every = f"0-{n - 1}"
+    a.set_allowed_cpus(every)
+    b.set_allowed_cpus(every)
     values = []
     for tb in range(1, n + 1):
         row = []
         for ta in range(1, n + 1):
             t = time.perf_counter()
-            fa = both_a.submit(train, hm_a, lens[0], steps, ta)
-            fb = both_b.submit(train, hm_b, lens[1], steps, tb)
+            fa = a.submit(train, torch_a, lens[0], steps, ta)
+            fb = b.submit(train, torch_b, lens[1], steps, tb)
             fa.result()
             fb.result()
             row.append(time.perf_counter() - t)
