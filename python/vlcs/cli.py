@@ -83,6 +83,18 @@ def _info(args: argparse.Namespace) -> int:
 _SUITES = {"core": "vlcs-bench-core", "strict": "vlcs-bench-strict"}
 
 
+def bench_program(name: str) -> dict[str, Any]:
+    """Run a C benchmark program under the launcher; its JSON output.
+    Raises subprocess.CalledProcessError (with stderr) when it fails."""
+    proc = subprocess.run(
+        [str(program_path("vlcs-run")), "--", str(program_path(name))],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return json.loads(proc.stdout)
+
+
 def _bench_all(args: argparse.Namespace) -> int:
     from vlcs.evaluation import CASES, run_all
     from vlcs.evaluation.report import write
@@ -151,20 +163,15 @@ def _bench(args: argparse.Namespace) -> int:
         )
         return 2
     print(f"vlcs bench {args.suite}: measuring (a few seconds)...", file=sys.stderr)
-    proc = subprocess.run(
-        [str(program_path("vlcs-run")), "--", str(program_path(program))],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    if proc.returncode != 0:
-        print(proc.stderr, file=sys.stderr, end="")
+    try:
+        result = bench_program(program)
+    except subprocess.CalledProcessError as e:
+        print(e.stderr, file=sys.stderr, end="")
         print(
-            f"vlcs bench {args.suite}: the benchmark failed (exit {proc.returncode})",
+            f"vlcs bench {args.suite}: the benchmark failed (exit {e.returncode})",
             file=sys.stderr,
         )
         return 1
-    result = json.loads(proc.stdout)
     result["machine"] = {
         "cpu_model": _cpu_model(),
         "cpus": os.cpu_count(),

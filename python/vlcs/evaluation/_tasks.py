@@ -1,5 +1,5 @@
-"""Pieces the cases share: running two callables on threads, and contexts
-with a numpy of their own."""
+"""Pieces the cases share: running callables on plain threads, and
+splitting the CPUs between two contexts."""
 
 from __future__ import annotations
 

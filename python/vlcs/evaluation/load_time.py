@@ -6,8 +6,8 @@ import statistics
 from typing import Any
 
 from vlcs.bench_python import import_seconds
+from vlcs.cli import bench_program
 from vlcs.evaluation._harness import say, table
-from vlcs.evaluation.overheads import _program
 
 TITLE = "Load time (paper Table 3)"
 MODELS = (
@@ -19,7 +19,7 @@ MODELS = (
 
 def run(quick: bool) -> dict[str, Any]:
     say("load time: shared libraries (vlcs-bench-core)")
-    core = _program("vlcs-bench-core")
+    core = bench_program("vlcs-bench-core")
     rows = [
         [lib, r["once_ms"], r["four_contexts_ms"], r["ratio"]] for lib, r in core["load"].items()
     ]

@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import json
-import subprocess
 from typing import Any
 
-from vlcs._paths import program_path
+from vlcs.cli import bench_program
 from vlcs.evaluation._harness import say, table
 
 TITLE = "Overheads (paper Table 2)"
@@ -18,23 +16,13 @@ MODELS = (
 )
 
 
-def _program(name: str) -> dict[str, Any]:
-    proc = subprocess.run(
-        [str(program_path("vlcs-run")), "--", str(program_path(name))],
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    return json.loads(proc.stdout)
-
-
 def run(quick: bool) -> dict[str, Any]:
     from vlcs.bench_calls import run as bench_calls
 
     say("overheads: contexts and interposed calls (vlcs-bench-core)")
-    core = _program("vlcs-bench-core")
+    core = bench_program("vlcs-bench-core")
     say("overheads: strict mode (vlcs-bench-strict)")
-    strict = _program("vlcs-bench-strict")
+    strict = bench_program("vlcs-bench-strict")
     say("overheads: shim and Service calls (compiles a small library)")
     calls = bench_calls()
 
