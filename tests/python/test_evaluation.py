@@ -69,5 +69,23 @@ def test_bench_all_writes_json_markdown_and_charts(tmp_path) -> None:
 def test_bench_all_rejects_an_unknown_case(tmp_path) -> None:
     proc = vlcs_cmd("bench", "all", "--cases", "3,x", "--out", str(tmp_path))
     assert proc.returncode == 2
-    assert "--cases takes numbers from 1 to 7" in proc.stderr
+    assert "--cases takes numbers from 1 to 8" in proc.stderr
     assert not (tmp_path / "report.md").exists()
+
+
+def test_versus_mpi_split_matches_the_whole_box_bit_for_bit() -> None:
+    # Case 8's three ways to run the solver: the halves exchanged through MPI
+    # and through two contexts must give the whole box's field exactly, and
+    # each context's own libgomp must size itself to its half of the CPUs.
+    from vlcs._paths import program_path
+    from vlcs.evaluation.versus_mpi import _programs, _run, mpi_env
+
+    prog = _programs()
+    box = [prog["solver"], "40", "36", "33", "25"]
+    run_ctx = [str(program_path("vlcs-run")), "--", prog["contexts"], *box]
+    whole = _run([*run_ctx, "whole"])
+    split = _run([*run_ctx, "0", "1"])
+    mpi = _run(["mpirun", "-np", "2", "-x", "OMP_NUM_THREADS", prog["mpi"], *box], env=mpi_env(1))
+    assert whole["threads"] == [2] and split["threads"] == [1, 1] and mpi["threads"] == [1, 1]
+    assert whole["checksum"] > 0
+    assert split["checksum"] == whole["checksum"] == mpi["checksum"]

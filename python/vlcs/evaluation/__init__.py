@@ -36,10 +36,8 @@ CASES: dict[int, str] = {
     5: "nested",
     6: "thread_unsafe",
     7: "tuning",
+    8: "versus_mpi",
 }
-#: the paper's case 8 (two MPI ranks vs two contexts on a 3-D heat equation)
-#: is not implemented yet; the report says so.
-NOT_YET = {8: "Versus MPI (paper Fig. 11): not implemented yet"}
 
 
 def _version(module: str) -> str | None:

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import ctypes
-import hashlib
 import os
-import subprocess
 import time
 from pathlib import Path
 from typing import Any
 
+from vlcs.evaluation._build import build
 from vlcs.evaluation._harness import Strategy, measure, ncpus, say
 from vlcs.evaluation._tasks import on_threads, split_cpus
 
@@ -22,24 +21,10 @@ MODELS = (
     "runtime starts a thread per core; with contexts each gets its share of the cores."
 )
 
-KERNELS = Path(__file__).with_name("kernels") / "omp_kernels.c"
-
 
 def build_kernels() -> Path:
-    """Compile the OpenMP kernels once per source version (cached)."""
-    src = KERNELS.read_bytes()
-    tag = hashlib.sha256(src).hexdigest()[:12]
-    cache = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "vlcs"
-    out = cache / f"omp_kernels-{tag}.so"
-    if not out.exists():
-        cache.mkdir(parents=True, exist_ok=True)
-        tmp = out.with_suffix(f".{os.getpid()}.tmp")
-        cc = os.environ.get("CC", "cc")
-        subprocess.run(
-            [cc, "-O2", "-fopenmp", "-shared", "-fPIC", "-o", str(tmp), str(KERNELS)], check=True
-        )
-        tmp.rename(out)
-    return out
+    """The OpenMP kernels as a shared library (compiled once, cached)."""
+    return build("omp_kernels", ["omp_kernels.c"], ["-O2", "-fopenmp", "-shared", "-fPIC"])
 
 
 def _bind(lib: ctypes.CDLL) -> ctypes.CDLL:

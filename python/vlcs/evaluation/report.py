@@ -184,10 +184,6 @@ def write(doc: dict[str, Any], out_dir: str | Path, charts: bool = True) -> Path
         for n in case.get("notes", []):
             md += [f"- {n}"]
         md += ["", f"_Case time: {case['elapsed_s']:.0f} s._", ""]
-    from vlcs.evaluation import NOT_YET
-
-    for number, what in NOT_YET.items():
-        md += [f"## {number}. {what}", ""]
     path = out / "report.md"
     path.write_text("\n".join(md) + "\n")
     return path

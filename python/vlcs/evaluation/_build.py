@@ -1,0 +1,52 @@
+"""Compiling the evaluation's native kernels and drivers at run time, once
+per source version: the results are cached under ~/.cache/vlcs (or
+$XDG_CACHE_HOME/vlcs), named by a hash of the sources, compiler and flags."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import subprocess
+from pathlib import Path
+
+KERNELS = Path(__file__).with_name("kernels")
+
+
+def cache_dir() -> Path:
+    return Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "vlcs"
+
+
+def build(
+    name: str,
+    sources: list[str],
+    args: list[str],
+    *,
+    libs: tuple[str, ...] = (),
+    compiler: str | None = None,
+) -> Path:
+    """Compile kernels/`sources` (headers beside them count for the hash)
+    with `compiler` (default $CC or cc) and `args`, linking `libs` after the
+    sources; the path of the output.
+
+    A shared library when "-shared" is among the args, else a program.
+    Raises RuntimeError with the compiler's messages when it fails."""
+    cc = compiler or os.environ.get("CC", "cc")
+    digest = hashlib.sha256(" ".join([cc, *args, *libs]).encode())
+    for f in sorted(KERNELS.iterdir()):
+        if f.suffix in (".c", ".h") and (f.name in sources or f.suffix == ".h"):
+            digest.update(f.name.encode() + f.read_bytes())
+    suffix = ".so" if "-shared" in args else ""
+    out = cache_dir() / f"{name}-{digest.hexdigest()[:12]}{suffix}"
+    if not out.exists():
+        out.parent.mkdir(parents=True, exist_ok=True)
+        tmp = out.with_name(f"{out.name}.{os.getpid()}.tmp")
+        proc = subprocess.run(
+            [cc, *args, "-o", str(tmp), *(str(KERNELS / s) for s in sources), *libs],
+            check=False,
+            capture_output=True,
+            text=True,
+        )
+        if proc.returncode != 0:
+            raise RuntimeError(f"{cc} could not build {name}:\n{proc.stderr.strip()}")
+        tmp.rename(out)
+    return out
