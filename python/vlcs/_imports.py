@@ -216,7 +216,17 @@ class Forwarder(ModuleType):
             # Introspection walking sys.modules (inspect.getmodule, pickle)
             # must not import every package some other owner has.
             raise AttributeError(f"module {name!r} is not imported by {owner.label}")
-        return load(owner, name)
+        try:
+            return load(owner, name)
+        except ModuleNotFoundError as e:
+            if e.name != name:
+                raise
+            # Not importable: another owner made it with PyImport_AddModule,
+            # and C code of this owner got the forwarder the same way.  To it
+            # the module is as empty as a fresh one: say so as a module would
+            # (Cython 3.0 reads its shared types from "_cython_3_0_x" so and
+            # creates them on AttributeError only).
+            raise AttributeError(f"module {name!r} has no attribute {attr!r}") from None
 
     def __getattr__(self, attr: str) -> Any:
         return getattr(self._target(sys._getframe(1), attr), attr)

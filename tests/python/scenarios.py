@@ -100,6 +100,30 @@ def imports_case():
     return out
 
 
+def addmodule_case():
+    # Two contexts and the base import a module that keeps a type in a module
+    # made by PyImport_AddModule (Cython 3.0's shared-ABI idiom, scipy < 1.16).
+    a, b = _pair()
+    out = {}
+    types = []
+    for ctx in (a, b, None):
+        try:
+            if ctx is None:
+                import abi_user as m
+            else:
+                with ctx:
+                    import abi_user as m
+            types.append(m.shared_type)
+            out[ctx.name if ctx else "base"] = "ok"
+        except Exception as e:  # reported, not raised: the test shows which failed
+            out[ctx.name if ctx else "base"] = f"{type(e).__name__}: {e}"
+    out["distinct_types"] = len({id(t) for t in types}) == 3
+    fw = sys.modules["_vlcs_test_abi_0_1"]
+    with a:
+        out["a_reads_its_own"] = fw.function_type is types[0]
+    return out
+
+
 def _h5_write(h5py, np, path):
     data = np.random.default_rng(0).random((300, 400))
     with h5py.File(path, "w") as f:

@@ -26,6 +26,15 @@ def run_case(name: str) -> dict:
     return json.loads(p.stdout.strip().splitlines()[-1])
 
 
+def test_modules_made_by_pyimport_addmodule_stay_per_context():
+    # scipy 1.15 (Cython 3.0) imported into a second context failed with
+    # "No module named '_cython_3_0_12'" before forwarders answered
+    # AttributeError for a module the reading owner never made.
+    r = run_case("addmodule")
+    assert (r["a"], r["b"], r["base"]) == ("ok", "ok", "ok")
+    assert r["distinct_types"] and r["a_reads_its_own"]
+
+
 @needs_two
 def test_numpy_two_private_copies_with_their_own_openblas_pools():
     r = run_case("numpy")
