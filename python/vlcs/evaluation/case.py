@@ -13,9 +13,10 @@ def main() -> int:
     p.add_argument("module")
     p.add_argument("--out", required=True)
     p.add_argument("--quick", action="store_true")
+    p.add_argument("--function", default="run", help="the module's entry point (default run)")
     a = p.parse_args()
     mod = importlib.import_module(f"vlcs.evaluation.{a.module}")
-    result = mod.run(quick=a.quick)
+    result = getattr(mod, a.function)(quick=a.quick)
     result.setdefault("title", mod.TITLE)
     result.setdefault("models", mod.MODELS)
     with open(a.out, "w", encoding="utf-8") as f:

@@ -3,20 +3,27 @@
 from __future__ import annotations
 
 import concurrent.futures
+import json
 import os
 import shutil
+import subprocess
+import sys
 import tempfile
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
-from vlcs.evaluation._harness import Strategy, measure, ncpus
+from vlcs._paths import include_dir, library_path, program_path
+from vlcs.evaluation._build import build, cache_dir
+from vlcs.evaluation._harness import Strategy, measure, ncpus, say, summarise
 from vlcs.evaluation._tasks import on_threads, split_cpus
 
 TITLE = "Thread-unsafe libraries (paper Fig. 10)"
 MODELS = (
-    "two independent jobs that each call a library that is not thread-safe: HDF5 "
-    "(h5py serialises every call of the process behind one lock) writing and reading "
-    "gzip-compressed datasets, and ARPACK eigen-solves through scipy.sparse.linalg.eigsh. "
+    "two independent jobs that each call a library that is not thread-safe: arpack-ng "
+    "eigen-solves from C++, HDF5 (h5py serialises every call of the process behind one "
+    "lock) writing and reading gzip-compressed datasets, and ARPACK eigen-solves through "
+    "scipy.sparse.linalg.eigsh, with current scipy and with the paper's (< 1.16). "
     "Users run them sequentially, on threads (serialised inside the library), or in "
     "a ProcessPoolExecutor (inputs pickled to the workers, as users would)."
 )
@@ -88,13 +95,13 @@ def _four_ways(
     ]
 
 
-def run(quick: bool) -> dict[str, Any]:
-    import h5py
-    import numpy as np
-    import scipy
-    import scipy.sparse as sp
-    import scipy.sparse.linalg as spla
+#: the last scipy whose ARPACK runs behind one process-wide lock (the paper's)
+OLD_SCIPY = "1.15.3"
 
+
+def _setup() -> tuple[list[Any], list[tuple[Any, ...]], concurrent.futures.Executor]:
+    """Two contexts on halves of the CPUs with their own h5py, numpy and
+    scipy, and a pool of two started worker processes."""
     import vlcs
 
     n = ncpus()
@@ -110,6 +117,179 @@ def run(quick: bool) -> dict[str, Any]:
         mods.append((h5_c, np_c, sp_c, spla_c))
     pool = concurrent.futures.ProcessPoolExecutor(2)
     list(pool.map(abs, [1, 2]))  # workers started before timing
+    return ctxs, mods, pool
+
+
+def _eigsh(quick: bool, ctxs: list[Any], mods: list[tuple[Any, ...]], pool: Any) -> dict[str, Any]:
+    import numpy as np
+    import scipy
+    import scipy.sparse as sp
+    import scipy.sparse.linalg as spla
+
+    size, k = (2500, 6) if quick else (5000, 10)
+    locked = tuple(int(x) for x in scipy.__version__.split(".")[:2]) < (1, 16)
+    why = (
+        f"scipy {scipy.__version__} runs ARPACK behind one process-wide lock (_ARPACK_LOCK): "
+        "threads take turns; each context imports its own scipy and so has its own lock."
+        if locked
+        else f"scipy {scipy.__version__} ships a reentrant ARPACK (no global lock, since "
+        "1.16), so plain threads can already run two solves at once."
+    )
+    return measure(
+        f"scipy {scipy.__version__} eigsh: two solves, k={k} of a dense {size}x{size}",
+        _four_ways(
+            eigsh_job,
+            (sp, spla, np),
+            _eigsh_child,
+            [(size, k, seed) for seed in (1, 2)],
+            pool,
+            ctxs,
+            [(m[2], m[3], m[1]) for m in mods],
+            [(size, k, seed) for seed in (1, 2)],
+        ),
+        3 if quick else 5,
+        ideal_speedup=min(2.0, ncpus()),
+        note=why + " Each ARPACK iteration returns to Python for one matrix-vector product: "
+        "with one interpreter (threads, contexts) that part holds the GIL. The products are "
+        "memory-bound and sequential already spreads them over every core (OpenBLAS "
+        "threads), so a split has little to win; processes oversubscribe (each OpenBLAS "
+        "sizes itself to every core). Ideal: 2x for two independent solves.",
+    )
+
+
+def run_eigsh(quick: bool) -> dict[str, Any]:
+    """The eigsh group alone: run by _old_scipy in an interpreter that
+    imports the old scipy first."""
+    ctxs, mods, pool = _setup()
+    try:
+        return {"groups": [_eigsh(quick, ctxs, mods, pool)]}
+    finally:
+        pool.shutdown()
+
+
+def _old_scipy(quick: bool) -> tuple[list[dict[str, Any]], str]:
+    """The eigsh group again with scipy OLD_SCIPY, installed once with pip
+    into the cache beside (not over) the current one; (groups, note)."""
+    target = cache_dir() / f"scipy-{OLD_SCIPY}-py{sys.version_info[0]}{sys.version_info[1]}"
+    if not (target / "scipy").is_dir():
+        say(
+            f"thread-unsafe: installing scipy {OLD_SCIPY} into {target} (once, for the paper's "
+            "eigsh with ARPACK behind a lock)"
+        )
+        tmp = target.with_name(target.name + f".{os.getpid()}.tmp")
+        pip = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "pip",
+                "install",
+                "-q",
+                "--disable-pip-version-check",
+                "--no-deps",
+                "--target",
+                str(tmp),
+                f"scipy=={OLD_SCIPY}",
+            ],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        if pip.returncode != 0:
+            shutil.rmtree(tmp, ignore_errors=True)
+            last = (pip.stderr.strip().splitlines() or ["no message"])[-1]
+            return [], (
+                f"Not run: scipy {OLD_SCIPY} (ARPACK behind a lock) could not be "
+                f"installed into {target}: {last}"
+            )
+        tmp.rename(target)
+    with tempfile.NamedTemporaryFile(suffix=".json", delete=False) as f:
+        out = f.name
+    env = dict(
+        os.environ,
+        PYTHONPATH=os.pathsep.join([str(target), *filter(None, [os.environ.get("PYTHONPATH")])]),
+    )
+    cmd = [
+        sys.executable,
+        "-m",
+        "vlcs.evaluation.case",
+        "thread_unsafe",
+        "--function",
+        "run_eigsh",
+        "--out",
+        out,
+    ] + (["--quick"] if quick else [])
+    try:
+        proc = subprocess.run(cmd, env=env, check=False)
+        if proc.returncode != 0:
+            return [], f"The run with scipy {OLD_SCIPY} failed (status {proc.returncode})."
+        groups = json.loads(Path(out).read_text())["groups"]
+    finally:
+        Path(out).unlink(missing_ok=True)
+    return groups, (
+        f"scipy {OLD_SCIPY} from {target} (pip install --target, numpy as "
+        "installed), run in its own interpreter."
+    )
+
+
+def _arpack_cpp(quick: bool, one_blas_thread: bool) -> dict[str, Any]:
+    """Two arpack-ng solves from C++ (kernels/arpack_pair.cpp)."""
+    lib = library_path()
+    prog = build(
+        "arpack_pair",
+        ["arpack_pair.cpp"],
+        ["-std=c++17", "-O2", f"-I{include_dir()}", f"-L{lib.parent}", f"-Wl,-rpath,{lib.parent}"],
+        libs=("-lvlcs", "-ldl", "-lpthread", "-lm"),
+        compiler=os.environ.get("CXX", "c++"),
+    )
+    n, solves = (1000, 2) if quick else (1400, 2)
+    reps = 3 if quick else 5
+    ca, cb = split_cpus(ncpus(), ncpus() // 2)
+    env = dict(os.environ)
+    if one_blas_thread:
+        env["OPENBLAS_NUM_THREADS"] = "1"
+    say(
+        f"thread-unsafe: C++ arpack-ng pair, {reps} runs of each strategy"
+        + (" (OPENBLAS_NUM_THREADS=1)" if one_blas_thread else "")
+    )
+    proc = subprocess.run(
+        [str(program_path("vlcs-run")), "--", str(prog), str(n), str(solves), str(reps), ca, cb],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=False,
+    )
+    if proc.returncode != 0:
+        raise RuntimeError(f"arpack_pair failed: {proc.stderr.strip()}")
+    doc = json.loads(proc.stdout)
+    names = {
+        "sequential": "sequential",
+        "threads": "threads + a mutex (one copy)",
+        "processes": "fork two processes",
+        "contexts": f"vlcs contexts ({ca} | {cb})",
+    }
+    blas = (
+        "OPENBLAS_NUM_THREADS=1 everywhere: only the library's thread-unsafety is measured"
+        if one_blas_thread
+        else "OpenBLAS as installed (a thread per core of its context or process)"
+    )
+    return summarise(
+        f"C++ arpack-ng: two jobs of {solves} solves, n={n}, "
+        + ("one BLAS thread" if one_blas_thread else "default BLAS threads"),
+        {names[k]: doc[k]["times"] for k in names},
+        {names[k]: bool(doc[k]["exact"]) for k in names},
+        ideal_speedup=min(2.0, ncpus()),
+        note="arpack-ng keeps a solve's state in Fortran SAVE variables: one copy cannot run "
+        "two solves at once, so threads must take turns. Same result = every run's "
+        f"eigenvalues exact (known for the 1-D Laplacian). {blas}. Ideal: 2x.",
+    )
+
+
+def run(quick: bool) -> dict[str, Any]:
+    import h5py
+    import numpy as np
+
+    n = ncpus()
+    ctxs, mods, pool = _setup()
     tmp = tempfile.mkdtemp(prefix="vlcs-eval-h5-")
     rows = 300 if quick else 1200
     data = [np.random.default_rng(s).random((rows, 1000)) for s in (1, 2)]
@@ -133,37 +313,11 @@ def run(quick: bool) -> dict[str, Any]:
         ideal_speedup=min(2.0, n),
         note="Ideal: two equal jobs on two cores, 2x.",
     )
-
-    size, k = (2500, 6) if quick else (5000, 10)
-    eig = measure(
-        f"scipy {scipy.__version__} eigsh: two solves, k={k} of a dense {size}x{size}",
-        _four_ways(
-            eigsh_job,
-            (sp, spla, np),
-            _eigsh_child,
-            [(size, k, seed) for seed in (1, 2)],
-            pool,
-            ctxs,
-            [(m[2], m[3], m[1]) for m in mods],
-            [(size, k, seed) for seed in (1, 2)],
-        ),
-        repeats,
-        ideal_speedup=min(2.0, n),
-        note="scipy >= 1.16 ships a reentrant ARPACK (no global lock), so plain threads "
-        "can already run two solves at once here; the paper's scipy (< 1.16) serialised them. "
-        "Each ARPACK iteration returns to Python for one matrix-vector product: with one "
-        "interpreter (threads, contexts) that part holds the GIL. The products are "
-        "memory-bound and sequential already spreads them over every core (OpenBLAS "
-        "threads), so a split has little to win; processes oversubscribe (each OpenBLAS "
-        "sizes itself to every core). Ideal: 2x for two independent solves.",
-    )
+    eig = _eigsh(quick, ctxs, mods, pool)
     pool.shutdown()
     shutil.rmtree(tmp, ignore_errors=True)
-    return {
-        "groups": [h5, eig],
-        "notes": [
-            "Not run here: the paper's scipy < 1.16 (its ARPACK behind a global lock) needs a "
-            "second scipy build beside the current one, and the C++ arpack-ng pair is covered "
-            "by tests/c/test_arpack.c but not timed in this suite yet.",
-        ],
-    }
+    old, old_note = _old_scipy(quick)
+    cpp = [_arpack_cpp(quick, one_blas_thread=False)]
+    if not quick:
+        cpp.append(_arpack_cpp(quick, one_blas_thread=True))
+    return {"groups": [*cpp, h5, eig, *old], "notes": [old_note]}
