@@ -6,8 +6,9 @@ import json
 
 import pytest
 from conftest import vlcs_cmd
+from vlcs.evaluation._build import KERNELS
 from vlcs.evaluation._harness import Strategy, measure, summarise
-from vlcs.evaluation.adoption import lines_changed, plain_driver, vlcs_driver
+from vlcs.evaluation.adoption import file_lines_changed, lines_changed, plain_driver, vlcs_driver
 
 
 def test_summary_speedups_and_p_score() -> None:
@@ -41,6 +42,8 @@ def test_measure_flags_a_strategy_whose_result_differs() -> None:
 def test_adoption_counts_the_lines_a_user_changes() -> None:
     assert lines_changed(plain_driver, plain_driver) == 0
     assert 3 <= lines_changed(plain_driver, vlcs_driver) <= 8
+    # C++: the declaration and the call go, the context, loader, lookup and enter come
+    assert 5 <= file_lines_changed(KERNELS / "adopt_plain.cpp", KERNELS / "adopt_vlcs.cpp") <= 10
 
 
 def test_bench_all_writes_json_markdown_and_charts(tmp_path) -> None:
