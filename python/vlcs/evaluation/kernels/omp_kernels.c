@@ -1,6 +1,8 @@
 /* OpenMP kernels of the contention case, built at run time with -fopenmp:
- * a 7-point 3-D stencil (Hotspot3D-like) and k-means assignment + update.
- * Both return a checksum so strategies can be compared. */
+ * a 7-point 3-D stencil (Hotspot3D-like), k-means assignment + update, and a
+ * CFD-like unstructured finite-volume update (euler3d-like).
+ * Each returns a checksum so strategies can be compared. */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -88,5 +90,58 @@ double kmeans(int npoints, int dims, int k, int iters)
     free(sum);
     free(cnt);
     free(lab);
+    return r;
+}
+
+/* CFD-like (after Rodinia's euler3d): explicit finite-volume update of five
+ * conserved variables (density, momentum x/y/z, energy) on an unstructured
+ * mesh, each cell with four neighbours read through an index array.
+ * Flux between two cells: the jump times the larger sound-plus-flow speed
+ * (a Rusanov-style dissipation), so each face costs a sqrt and divisions. */
+static double speed(const double *q)
+{
+    double rho = q[0], u2 = (q[1] * q[1] + q[2] * q[2] + q[3] * q[3]) / (rho * rho);
+    double p = 0.4 * (q[4] - 0.5 * rho * u2);
+    return sqrt(1.4 * (p > 1e-9 ? p : 1e-9) / rho) + sqrt(u2);
+}
+
+double cfd(int ncells, int iters)
+{
+    int *nb = malloc((size_t)ncells * 4 * sizeof *nb);
+    double *v = malloc((size_t)ncells * 5 * sizeof *v), *flux = malloc((size_t)ncells * 5 * sizeof *flux);
+    if (!nb || !v || !flux)
+        return -1;
+    for (int i = 0; i < ncells; i++) {
+        nb[4 * i + 0] = (i + 1) % ncells;
+        nb[4 * i + 1] = (i + ncells - 1) % ncells;
+        nb[4 * i + 2] = (int)((i + 977u) % (unsigned)ncells);
+        nb[4 * i + 3] = (int)((i * 2654435761u) % (unsigned)ncells);
+        for (int k = 0; k < 5; k++)
+            v[5 * i + k] = (k == 0 || k == 4 ? 2.0 : 0.1) + 0.1 * ((i * (k + 3)) % 7);
+    }
+    for (int it = 0; it < iters; it++) {
+#pragma omp parallel for schedule(static)
+        for (int i = 0; i < ncells; i++) {
+            const double *q = v + 5 * (size_t)i;
+            double si = speed(q), f[5] = {0, 0, 0, 0, 0};
+            for (int j = 0; j < 4; j++) {
+                const double *qn = v + 5 * (size_t)nb[4 * i + j];
+                double sn = speed(qn), s = si > sn ? si : sn;
+                for (int k = 0; k < 5; k++)
+                    f[k] += 0.05 * s * (qn[k] - q[k]);
+            }
+            for (int k = 0; k < 5; k++)
+                flux[5 * (size_t)i + k] = f[k];
+        }
+#pragma omp parallel for schedule(static)
+        for (size_t c = 0; c < (size_t)ncells * 5; c++)
+            v[c] += 0.2 * flux[c];
+    }
+    double r = 0;
+    for (size_t c = 0; c < (size_t)ncells * 5; c++)
+        r += v[c];
+    free(nb);
+    free(v);
+    free(flux);
     return r;
 }
