@@ -49,6 +49,18 @@ def _version(module: str) -> str | None:
         return None
 
 
+def _open_mpi() -> str | None:
+    """Open MPI's version from mpirun, or None where it is missing."""
+    try:
+        out = subprocess.run(
+            ["mpirun", "--version"], capture_output=True, text=True, check=False, timeout=30
+        ).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    first = out.splitlines()[0] if out else ""
+    return first.rsplit(" ", 1)[-1] if "Open MPI" in first else None
+
+
 def machine() -> dict[str, Any]:
     """The machine and the library versions a reader needs to weigh the figures."""
     from vlcs import __version__
@@ -62,7 +74,8 @@ def machine() -> dict[str, Any]:
         "python": platform.python_version(),
         "vlcs": __version__,
         "libraries": {
-            m: _version(m) for m in ("numpy", "scipy", "h5py", "torch", "threadpoolctl", "mpi4py")
+            **{m: _version(m) for m in ("numpy", "scipy", "h5py", "torch", "threadpoolctl")},
+            "open_mpi": _open_mpi(),
         },
     }
 
