@@ -146,7 +146,7 @@ def run(quick: bool) -> dict[str, Any]:
             fb = blas_ctx.submit(other_c)
             return [fa.result(), fb.result()]
 
-        g = measure(
+        grp = measure(
             title,
             [
                 Strategy("sequential, all cores each", sequential),
@@ -172,15 +172,15 @@ def run(quick: bool) -> dict[str, Any]:
         blas_ctx.submit(other_c).result()
         w_blas = time.perf_counter() - t
         ideal = max((w_omp + w_blas) / n, min(t_omp, w_omp), min(t_blas, w_blas))
-        g["ideal_s"] = ideal
-        g["ideal_speedup"] = g["rows"][0]["median_s"] / ideal
-        g["note"] = (
+        grp["ideal_s"] = ideal
+        grp["ideal_speedup"] = grp["rows"][0]["median_s"] / ideal
+        grp["note"] = (
             f"Alone with all cores: OpenMP kernel {t_omp:.2f} s, other library's part "
             f"{t_blas:.2f} s; on one core {w_omp:.2f} s and {w_blas:.2f} s. Where both "
             "scale perfectly sequential already reaches the bound; a partition wins "
             "only where a library leaves cores idle or the two fight over them."
         )
-        groups.append(g)
+        groups.append(grp)
     return {
         "groups": groups,
         "notes": [
