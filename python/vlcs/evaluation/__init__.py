@@ -9,6 +9,7 @@ and PNG charts.
 Example::
 
     $ vlcs bench all --quick --out /tmp/vlcs-eval      # about 5 minutes on 2 cores
+    $ vlcs bench all --out bench/results                # the full mode: about 30 minutes
     $ vlcs bench all --cases 5,6 --json
 """
 
