@@ -155,7 +155,7 @@ def _eigsh(
         "times, which is the likely cost where they lose against sequential. Ideal: 2x for "
         "two independent solves."
     )
-    shapes = [(True, 30000 if quick else 50000, 6)]
+    shapes = [(True, 20000 if quick else 50000, 6)]
     if not quick:
         shapes.append((False, 5000, 10))
     groups = []
