@@ -182,9 +182,8 @@ def run(quick: bool) -> dict[str, Any]:
         grp["note"] = (
             f"Fastest of 3 runs alone with all cores: OpenMP kernel {t_omp:.2f} s, other "
             f"library's part {t_blas:.2f} s; on one core {w_omp:.2f} s and {w_blas:.2f} s. "
-            "Where both "
-            "scale perfectly sequential already reaches the bound; a partition wins "
-            "only where a library leaves cores idle or the two fight over them."
+            "Where both scale perfectly sequential already reaches the bound; a partition "
+            "wins only where a library leaves cores idle or the two fight over them."
         )
         groups.append(grp)
     return {

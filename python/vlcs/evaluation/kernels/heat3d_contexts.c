@@ -38,8 +38,8 @@ static double loop_s;
 
 /* The step barrier spins (yielding after a while), as MPI's shared-memory
  * transport polls: a pthread_barrier_t sleeps in the kernel and pays a futex
- * wake-up per step, which the ranks do not; with thousands of short steps
- * that alone would decide the comparison.  Sense-reversing: the last part to
+ * wake-up per step, which the ranks do not (measured here: about 5 % of the
+ * 48^3 loop, within this VM's noise).  Sense-reversing: the last part to
  * arrive resets the count and flips the shared sense; its release store
  * publishes every part's boundary pointers to the waiters. */
 static atomic_int arrived;
