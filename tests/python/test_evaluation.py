@@ -92,3 +92,28 @@ def test_versus_mpi_split_matches_the_whole_box_bit_for_bit() -> None:
     assert whole["threads"] == [2] and split["threads"] == [1, 1] and mpi["threads"] == [1, 1]
     assert whole["checksum"] > 0
     assert split["checksum"] == whole["checksum"] == mpi["checksum"]
+
+
+def test_kernel_cache_rebuilds_when_a_cpp_source_or_header_changes(tmp_path, monkeypatch) -> None:
+    # A stale cached binary would time old code: every C++ source and header
+    # must count for the cache key, not only .c files.
+    import subprocess
+
+    from vlcs.evaluation import _build
+
+    kernels = tmp_path / "kernels"
+    kernels.mkdir()
+    monkeypatch.setattr(_build, "KERNELS", kernels)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    (kernels / "answer.hpp").write_text("constexpr int answer = 1;\n")
+    (kernels / "main.cpp").write_text('#include "answer.hpp"\nint main() { return answer; }\n')
+
+    def built_rc() -> int:
+        prog = _build.build("main", ["main.cpp"], ["-O0"], compiler="c++")
+        return subprocess.run([str(prog)], check=False).returncode
+
+    assert built_rc() == 1
+    (kernels / "main.cpp").write_text('#include "answer.hpp"\nint main() { return answer + 1; }\n')
+    assert built_rc() == 2
+    (kernels / "answer.hpp").write_text("constexpr int answer = 5;\n")
+    assert built_rc() == 6

@@ -24,16 +24,18 @@ def build(
     libs: tuple[str, ...] = (),
     compiler: str | None = None,
 ) -> Path:
-    """Compile kernels/`sources` (headers beside them count for the hash)
-    with `compiler` (default $CC or cc) and `args`, linking `libs` after the
+    """Compile kernels/`sources` (every header beside them counts for the
+    hash too) with `compiler` (default $CC or cc) and `args`, linking `libs` after the
     sources; the path of the output.
 
     A shared library when "-shared" is among the args, else a program.
     Raises RuntimeError with the compiler's messages when it fails."""
     cc = compiler or os.environ.get("CC", "cc")
     digest = hashlib.sha256(" ".join([cc, *args, *libs]).encode())
+    # Every named source, C or C++, and every header: an edit to any of
+    # them must not run a stale binary from the cache.
     for f in sorted(KERNELS.iterdir()):
-        if f.suffix in (".c", ".h") and (f.name in sources or f.suffix == ".h"):
+        if f.name in sources or f.suffix in (".h", ".hpp"):
             digest.update(f.name.encode() + f.read_bytes())
     suffix = ".so" if "-shared" in args else ""
     out = cache_dir() / f"{name}-{digest.hexdigest()[:12]}{suffix}"
