@@ -81,14 +81,17 @@ def test_versus_mpi_split_matches_the_whole_box_bit_for_bit() -> None:
     # and through two contexts must give the whole box's field exactly, and
     # each context's own libgomp must size itself to its half of the CPUs.
     from vlcs._paths import program_path
-    from vlcs.evaluation.versus_mpi import _programs, _run, mpi_env
+    from vlcs.evaluation._harness import run_json
+    from vlcs.evaluation.versus_mpi import _programs, mpi_env
 
     prog = _programs()
     box = [prog["solver"], "40", "36", "33", "25"]
     run_ctx = [str(program_path("vlcs-run")), "--", prog["contexts"], *box]
-    whole = _run([*run_ctx, "whole"])
-    split = _run([*run_ctx, "0", "1"])
-    mpi = _run(["mpirun", "-np", "2", "-x", "OMP_NUM_THREADS", prog["mpi"], *box], env=mpi_env(1))
+    whole = run_json([*run_ctx, "whole"])
+    split = run_json([*run_ctx, "0", "1"])
+    mpi = run_json(
+        ["mpirun", "-np", "2", "-x", "OMP_NUM_THREADS", prog["mpi"], *box], env=mpi_env(1)
+    )
     assert whole["threads"] == [2] and split["threads"] == [1, 1] and mpi["threads"] == [1, 1]
     assert whole["checksum"] > 0
     assert split["checksum"] == whole["checksum"] == mpi["checksum"]

@@ -9,7 +9,16 @@ import os
 import subprocess
 from pathlib import Path
 
+from vlcs._paths import include_dir, library_path
+
 KERNELS = Path(__file__).with_name("kernels")
+
+
+def vlcs_args() -> list[str]:
+    """Compiler arguments for a program using vlcs.h/vlcs.hpp and
+    libvlcs (found again at run time through its rpath); add -lvlcs."""
+    lib = library_path().parent
+    return [f"-I{include_dir()}", f"-L{lib}", f"-Wl,-rpath,{lib}"]
 
 
 def cache_dir() -> Path:

@@ -4,9 +4,11 @@ p = best makespan / strategy makespan (1.0 for the best strategy)."""
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import statistics
+import subprocess
 import sys
 import time
 from collections.abc import Callable
@@ -21,6 +23,18 @@ def say(msg: str) -> None:
 
 def ncpus() -> int:
     return len(os.sched_getaffinity(0))
+
+
+def run_json(cmd: list[str], env: dict[str, str] | None = None) -> dict[str, Any]:
+    """Run a benchmark program and parse the JSON line it ends its output
+    with; RuntimeError with its last line of stderr when it fails."""
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, check=False)
+    if proc.returncode != 0:
+        raise RuntimeError(
+            f"{os.path.basename(cmd[0])} exited with status {proc.returncode}: "
+            + (proc.stderr.strip().splitlines() or ["no message"])[-1]
+        )
+    return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
 @dataclass
@@ -117,6 +131,18 @@ def summarise(
         "note": note,
         "rows": rows,
     }
+
+
+def baseline_row(group: dict[str, Any]) -> dict[str, Any]:
+    """The row of a summarised group's baseline strategy."""
+    return next(r for r in group["rows"] if r["strategy"] == group["baseline"])
+
+
+def set_ideal(group: dict[str, Any], ideal_s: float) -> None:
+    """Give a summarised group a makespan lower bound measured after it ran
+    (once its libraries are warm), as summarise(ideal_s=...) would."""
+    group["ideal_s"] = ideal_s
+    group["ideal_speedup"] = baseline_row(group)["median_s"] / ideal_s
 
 
 def table(title: str, columns: list[str], rows: list[list[Any]], note: str = "") -> dict[str, Any]:

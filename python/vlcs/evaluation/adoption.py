@@ -5,17 +5,15 @@ from __future__ import annotations
 import ctypes
 import difflib
 import inspect
-import json
 import os
 import shutil
-import subprocess
 import tempfile
 from pathlib import Path
 from typing import Any
 
-from vlcs._paths import include_dir, library_path, program_path
-from vlcs.evaluation._build import KERNELS, build
-from vlcs.evaluation._harness import Strategy, measure, ncpus, say, summarise, table
+from vlcs._paths import program_path
+from vlcs.evaluation._build import KERNELS, build, vlcs_args
+from vlcs.evaluation._harness import Strategy, measure, ncpus, run_json, say, summarise, table
 
 TITLE = "Adoption cost and overhead (paper Table 4)"
 MODELS = (
@@ -68,7 +66,6 @@ def file_lines_changed(a: Path, b: Path) -> int:
 
 def _cpp_drivers() -> tuple[Path, Path]:
     """Case 3's C++ application built twice: as it is, and in one context."""
-    lib = library_path()
     flags = ["-std=c++17", "-O2"]
     cxx = os.environ.get("CXX", "c++")
     plain = build(
@@ -77,7 +74,7 @@ def _cpp_drivers() -> tuple[Path, Path]:
     inside = build(
         "adopt_vlcs",
         ["adopt_vlcs.cpp"],
-        [*flags, f"-I{include_dir()}", f"-L{lib.parent}", f"-Wl,-rpath,{lib.parent}"],
+        [*flags, *vlcs_args()],
         libs=("-lvlcs",),
         compiler=cxx,
     )
@@ -101,7 +98,7 @@ def _cpp_gesv(n: int, reps: int, repeats: int) -> dict[str, Any]:
     sums: dict[str, float] = {}
     for r in range(repeats + 1):  # the first round warms caches and is dropped
         for k, cmd in cmds.items():
-            out = json.loads(subprocess.run(cmd, capture_output=True, text=True, check=True).stdout)
+            out = run_json(cmd)
             sums[k] = out["checksum"]
             if r > 0:
                 times[k].append(out["seconds"])

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from vlcs.evaluation._build import build
-from vlcs.evaluation._harness import Strategy, measure, ncpus, say
+from vlcs.evaluation._harness import Strategy, baseline_row, measure, ncpus, say, set_ideal
 from vlcs.evaluation._tasks import on_threads, split_cpus
 
 TITLE = "Contention and load balance (paper Fig. 8)"
@@ -176,9 +176,7 @@ def run(quick: bool) -> dict[str, Any]:
         w_omp = _fastest(lambda omp_call=omp_call: omp_ctx.submit(omp_call, ctx_lib).result())
         w_blas = _fastest(lambda other_c=other_c: blas_ctx.submit(other_c).result())
         ideal = max((w_omp + w_blas) / n, min(t_omp, w_omp), min(t_blas, w_blas))
-        ideal = min(ideal, grp["rows"][0]["min_s"])
-        grp["ideal_s"] = ideal
-        grp["ideal_speedup"] = grp["rows"][0]["median_s"] / ideal
+        set_ideal(grp, min(ideal, baseline_row(grp)["min_s"]))
         grp["note"] = (
             f"Fastest of 3 runs alone with all cores: OpenMP kernel {t_omp:.2f} s, other "
             f"library's part {t_blas:.2f} s; on one core {w_omp:.2f} s and {w_blas:.2f} s. "

@@ -13,9 +13,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from vlcs._paths import include_dir, library_path, program_path
-from vlcs.evaluation._build import build, cache_dir
-from vlcs.evaluation._harness import Strategy, measure, ncpus, say, summarise
+from vlcs._paths import program_path
+from vlcs.evaluation._build import build, cache_dir, vlcs_args
+from vlcs.evaluation._harness import Strategy, measure, ncpus, run_json, say, summarise
 from vlcs.evaluation._tasks import on_threads, split_cpus
 
 TITLE = "Thread-unsafe libraries (paper Fig. 10)"
@@ -270,11 +270,10 @@ def _old_scipy(quick: bool) -> tuple[list[dict[str, Any]], str]:
 
 def _arpack_cpp(quick: bool, one_blas_thread: bool) -> dict[str, Any]:
     """Two arpack-ng solves from C++ (kernels/arpack_pair.cpp)."""
-    lib = library_path()
     prog = build(
         "arpack_pair",
         ["arpack_pair.cpp"],
-        ["-std=c++17", "-O2", f"-I{include_dir()}", f"-L{lib.parent}", f"-Wl,-rpath,{lib.parent}"],
+        ["-std=c++17", "-O2", *vlcs_args()],
         libs=("-lvlcs", "-ldl", "-lpthread", "-lm"),
         compiler=os.environ.get("CXX", "c++"),
     )
@@ -288,16 +287,10 @@ def _arpack_cpp(quick: bool, one_blas_thread: bool) -> dict[str, Any]:
         f"thread-unsafe: C++ arpack-ng pair, {reps} runs of each strategy"
         + (" (OPENBLAS_NUM_THREADS=1)" if one_blas_thread else "")
     )
-    proc = subprocess.run(
+    doc = run_json(
         [str(program_path("vlcs-run")), "--", str(prog), str(n), str(solves), str(reps), ca, cb],
-        capture_output=True,
-        text=True,
         env=env,
-        check=False,
     )
-    if proc.returncode != 0:
-        raise RuntimeError(f"arpack_pair failed: {proc.stderr.strip()}")
-    doc = json.loads(proc.stdout)
     names = {
         "sequential": "sequential",
         "threads": "threads + a mutex (one copy)",

@@ -3,16 +3,14 @@ as vlcs contexts."""
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
-import subprocess
 import time
 from typing import Any
 
-from vlcs._paths import include_dir, library_path, program_path
-from vlcs.evaluation._build import build
-from vlcs.evaluation._harness import ncpus, say, summarise
+from vlcs._paths import program_path
+from vlcs.evaluation._build import build, vlcs_args
+from vlcs.evaluation._harness import ncpus, run_json, say, summarise
 from vlcs.evaluation._tasks import split_cpus
 
 TITLE = "Versus MPI (paper Fig. 11, on CPU)"
@@ -38,7 +36,6 @@ def _programs() -> dict[str, str]:
             f"case 8 needs Open MPI ({' and '.join(missing)} not found): "
             "apt-get install openmpi-bin libopenmpi-dev, or run ./run test once"
         )
-    lib = library_path()
     return {
         "solver": str(build("heat3d", ["heat3d.c"], SOLVER_FLAGS)),
         "mpi": str(
@@ -48,7 +45,7 @@ def _programs() -> dict[str, str]:
             build(
                 "heat3d_contexts",
                 ["heat3d_contexts.c"],
-                ["-O2", f"-I{include_dir()}", f"-L{lib.parent}", f"-Wl,-rpath,{lib.parent}"],
+                ["-O2", *vlcs_args()],
                 libs=("-lvlcs", "-lpthread", "-ldl"),
             )
         ),
@@ -64,16 +61,6 @@ def mpi_env(omp_threads: int) -> dict[str, str]:
         OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
         OMP_NUM_THREADS=str(omp_threads),
     )
-
-
-def _run(cmd: list[str], env: dict[str, str] | None = None) -> dict[str, Any]:
-    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, check=False)
-    if proc.returncode != 0:
-        raise RuntimeError(
-            f"{os.path.basename(cmd[0])} exited with status {proc.returncode}: "
-            + (proc.stderr.strip().splitlines() or ["no message"])[-1]
-        )
-    return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
 def run(quick: bool) -> dict[str, Any]:
@@ -126,13 +113,13 @@ def run(quick: bool) -> dict[str, Any]:
             for name, cmd in strategies.items():
                 say(f"{title}: {'warm-up' if r == 0 else f'run {r}/{repeats}'} {name}")
                 t = time.perf_counter()
-                out[name] = _run(cmd, env=env if "MPI" in name else None)
+                out[name] = run_json(cmd, env=env if "MPI" in name else None)
                 if r > 0:
                     wall[name].append(time.perf_counter() - t)
                     loop[name].append(out[name]["loop_s"])
         # The makespan lower bound: the box's work on one core, over every core.
         say(f"{title}: the whole box on one core (for the ideal)")
-        one_core = _run([launcher, "--", prog["contexts"], prog["solver"], *size, "0"])
+        one_core = run_json([launcher, "--", prog["contexts"], prog["solver"], *size, "0"])
         ideal_s = one_core["loop_s"] / n
         ref = out[next(iter(strategies))]["checksum"]
         same = {s: out[s]["checksum"] == ref for s in strategies}
