@@ -158,20 +158,18 @@ def run(quick: bool) -> dict[str, Any]:
             lambda: ctx.submit(ctx_k.stencil3d, 120, 30).result(),
         ),
     ]
-    groups, rows = [], []
     cpp = _cpp_gesv(1500 if quick else 2000, 10, repeats)
-    for name, outside, inside in [*apps, ("C++ LAPACK GESV (OpenBLAS)", None, None)]:
-        g = (
-            cpp
-            if outside is None
-            else measure(
-                f"{name}: outside vs inside one context ({ncpus()} CPUs)",
-                [Strategy("outside", outside), Strategy("inside one vlcs context", inside)],
-                repeats,
-                ideal_speedup=1.0,
-            )
+    groups = [
+        measure(
+            f"{name}: outside vs inside one context ({ncpus()} CPUs)",
+            [Strategy("outside", outside), Strategy("inside one vlcs context", inside)],
+            repeats,
+            ideal_speedup=1.0,
         )
-        groups.append(g)
+        for name, outside, inside in apps
+    ] + [cpp]
+    rows = []
+    for name, g in zip([*(a[0] for a in apps), "C++ LAPACK GESV (OpenBLAS)"], groups, strict=True):
         ratio = g["rows"][1]["median_s"] / g["rows"][0]["median_s"]
         rows.append(
             [
