@@ -16,6 +16,7 @@
 // strategy's eigenvalues were exact in every run.
 #include "vlcs.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
