@@ -117,8 +117,6 @@ int mask_count(const vmask *m)
 
 bool mask_eq(const vmask *a, const vmask *b) { return memcmp(a, b, sizeof *a) == 0; }
 
-bool mask_subset(const vmask *a, const vmask *b) { return mask_first_outside(a, b) < 0; }
-
 int mask_first_outside(const vmask *a, const vmask *b)
 {
     for (int i = 0; i < MASK_WORDS; i++) {
@@ -141,12 +139,11 @@ void mask_to_cpuset(const vmask *m, size_t size, cpu_set_t *set)
     memcpy(set, m, size < sizeof *m ? size : sizeof *m);
 }
 
-/* Through strict mode's own syscall instruction, which its filter lets
- * pass: these run inside its SIGSYS handler too. */
+/* Raw: these run inside strict mode's SIGSYS handler too. */
 int mask_get_thread(pid_t tid, vmask *m)
 {
     memset(m, 0, sizeof *m);
-    long rc = strict_syscall(SYS_sched_getaffinity, tid, sizeof *m, (long)m, 0, 0, 0);
+    long rc = raw_syscall(SYS_sched_getaffinity, tid, sizeof *m, (long)m, 0, 0, 0);
     if (rc < 0) {
         errno = (int)-rc;
         return -1;
@@ -156,7 +153,7 @@ int mask_get_thread(pid_t tid, vmask *m)
 
 int mask_set_thread(pid_t tid, const vmask *m)
 {
-    long rc = strict_syscall(SYS_sched_setaffinity, tid, sizeof *m, (long)m, 0, 0, 0);
+    long rc = raw_syscall(SYS_sched_setaffinity, tid, sizeof *m, (long)m, 0, 0, 0);
     if (rc < 0) {
         errno = (int)-rc;
         return -1;

@@ -30,7 +30,6 @@ HIDDEN int mask_parse(const char *list, vmask *out, char *err, size_t errsize);
 HIDDEN int mask_format(const vmask *m, char *buf, size_t size);
 HIDDEN int mask_count(const vmask *m);
 HIDDEN bool mask_eq(const vmask *a, const vmask *b);
-HIDDEN bool mask_subset(const vmask *a, const vmask *b); /* a within b */
 HIDDEN int mask_first_outside(const vmask *a, const vmask *b);
 HIDDEN void mask_from_cpuset(vmask *m, size_t size, const cpu_set_t *set);
 HIDDEN void mask_to_cpuset(const vmask *m, size_t size, cpu_set_t *set);
@@ -38,10 +37,14 @@ HIDDEN void mask_to_cpuset(const vmask *m, size_t size, cpu_set_t *set);
 HIDDEN int mask_get_thread(pid_t tid, vmask *m);
 HIDDEN int mask_set_thread(pid_t tid, const vmask *m);
 
+/* ---- raw syscalls (rawsys.c) ------------------------------------------------ */
+
+/* A syscall past every interposer and strict-mode filter; leaves errno alone
+ * and returns the result or -errno. */
+HIDDEN long raw_syscall(long nr, long a1, long a2, long a3, long a4, long a5, long a6);
+
 /* ---- strict mode (strict.c) ----------------------------------------------- */
 
-/* A raw syscall that leaves errno alone; returns the result or -errno. */
-HIDDEN long strict_syscall(long nr, long a1, long a2, long a3, long a4, long a5, long a6);
 HIDDEN int strict_enable(char *err, size_t errsize);
 HIDDEN bool strict_active(void);
 /* Cover code newly loaded into contexts with a filter (after each load). */
