@@ -15,8 +15,7 @@ from vlcs._context import VLC, Context, current, info
 from vlcs._imports import share
 from vlcs._lib import VlcsError, init, service, strict_active
 from vlcs._paths import include_dir, library_path, native_dir, program_path
-
-__version__ = "0.1.0"
+from vlcs._version import __version__
 
 __all__ = [
     "VLC",

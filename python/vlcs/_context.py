@@ -365,8 +365,8 @@ def info() -> dict[str, Any]:
     >>> import json, vlcs
     >>> _ = json.dumps(vlcs.info())
     """
-    from vlcs import __version__
     from vlcs._lib import strict_active
+    from vlcs._version import __version__
 
     return {
         "version": __version__,

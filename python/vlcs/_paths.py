@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import os
+import platform
 from pathlib import Path
+from typing import Any
+
+from vlcs._version import __version__
 
 _NATIVE = Path(__file__).resolve().parent / "_native"
 
@@ -37,3 +42,25 @@ def program_path(name: str) -> Path:
             f"{name} is not installed in {_NATIVE}; reinstall vlcs (pip install .)"
         )
     return path
+
+
+def install_info() -> dict[str, Any]:
+    """What is installed where, and what this machine offers (``vlcs info``).
+
+    >>> install_info()["library"].endswith("libvlcs.so")
+    True
+    """
+    tunables = os.environ.get("GLIBC_TUNABLES", "")
+    name, version = platform.libc_ver()
+    return {
+        "version": __version__,
+        "native_dir": str(native_dir()),
+        "include_dir": str(include_dir()),
+        "library": str(library_path()),
+        "launcher": str(_NATIVE / "vlcs-run"),
+        "cpus_usable": sorted(os.sched_getaffinity(0)),
+        "glibc": f"{name} {version}".strip(),
+        "python": platform.python_version(),
+        "glibc_tunables": tunables,
+        "many_contexts_enabled": "glibc.rtld.nns" in tunables,
+    }

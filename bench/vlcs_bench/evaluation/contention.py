@@ -8,9 +8,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from vlcs.evaluation._build import build
-from vlcs.evaluation._harness import Strategy, baseline_row, measure, ncpus, say, set_ideal
-from vlcs.evaluation._tasks import on_threads, split_cpus
+from vlcs_bench._build import build
+from vlcs_bench.evaluation._harness import Strategy, baseline_row, measure, ncpus, say, set_ideal
+from vlcs_bench.evaluation._tasks import on_threads, split_cpus
 
 TITLE = "Contention and load balance (paper Fig. 8)"
 MODELS = (
@@ -89,7 +89,6 @@ def _fastest(call: Any, runs: int = 3) -> float:
 
 def run(quick: bool) -> dict[str, Any]:
     import numpy as np
-
     import vlcs
 
     n = ncpus()

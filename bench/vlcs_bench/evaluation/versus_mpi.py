@@ -8,10 +8,11 @@ import shutil
 import time
 from typing import Any
 
-from vlcs._paths import program_path
-from vlcs.evaluation._build import build, vlcs_args
-from vlcs.evaluation._harness import ncpus, run_json, say, summarise
-from vlcs.evaluation._tasks import split_cpus
+from vlcs import program_path
+
+from vlcs_bench._build import build, vlcs_args
+from vlcs_bench.evaluation._harness import ncpus, run_json, say, summarise
+from vlcs_bench.evaluation._tasks import split_cpus
 
 TITLE = "Versus MPI (paper Fig. 11, on CPU)"
 MODELS = (

@@ -5,9 +5,9 @@ from __future__ import annotations
 import statistics
 from typing import Any
 
-from vlcs.bench_python import import_seconds
-from vlcs.cli import bench_program
-from vlcs.evaluation._harness import say, table
+from vlcs_bench.evaluation._harness import say, table
+from vlcs_bench.programs import run_json as bench_program
+from vlcs_bench.python_imports import import_seconds
 
 TITLE = "Load time (paper Table 3)"
 MODELS = (

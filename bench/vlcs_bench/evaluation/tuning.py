@@ -5,8 +5,8 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from vlcs.evaluation._harness import Strategy, measure, ncpus, say
-from vlcs.evaluation._tasks import on_threads, split_cpus
+from vlcs_bench.evaluation._harness import Strategy, measure, ncpus, say
+from vlcs_bench.evaluation._tasks import on_threads, split_cpus
 
 TITLE = "Hyper-parameter tuning (paper Figs. 1-2)"
 MODELS = (
@@ -45,7 +45,6 @@ def train(torch: Any, seq_len: int, steps: int, threads: int | None = None) -> f
 
 def run(quick: bool) -> dict[str, Any]:
     import torch
-
     import vlcs
 
     n = ncpus()

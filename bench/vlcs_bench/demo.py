@@ -57,7 +57,6 @@ def _inputs(np: Any, seed: int) -> tuple[Any, Any]:
 def run(out_png: str | None = "vlcs-demo.png", repeats: int = 1) -> list[dict[str, Any]]:
     import h5py
     import numpy as np
-
     import vlcs
 
     ncpu = len(os.sched_getaffinity(0))

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from vlcs.cli import bench_program
-from vlcs.evaluation._harness import say, table
+from vlcs_bench.evaluation._harness import say, table
+from vlcs_bench.programs import run_json as bench_program
 
 TITLE = "Overheads (paper Table 2)"
 MODELS = (
@@ -17,7 +17,7 @@ MODELS = (
 
 
 def run(quick: bool) -> dict[str, Any]:
-    from vlcs.bench_calls import run as bench_calls
+    from vlcs_bench.calls import run as bench_calls
 
     say("overheads: contexts and interposed calls (vlcs-bench-core)")
     core = bench_program("vlcs-bench-core")

@@ -7,9 +7,9 @@ import subprocess
 import time
 from typing import Any
 
-from vlcs._paths import program_path
-from vlcs.evaluation._harness import Strategy, measure, ncpus, say, summarise
-from vlcs.evaluation._tasks import on_threads, split_cpus
+from vlcs_bench.evaluation._harness import Strategy, measure, ncpus, say, summarise
+from vlcs_bench.evaluation._tasks import on_threads, split_cpus
+from vlcs_bench.programs import launch
 
 TITLE = "Nested parallelism (paper Fig. 9)"
 MODELS = (
@@ -34,9 +34,8 @@ def _small(np: Any, xs: list[Any]) -> float:
 
 def _python(quick: bool) -> dict[str, Any]:
     import numpy as np
-    from threadpoolctl import threadpool_limits
-
     import vlcs
+    from threadpoolctl import threadpool_limits
 
     n = ncpus()
     big_n, count = (1800, 24000) if quick else (2500, 64000)
@@ -104,12 +103,7 @@ def _cpp(quick: bool) -> dict[str, Any]:
     say(f"nested: C++ demo, {reps} runs of each strategy")
     env = dict(os.environ, VLCS_DEMO_TIMES="1")
     out = subprocess.run(
-        [
-            str(program_path("vlcs-run")),
-            "--",
-            str(program_path("vlcs-demo-nested-gemm")),
-            str(reps),
-        ],
+        launch("vlcs-demo-nested-gemm", str(reps)),
         capture_output=True,
         text=True,
         check=True,

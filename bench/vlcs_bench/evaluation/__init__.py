@@ -1,7 +1,7 @@
 """`vlcs bench all`: the paper's evaluation, side by side with what users
 would pick instead, on whatever machine it runs.
 
-Each case runs in a fresh interpreter (``python -m vlcs.evaluation.case``)
+Each case runs in a fresh interpreter (``python -m vlcs_bench.evaluation.case``)
 so that one case's libraries, contexts or crash cannot touch another's.
 The result is one JSON document, a Markdown report with a table per case,
 and PNG charts.
@@ -23,21 +23,35 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
-from vlcs.cli import _cpu_model
-from vlcs.evaluation._harness import say
+from vlcs_bench.evaluation._harness import say
+from vlcs_bench.machine import cpu_model as _cpu_model
 
-#: case number -> module name under vlcs.evaluation
-CASES: dict[int, str] = {
-    1: "overheads",
-    2: "load_time",
-    3: "adoption",
-    4: "contention",
-    5: "nested",
-    6: "thread_unsafe",
-    7: "tuning",
-    8: "versus_mpi",
+
+class Case(NamedTuple):
+    module: str  #: the module under vlcs_bench.evaluation that runs it
+    models: str  #: what it models (the paper's table or figure)
+
+
+#: The cases, one module each.
+CASES: dict[int, Case] = {
+    1: Case(
+        "overheads",
+        "Table 2: create, enter/leave, interposed calls, strict mode, shim and Service calls",
+    ),
+    2: Case(
+        "load_time",
+        "Table 3: 4 copies of OpenBLAS, libgomp, arpack, numpy, scipy, torch vs one load",
+    ),
+    3: Case("adoption", "Table 4: workloads inside one context vs outside; lines changed to adopt"),
+    4: Case("contention", "Fig. 8: OpenMP kernels composed with OpenBLAS or a torch MLP"),
+    5: Case("nested", "Fig. 9: one large GEMM beside many small ones, C++ and numpy"),
+    6: Case(
+        "thread_unsafe", "Fig. 10: arpack-ng, h5py and scipy eigsh jobs that are not thread-safe"
+    ),
+    7: Case("tuning", "Figs. 1-2: two torch trainings of unequal size; the thread-split heatmap"),
+    8: Case("versus_mpi", "Fig. 11 on CPU: a 3-D heat equation, two MPI ranks vs two contexts"),
 }
 
 
@@ -83,10 +97,10 @@ def machine() -> dict[str, Any]:
 
 def run_case(number: int, quick: bool) -> dict[str, Any]:
     """One case in a fresh interpreter; a failure is reported, not raised."""
-    module = CASES[number]
+    module = CASES[number].module
     with tempfile.NamedTemporaryFile(suffix=".json", delete=False) as f:
         out = f.name
-    cmd = [sys.executable, "-m", "vlcs.evaluation.case", module, "--out", out]
+    cmd = [sys.executable, "-m", "vlcs_bench.evaluation.case", module, "--out", out]
     if quick:
         cmd.append("--quick")
     t = time.perf_counter()
@@ -119,6 +133,6 @@ def run_all(cases: list[int], quick: bool) -> dict[str, Any]:
         "cases": [],
     }
     for n in cases:
-        say(f"case {n} ({CASES[n]})...")
+        say(f"case {n} ({CASES[n].module})...")
         doc["cases"].append(run_case(n, quick))
     return doc

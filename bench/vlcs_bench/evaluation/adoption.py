@@ -11,9 +11,10 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from vlcs._paths import program_path
-from vlcs.evaluation._build import KERNELS, build, vlcs_args
-from vlcs.evaluation._harness import Strategy, measure, ncpus, run_json, say, summarise, table
+from vlcs import program_path
+
+from vlcs_bench._build import KERNELS, build, vlcs_args
+from vlcs_bench.evaluation._harness import Strategy, measure, ncpus, run_json, say, summarise, table
 
 TITLE = "Adoption cost and overhead (paper Table 4)"
 MODELS = (
@@ -123,10 +124,10 @@ def _solve(np: Any, n: int, reps: int) -> float:
 def run(quick: bool) -> dict[str, Any]:
     import h5py
     import numpy as np
-
     import vlcs
-    from vlcs.evaluation.contention import _bind, build_kernels
-    from vlcs.evaluation.thread_unsafe import h5_job
+
+    from vlcs_bench.evaluation.contention import _bind, build_kernels
+    from vlcs_bench.evaluation.thread_unsafe import h5_job
 
     ctx = vlcs.VLC(name="app")
     with ctx:

@@ -11,12 +11,13 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from vlcs._paths import include_dir, native_dir
+from vlcs import include_dir, native_dir
 from vlcs.shim import generate
 
+from vlcs_bench._build import CSRC
+
 # The service's user calls its function in a loop: loaded into a context it
-# binds to the base copy through the forwarder.  Sources live in bench_src/.
-SOURCES = Path(__file__).with_name("bench_src")
+# binds to the base copy through the forwarder.  Sources live in csrc/calls_*.c.
 
 
 def _shared(cc: str, out: Path, *inputs: object) -> None:
@@ -30,7 +31,7 @@ def run() -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         t = Path(tmp)
         for name in ("lib.c", "svc.c", "user.c", "driver.c"):
-            (t / name).write_text((SOURCES / name).read_text())
+            (t / name).write_text((CSRC / f"calls_{name}").read_text())
         real = t / "real" / "libvlcsbench.so.1"
         real.parent.mkdir()
         _shared(cc, real, t / "lib.c", "-Wl,-soname,libvlcsbench.so.1")

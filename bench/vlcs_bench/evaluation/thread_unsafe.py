@@ -13,10 +13,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from vlcs._paths import program_path
-from vlcs.evaluation._build import build, cache_dir, vlcs_args
-from vlcs.evaluation._harness import Strategy, measure, ncpus, run_json, say, summarise
-from vlcs.evaluation._tasks import on_threads, split_cpus
+from vlcs import program_path
+
+from vlcs_bench._build import build, cache_dir, vlcs_args
+from vlcs_bench.evaluation._harness import Strategy, measure, ncpus, run_json, say, summarise
+from vlcs_bench.evaluation._tasks import on_threads, split_cpus
 
 TITLE = "Thread-unsafe libraries (paper Fig. 10)"
 MODELS = (
@@ -248,7 +249,7 @@ def _old_scipy(quick: bool) -> tuple[list[dict[str, Any]], str]:
     cmd = [
         sys.executable,
         "-m",
-        "vlcs.evaluation.case",
+        "vlcs_bench.evaluation.case",
         "thread_unsafe",
         "--function",
         "run_eigsh",

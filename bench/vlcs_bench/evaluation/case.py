@@ -9,13 +9,13 @@ import sys
 
 
 def main() -> int:
-    p = argparse.ArgumentParser(prog="python -m vlcs.evaluation.case")
+    p = argparse.ArgumentParser(prog="python -m vlcs_bench.evaluation.case")
     p.add_argument("module")
     p.add_argument("--out", required=True)
     p.add_argument("--quick", action="store_true")
     p.add_argument("--function", default="run", help="the module's entry point (default run)")
     a = p.parse_args()
-    mod = importlib.import_module(f"vlcs.evaluation.{a.module}")
+    mod = importlib.import_module(f"vlcs_bench.evaluation.{a.module}")
     result = getattr(mod, a.function)(quick=a.quick)
     result.setdefault("title", mod.TITLE)
     result.setdefault("models", mod.MODELS)

@@ -1,0 +1,162 @@
+"""``vlcs bench ...`` and ``vlcs demo ...``: parsing and dispatch.
+
+The ``vlcs`` command hands these two sub-commands over with their arguments;
+``python -m vlcs_bench bench core`` is the same thing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import subprocess
+import sys
+
+
+def _bench_all(args: argparse.Namespace) -> int:
+    from vlcs_bench.evaluation import CASES, run_all
+    from vlcs_bench.evaluation.report import write
+
+    try:
+        cases = [int(x) for x in args.cases.split(",")] if args.cases else sorted(CASES)
+    except ValueError:
+        cases = [-1]
+    if any(n not in CASES for n in cases):
+        print(
+            f"vlcs bench all: --cases takes numbers from 1 to {len(CASES)} separated by "
+            f"commas, e.g. --cases 1,5; got '{args.cases}'",
+            file=sys.stderr,
+        )
+        return 2
+    doc = run_all(cases, quick=args.quick)
+    report = write(doc, args.out)
+    print(json.dumps(doc, indent=2) if args.json else report.read_text())
+    print(
+        f"vlcs bench all: report in {report}, JSON in {report.with_name('results.json')}",
+        file=sys.stderr,
+    )
+    return 1 if any("error" in c for c in doc["cases"]) else 0
+
+
+def _bench_python(args: argparse.Namespace) -> int:
+    from vlcs_bench import python_imports
+
+    result = python_imports.run(repeats=args.repeats)
+    print(json.dumps(result, indent=2) if args.json else python_imports.report(result))
+    return 0
+
+
+def _bench_shim(args: argparse.Namespace) -> int:
+    from vlcs_bench import tables
+    from vlcs_bench.calls import run
+
+    print("vlcs bench shim: building and measuring (a few seconds)...", file=sys.stderr)
+    try:
+        result = run()
+    except subprocess.CalledProcessError as e:
+        print(f"vlcs bench shim: a step failed: {e}", file=sys.stderr)
+        return 1
+    print(json.dumps(result, indent=2) if args.json else tables.shim(result))
+    return 0
+
+
+_PROGRAMS = {"core": "vlcs-bench-core", "strict": "vlcs-bench-strict"}
+
+
+def _bench_program(args: argparse.Namespace) -> int:
+    from vlcs_bench import programs, tables
+    from vlcs_bench.machine import cpu_model, glibc_version
+
+    print(f"vlcs bench {args.suite}: building and measuring (a few seconds)...", file=sys.stderr)
+    try:
+        result = programs.run_json(_PROGRAMS[args.suite])
+    except RuntimeError as e:  # could not be built
+        print(f"vlcs bench {args.suite}: {e}", file=sys.stderr)
+        return 1
+    except subprocess.CalledProcessError as e:
+        print(e.stderr, file=sys.stderr, end="")
+        print(
+            f"vlcs bench {args.suite}: the benchmark failed (exit {e.returncode})",
+            file=sys.stderr,
+        )
+        return 1
+    result["machine"] = {
+        "cpu_model": cpu_model(),
+        "cpus": os.cpu_count(),
+        "glibc": glibc_version(),
+        "kernel": platform.release(),
+    }
+    if args.json:
+        print(json.dumps(result, indent=2))
+    else:
+        print(tables.core(result) if args.suite == "core" else tables.strict(result))
+    return 0
+
+
+_SUITES = {
+    "all": _bench_all,
+    "core": _bench_program,
+    "strict": _bench_program,
+    "shim": _bench_shim,
+    "python": _bench_python,
+}
+
+
+def _bench(args: argparse.Namespace) -> int:
+    run = _SUITES.get(args.suite)
+    if run is None:
+        print(
+            f"vlcs bench: unknown suite '{args.suite}'; available: {', '.join(_SUITES)}",
+            file=sys.stderr,
+        )
+        return 2
+    return run(args)
+
+
+def _demo(args: argparse.Namespace) -> int:
+    if args.which == "python":
+        from vlcs_bench import demo
+
+        demo.run(out_png=args.png, repeats=args.repeats)
+        return 0
+    from vlcs_bench.programs import launch
+
+    try:
+        argv = launch("vlcs-demo-nested-gemm", str(args.repeats))
+    except RuntimeError as e:
+        print(f"vlcs demo gemm: {e}", file=sys.stderr)
+        return 1
+    return subprocess.call(argv)
+
+
+def add_bench_arguments(b: argparse.ArgumentParser) -> None:
+    b.add_argument("suite", help="all (the evaluation), core, strict, shim or python")
+    b.add_argument("--json", action="store_true", help="print JSON")
+    b.add_argument("--repeats", type=int, default=5, help="repeats per side (python)")
+    b.add_argument("--quick", action="store_true", help="all: smaller sizes (~5 min on 2 cores)")
+    b.add_argument("--cases", help="all: which cases, e.g. 1,5 (default: every case)")
+    b.add_argument("--out", default="vlcs-bench-results", help="all: folder for the report")
+    b.set_defaults(func=_bench)
+
+
+def add_demo_arguments(d: argparse.ArgumentParser) -> None:
+    d.add_argument("which", nargs="?", choices=["python", "gemm"], default="python")
+    d.add_argument("--repeats", type=int, default=3)
+    d.add_argument("--png", default="vlcs-demo.png", help="chart of the python demo")
+    d.set_defaults(func=_demo)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="vlcs", description="vlcs benchmarks and demos.")
+    sub = p.add_subparsers(dest="cmd", required=True)
+    add_bench_arguments(sub.add_parser("bench", help="run a benchmark suite"))
+    add_demo_arguments(
+        sub.add_parser("demo", help="run a demo: python (h5py + numpy tasks) or gemm (C++)")
+    )
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    return int(args.func(args))

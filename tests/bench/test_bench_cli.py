@@ -1,0 +1,76 @@
+"""`vlcs bench core|strict|shim|python` and `vlcs demo`: each prints what its
+schema promises, with one bound a user would notice if broken."""
+
+from __future__ import annotations
+
+import json
+import os
+
+from conftest import vlcs_cmd
+
+
+def _numbers(d: dict, *keys: str) -> None:
+    for k in keys:
+        assert isinstance(d[k], (int, float)) and d[k] > 0, (k, d)
+
+
+def test_bench_core_json_schema_and_context_creation_bound():
+    r = vlcs_cmd("bench", "core", "--json")
+    assert r.returncode == 0, r.stderr
+    result = json.loads(r.stdout)
+    for name in ("sched_getaffinity", "open_read_proc_cpuinfo", "getppid", "lseek_read_file"):
+        _numbers(result["calls"][name], "inside_ns", "outside_ns", "ratio")
+    for name in ("create_destroy", "enter_leave", "enter_leave_with_affinity_change"):
+        _numbers(result["contexts"][name], "ns")
+    for lib in ("libopenblas.so.0", "libgomp.so.1"):
+        _numbers(result["load"][lib], "once_ms", "four_contexts_ms")
+    assert result["machine"]["cpus"] == os.cpu_count()
+    # The bound: a context is cheap to make (the paper's prototype: 40 us).
+    assert result["contexts"]["create_destroy"]["ns"] < 1_000_000
+
+
+def test_unknown_bench_suite_is_refused():
+    r = vlcs_cmd("bench", "nope")
+    assert r.returncode == 2
+    assert "unknown suite 'nope'" in r.stderr
+
+
+def test_bench_strict_json_schema_and_trap_bound():
+    r = vlcs_cmd("bench", "strict", "--json")
+    assert r.returncode == 0, r.stderr
+    calls = json.loads(r.stdout)["calls"]
+    for name in ("getppid_loop", "read_loop", "base_open_close_file"):
+        _numbers(calls[name], "plain_ns", "strict_ns", "platform_floor_ns")
+    # The bound: a trapped call costs a signal round trip, so it is slower.
+    trapped = calls["trapped_sched_getaffinity"]
+    assert trapped["strict_ns"] > trapped["plain_ns"]
+
+
+def test_bench_shim_json_schema_and_call_bound():
+    r = vlcs_cmd("bench", "shim", "--json")
+    assert r.returncode == 0, r.stderr
+    calls = json.loads(r.stdout)["calls"]
+    _numbers(calls["shim_call"], "direct_ns", "shim_ns")
+    _numbers(calls["service_call"], "base_ns", "context_ns")
+    # The bound: a call through a shim stays a call (well under a microsecond).
+    assert calls["shim_call"]["shim_ns"] < 1000
+
+
+def test_python_demo_prints_the_table_and_saves_the_chart(tmp_path):
+    png = tmp_path / "demo.png"
+    p = vlcs_cmd("demo", "python", "--repeats", "1", "--png", str(png), timeout=600)
+    assert p.returncode == 0, p.stderr
+    rows = [
+        line.split()
+        for line in p.stdout.splitlines()
+        if line.startswith(("sequential", "vlcs contexts"))
+    ]
+    assert [r[0] for r in rows] == ["sequential", "vlcs"]
+    assert "RESULTS DIFFER" not in p.stdout
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_gemm_demo_runs_its_four_strategies():
+    p = vlcs_cmd("demo", "gemm", "--repeats", "1", timeout=600)
+    assert p.returncode == 0, p.stderr
+    assert "vlcs contexts" in p.stdout and "sequential" in p.stdout
