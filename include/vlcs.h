@@ -8,9 +8,12 @@
  * their threads stay on those CPUs, and they read the context's environment.
  * Data is shared: every context lives in the one address space.
  *
- * Errors: functions that fail return NULL or -1 and leave one sentence,
- * retrievable with vlcs_error(), in a buffer private to the calling thread
- * (like dlerror()).  No function aborts on bad input.
+ * Errors: functions that fail return NULL or -1 and leave, private to the
+ * calling thread (like dlerror()), one sentence for people, vlcs_error(),
+ * and one code for programs, vlcs_errcode(): a VLCS_E_* value saying what
+ * kind of failure it was (a bad argument, something not found, a platform
+ * limit, ...).  Both stay until the next failing call of that thread.  No
+ * function aborts on bad input.
  *
  * Thread safety: every function may be called from any thread.
  */
@@ -35,6 +38,29 @@ extern "C" {
 typedef struct vlcs_ctx vlcs_ctx;
 
 /**
+ * What kind of failure the calling thread's last failing call was; see
+ * vlcs_errcode().  The values are part of the ABI and never change.  The
+ * enum's tag and the function share the name, as `struct stat` and stat()
+ * do; the type is vlcs_errcode_t.
+ */
+typedef enum vlcs_errcode {
+    VLCS_OK = 0,            /* no failure yet in this thread */
+    VLCS_E_INVALID = 1,     /* a bad argument: malformed CPU or GPU list, NULL or
+                               unknown context or handle, bad variable name, name
+                               too long, leave without enter */
+    VLCS_E_NOT_FOUND = 2,   /* a library, one of its dependencies or a symbol is
+                               not found */
+    VLCS_E_LIMIT = 3,       /* a platform limit is reached: linker namespaces,
+                               static TLS, enter nesting depth, shim slots */
+    VLCS_E_UNSUPPORTED = 4, /* the platform lacks it: seccomp, not x86_64, no
+                               _dl_find_object */
+    VLCS_E_BUSY = 5,        /* destroying a context a thread is inside */
+    VLCS_E_DESTROYED = 6,   /* the context was destroyed */
+    VLCS_E_SYSTEM = 7       /* a system call failed (memfd, mmap, out of memory,
+                               ...): the sentence carries errno's text */
+} vlcs_errcode_t;
+
+/**
  * Version of the library that is loaded, e.g. "0.1.0".
  */
 VLCS_API const char *vlcs_version(void);
@@ -43,8 +69,8 @@ VLCS_API const char *vlcs_version(void);
  * Initialise the runtime.  Idempotent; every other function calls it on
  * first use, so calling it is only needed to learn early about a failure.
  *
- * @return 0, or -1 with vlcs_error() set (for example when the loader
- *         helper libvlcs_interpose.so cannot be found).
+ * @return 0, or -1 with vlcs_error() set (for example VLCS_E_NOT_FOUND when
+ *         the loader helper libvlcs_interpose.so cannot be found).
  */
 VLCS_API int vlcs_init(void);
 
@@ -72,8 +98,9 @@ typedef struct vlcs_opts {
  * blocks SIGSYS must not run context code that opens files.
  * VLCS_STRICT=1 in the environment turns it on in vlcs_init().
  *
- * @return 0, or -1 with vlcs_error() set (seccomp unavailable: kernel,
- *         container policy or an existing filter; not x86_64).  Contexts work
+ * @return 0, or -1 with vlcs_error() set: VLCS_E_UNSUPPORTED when seccomp
+ *         is unavailable (kernel, container policy or an existing filter) or
+ *         this is not x86_64; VLCS_E_INVALID for a NULL opts.  Contexts work
  *         on at the symbol level after a failure.
  */
 VLCS_API int vlcs_init_opts(const vlcs_opts *opts);
@@ -103,9 +130,9 @@ VLCS_API const char *vlcs_ctx_name(const vlcs_ctx *c);
  * loaded: new threads and later enters use the new set, and threads of the
  * context that are running move to it at once.
  *
- * @return 0, or -1 with vlcs_error() set: malformed list ("3-1", "a", "",
- *         "1-"), or a CPU this process may not use.  The context keeps its
- *         previous set on error.
+ * @return 0, or -1 with vlcs_error() set, VLCS_E_INVALID: malformed list
+ *         ("3-1", "a", "", "1-"), or a CPU this process may not use.  The
+ *         context keeps its previous set on error.
  */
 VLCS_API int vlcs_ctx_set_cpus(vlcs_ctx *c, const char *cpulist);
 
@@ -125,7 +152,7 @@ VLCS_API int vlcs_ctx_get_cpus(const vlcs_ctx *c, char *buf, unsigned long size)
  * context makes its first GPU the thread's current device (cudaSetDevice /
  * hipSetDevice) and leaving restores the previous one.
  *
- * @return 0, or -1 with vlcs_error() set (malformed list).
+ * @return 0, or -1 with vlcs_error() set (VLCS_E_INVALID: malformed list).
  */
 VLCS_API int vlcs_ctx_set_gpus(vlcs_ctx *c, const char *gpulist);
 
@@ -134,8 +161,8 @@ VLCS_API int vlcs_ctx_set_gpus(vlcs_ctx *c, const char *gpulist);
  * getenv(), both in their constructors (when set before the load) and later.
  * The process environment is not changed.
  *
- * @return 0, or -1 with vlcs_error() set (empty name or a name containing
- *         '=').
+ * @return 0, or -1 with vlcs_error() set (VLCS_E_INVALID: empty name or a
+ *         name containing '=').
  */
 VLCS_API int vlcs_ctx_setenv(vlcs_ctx *c, const char *name, const char *value);
 
@@ -158,10 +185,11 @@ VLCS_API const char *vlcs_ctx_getenv(vlcs_ctx *c, const char *name);
  * dlopen(path_or_soname, RTLD_NOW).  The first load creates the context's
  * linker namespace.
  *
- * @return a handle for vlcs_ctx_sym(), or NULL with vlcs_error() set: the
- *         library or one of its dependencies is missing, or a platform limit
- *         is reached (linker namespaces, static TLS: the message says to
- *         start the program with `vlcs run -- PROGRAM`).
+ * @return a handle for vlcs_ctx_sym(), or NULL with vlcs_error() set:
+ *         VLCS_E_NOT_FOUND when the library, one of its dependencies or a
+ *         symbol they need is missing; VLCS_E_LIMIT when a platform limit is
+ *         reached (linker namespaces, static TLS: the message says to start
+ *         the program with `vlcs run -- PROGRAM`).
  */
 VLCS_API void *vlcs_ctx_load(vlcs_ctx *c, const char *path_or_soname);
 
@@ -174,8 +202,9 @@ VLCS_API void *vlcs_ctx_load(vlcs_ctx *c, const char *path_or_soname);
  * default context's copy for threads in none.  Up to 63 contexts per
  * process can have their own copy behind a shim.
  *
- * @return the handle of the context's copy, or NULL with vlcs_error() set
- *         (no shim for the library is loaded, or vlcs_ctx_load's errors).
+ * @return the handle of the context's copy, or NULL with vlcs_error() set:
+ *         VLCS_E_NOT_FOUND when no shim for the library is loaded,
+ *         VLCS_E_LIMIT past the 63 contexts, or vlcs_ctx_load's errors.
  */
 VLCS_API void *vlcs_ctx_load_transparent(vlcs_ctx *c, const char *library);
 
@@ -188,7 +217,8 @@ VLCS_API int vlcs_shim_register(const char *soname, const char *real_path,
 
 /**
  * Look up a symbol in a library loaded with vlcs_ctx_load().
- * @return its address, or NULL with vlcs_error() set.
+ * @return its address, or NULL with vlcs_error() set (VLCS_E_NOT_FOUND, or
+ *         VLCS_E_INVALID for a NULL handle or an empty name).
  */
 VLCS_API void *vlcs_ctx_sym(void *lib, const char *symbol);
 
@@ -204,7 +234,8 @@ VLCS_API void *vlcs_ctx_sym(void *lib, const char *symbol);
  * (TLS) symbols of the library are not forwarded.
  *
  * @return 0 (also when it was added before), or -1 with vlcs_error() set:
- *         the library cannot be loaded, or has no soname.
+ *         the library cannot be loaded (vlcs_ctx_load's codes), or has no
+ *         soname (VLCS_E_INVALID).
  */
 VLCS_API int vlcs_service_add(const char *path_or_soname);
 
@@ -213,15 +244,16 @@ VLCS_API int vlcs_service_add(const char *path_or_soname);
  * vlcs_leave().  Enters nest (up to 64 deep); entering a context the thread
  * is already in is allowed.
  *
- * @return 0, or -1 with vlcs_error() set (invalid or destroyed context,
- *         nesting too deep).
+ * @return 0, or -1 with vlcs_error() set: VLCS_E_INVALID (not a context),
+ *         VLCS_E_DESTROYED, VLCS_E_LIMIT (nesting too deep).
  */
 VLCS_API int vlcs_enter(vlcs_ctx *c);
 
 /**
  * Leave the innermost context entered by this thread and return to the CPU
  * set the thread had before.
- * @return 0, or -1 with vlcs_error() set when the thread entered none.
+ * @return 0, or -1 with vlcs_error() set (VLCS_E_INVALID) when the thread
+ *         entered none.
  */
 VLCS_API int vlcs_leave(void);
 
@@ -252,8 +284,9 @@ VLCS_API int vlcs_ctx_thread_count(const vlcs_ctx *c);
  * mapped until the process exits, because their worker threads may still be
  * parked in their code: the namespace is not returned to glibc.
  *
- * @return 0, or -1 with vlcs_error() set (invalid context, already
- *         destroyed, or a thread is still inside it).
+ * @return 0, or -1 with vlcs_error() set: VLCS_E_INVALID (not a context),
+ *         VLCS_E_DESTROYED (already destroyed), VLCS_E_BUSY (a thread is
+ *         still inside it).
  */
 VLCS_API int vlcs_ctx_destroy(vlcs_ctx *c);
 
@@ -262,6 +295,14 @@ VLCS_API int vlcs_ctx_destroy(vlcs_ctx *c);
  * The text stays until the next failing call in this thread.
  */
 VLCS_API const char *vlcs_error(void);
+
+/**
+ * The code of the calling thread's last failing call, a vlcs_errcode_t
+ * value: VLCS_OK if no call of this thread has failed yet.  Like the
+ * sentence of vlcs_error(), which it classifies, it stays until the next
+ * failing call in this thread; a successful call leaves both alone.
+ */
+VLCS_API int vlcs_errcode(void);
 
 #ifdef __cplusplus
 }

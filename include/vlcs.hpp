@@ -22,14 +22,22 @@
 
 namespace vlcs {
 
-// Every failure of the C API, with vlcs_error()'s sentence as what().
+// Every failure of the C API, with vlcs_error()'s sentence as what() and
+// vlcs_errcode()'s kind of failure as code() (VLCS_E_LIMIT, ...).
 class Error : public std::runtime_error {
 public:
-    explicit Error(const std::string &what) : std::runtime_error(what) {}
+    explicit Error(const std::string &what, vlcs_errcode_t code = VLCS_E_SYSTEM)
+        : std::runtime_error(what), code_(code)
+    {
+    }
+    vlcs_errcode_t code() const noexcept { return code_; }
+
+private:
+    vlcs_errcode_t code_;
 };
 
 namespace detail {
-[[noreturn]] inline void fail() { throw Error(vlcs_error()); }
+[[noreturn]] inline void fail() { throw Error(vlcs_error(), static_cast<vlcs_errcode_t>(vlcs_errcode())); }
 inline void check(int rc)
 {
     if (rc != 0)

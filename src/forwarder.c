@@ -132,20 +132,21 @@ static unsigned char *build(const char *soname, const struct fwd_sym *syms, size
     return img;
 }
 
-/* The image into a memfd (img is freed); returns the fd or -1. */
+/* The image into a memfd (img is freed); returns the fd, or -VLCS_E_SYSTEM
+ * with err set. */
 static int write_memfd(const char *name, unsigned char *img, size_t size, char *err,
                        size_t errsize)
 {
     if (img == NULL) {
         snprintf(err, errsize, "out of memory");
-        return -1;
+        return -VLCS_E_SYSTEM;
     }
     int fd = memfd_create(name, MFD_CLOEXEC);
     if (fd < 0 || write(fd, img, size) != (ssize_t)size) {
         snprintf(err, errsize, "cannot write %s: %s", name, strerror(errno));
         if (fd >= 0)
             close(fd);
-        fd = -1;
+        fd = -VLCS_E_SYSTEM;
     }
     free(img);
     return fd;
@@ -187,7 +188,7 @@ int forwarder_create(void *handle, const struct fwd_override *ov, size_t nov, ch
     struct link_map *lm = NULL;
     if (dlinfo(handle, RTLD_DI_LINKMAP, &lm) != 0 || lm == NULL) {
         snprintf(err, errsize, "cannot inspect the library: %s", dlerror());
-        return -1;
+        return -VLCS_E_SYSTEM;
     }
     const ElfW(Sym) *symtab = NULL;
     const char *strtab = NULL, *soname = NULL;
@@ -205,19 +206,19 @@ int forwarder_create(void *handle, const struct fwd_override *ov, size_t nov, ch
     }
     if (symtab == NULL || strtab == NULL) {
         snprintf(err, errsize, "it has no dynamic symbol table");
-        return -1;
+        return -VLCS_E_INVALID;
     }
     if (have_soname)
         soname = strtab + soname_off;
     else {
         snprintf(err, errsize, "it has no soname, so dependants could not find a stand-in");
-        return -1;
+        return -VLCS_E_INVALID;
     }
     size_t count = dynsym_count(lm->l_ld), n = 0;
     struct fwd_sym *syms = calloc(count ? count : 1, sizeof *syms);
     if (syms == NULL) {
         snprintf(err, errsize, "out of memory");
-        return -1;
+        return -VLCS_E_SYSTEM;
     }
     for (size_t i = 1; i < count; i++) {
         const ElfW(Sym) *s = &symtab[i];

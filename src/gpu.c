@@ -40,12 +40,12 @@ VLCS_API int vlcs_ctx_set_gpus(vlcs_ctx *c, const char *gpulist)
     vmask m = {{0}};
     char why[256], list[1024] = "";
     if (gpulist == NULL) {
-        set_error("Error setting GPUs of context '%s': the GPU list is NULL", c->name);
+        set_error(VLCS_E_INVALID, "Error setting GPUs of context '%s': the GPU list is NULL", c->name);
         return -1;
     }
     /* The syntax of CPU lists; the parser's words say "CPU". */
     if (*gpulist != '\0' && mask_parse(gpulist, &m, why, sizeof why) != 0) {
-        set_error("Error setting GPUs of context '%s': %s", c->name, why);
+        set_error(VLCS_E_INVALID, "Error setting GPUs of context '%s': %s", c->name, why);
         return -1;
     }
     /* CUDA wants ids separated by commas, never ranges. */

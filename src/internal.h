@@ -45,6 +45,7 @@ HIDDEN long raw_syscall(long nr, long a1, long a2, long a3, long a4, long a5, lo
 
 /* ---- strict mode (strict.c) ----------------------------------------------- */
 
+/* Returns VLCS_OK, or a vlcs_errcode_t with err set. */
 HIDDEN int strict_enable(char *err, size_t errsize);
 HIDDEN bool strict_active(void);
 /* Cover code newly loaded into contexts with a filter (after each load). */
@@ -83,7 +84,11 @@ HIDDEN void gpu_leave(int prev);
 
 /* ---- errors (error.c) ---------------------------------------------------- */
 
-HIDDEN void set_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Sets the calling thread's error: a vlcs_errcode_t and its sentence,
+ * worded "Error <doing what>: <detail>". */
+HIDDEN void set_error(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* The code for a dlopen/dlmopen/dlsym failure, from dlerror()'s words. */
+HIDDEN int dl_errcode(const char *dlerr);
 
 /* ---- contexts ------------------------------------------------------------ */
 
@@ -173,15 +178,18 @@ struct fwd_override {
 };
 
 /* A forwarder for `handle` (loaded in the base) as a memfd; its soname is
- * written to soname_out.  -1 with err set on failure. */
+ * written to soname_out.  On failure -VLCS_E_* (a negated vlcs_errcode_t)
+ * with err set. */
 HIDDEN int forwarder_create(void *handle, const struct fwd_override *ov, size_t nov,
                             char *soname_out, size_t soname_size, char *err, size_t errsize);
-/* A symbol-less object whose DT_NEEDED are `needed`, as a memfd. */
+/* A symbol-less object whose DT_NEEDED are `needed`, as a memfd, or
+ * -VLCS_E_* with err set. */
 HIDDEN int forwarder_root(const char *const *needed, size_t n, char *err, size_t errsize);
 
-/* A memfd holding the first object for a new namespace (interposer and
- * forwarders as DT_NEEDED), -1 if there are no services, -2 on error. */
-HIDDEN int services_root(char *err, size_t errsize);
+/* In *fd a memfd holding the first object for a new namespace (interposer
+ * and forwarders as DT_NEEDED), or -1 if there are no services.  Returns
+ * VLCS_OK, or a vlcs_errcode_t with err set. */
+HIDDEN int services_root(int *fd, char *err, size_t errsize);
 
 /* ---- threads (thread.c) ---------------------------------------------------- */
 

@@ -78,9 +78,9 @@ int ns_create(vlcs_ctx *c)
      * entries are the interposer and the forwarders: together they are the
      * namespace's global scope.  Without, the interposer itself is first. */
     char why[512], rootpath[32];
-    int root = services_root(why, sizeof why);
-    if (root == -2) {
-        set_error("Error creating the namespace of context '%s': %s", c->name, why);
+    int root = -1, code = services_root(&root, why, sizeof why);
+    if (code != VLCS_OK) {
+        set_error(code, "Error creating the namespace of context '%s': %s", c->name, why);
         return -1;
     }
     if (root >= 0)
@@ -119,27 +119,32 @@ int ns_create(vlcs_ctx *c)
     c->ns_getenv = libc ? (char *(*)(const char *))dlsym(libc, "getenv") : NULL;
     c->ns_fflush = libc ? (int (*)(void *))dlsym(libc, "fflush") : NULL;
     if (libc == NULL) {
-        set_error("Error creating the namespace of context '%s': its libc cannot be found: %s",
+        set_error(VLCS_E_NOT_FOUND,
+                  "Error creating the namespace of context '%s': its libc cannot be found: %s",
                   c->name, dlerror());
         goto fail;
     }
     if (!bind || !ns_environ || !ns_stdin || !ns_stdout || !ns_stderr || !ns_pthread_create ||
         !ns_pthread_join || !c->ns_setenv || !c->ns_unsetenv || !c->ns_getenv || !c->ns_fflush) {
-        set_error("Error creating the namespace of context '%s': %s lacks vlcs_ip_bind or its "
+        set_error(VLCS_E_NOT_FOUND,
+                  "Error creating the namespace of context '%s': %s lacks vlcs_ip_bind or its "
                   "libc lacks a function vlcs needs",
                   c->name, interposer_path());
         goto fail;
     }
     api_fill(c, &c->api);
     if (bind(&c->api) != 0) {
-        set_error("Error creating the namespace of context '%s': %s was built for another "
+        /* The right interposer is not where it was looked for. */
+        set_error(VLCS_E_NOT_FOUND,
+                  "Error creating the namespace of context '%s': %s was built for another "
                   "version of vlcs",
                   c->name, interposer_path());
         goto fail;
     }
     char **env = environ_copy();
     if (env == NULL) {
-        set_error("Error creating the namespace of context '%s': out of memory", c->name);
+        set_error(VLCS_E_SYSTEM, "Error creating the namespace of context '%s': out of memory",
+                  c->name);
         goto fail;
     }
     *ns_environ = env;

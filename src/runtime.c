@@ -14,7 +14,7 @@
 #include <unistd.h>
 
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
-static int init_rc;
+static int init_rc, init_code;
 static char init_error[PATH_MAX + 512];
 static char ip_path[PATH_MAX];
 static vmask allowed; /* CPUs the process may use, read at init */
@@ -53,6 +53,7 @@ static void do_init(void)
             snprintf(init_error, sizeof init_error,
                      "Error initialising vlcs: cannot tell where libvlcs.so was loaded from");
             init_rc = -1;
+            init_code = VLCS_E_SYSTEM;
             return;
         }
         const char *slash = strrchr(info.dli_fname, '/');
@@ -67,12 +68,14 @@ static void do_init(void)
                  "at libvlcs_interpose.so",
                  ip_path, strerror(errno));
         init_rc = -1;
+        init_code = errno == ENOENT ? VLCS_E_NOT_FOUND : VLCS_E_SYSTEM;
         return;
     }
     if (mask_get_thread(getpid(), &allowed) != 0) {
         snprintf(init_error, sizeof init_error,
                  "Error initialising vlcs: sched_getaffinity failed: %s", strerror(errno));
         init_rc = -1;
+        init_code = VLCS_E_SYSTEM;
         return;
     }
     /* glibc skips locking in code paths it believes single-threaded; threads
@@ -88,7 +91,7 @@ static int init_core(void)
 {
     pthread_once(&init_once, do_init);
     if (init_rc != 0)
-        set_error("%s", init_error);
+        set_error(init_code, "%s", init_error);
     return init_rc;
 }
 
@@ -115,13 +118,14 @@ VLCS_API int vlcs_init_opts(const vlcs_opts *opts)
     if (init_core() != 0)
         return -1;
     if (opts == NULL || opts->size < sizeof(unsigned) + sizeof(int)) {
-        set_error("Error initialising vlcs: vlcs_opts is NULL or its size field is not set");
+        set_error(VLCS_E_INVALID, "Error initialising vlcs: vlcs_opts is NULL or its size field is not set");
         return -1;
     }
     if (opts->strict) {
         char why[512];
-        if (strict_enable(why, sizeof why) != 0) {
-            set_error("Error enabling strict mode: %s; contexts keep working without it", why);
+        int code = strict_enable(why, sizeof why);
+        if (code != VLCS_OK) {
+            set_error(code, "Error enabling strict mode: %s; contexts keep working without it", why);
             return -1;
         }
     }
@@ -133,15 +137,15 @@ VLCS_API int vlcs_strict_active(void) { return strict_active() ? 1 : 0; }
 int ctx_check(const vlcs_ctx *c, const char *doing)
 {
     if (c == NULL) {
-        set_error("Error %s: the context is NULL", doing);
+        set_error(VLCS_E_INVALID, "Error %s: the context is NULL", doing);
         return -1;
     }
     if (c->magic == CTX_DEAD) {
-        set_error("Error %s: context '%s' was destroyed", doing, c->name);
+        set_error(VLCS_E_DESTROYED, "Error %s: context '%s' was destroyed", doing, c->name);
         return -1;
     }
     if (c->magic != CTX_ALIVE) {
-        set_error("Error %s: %p is not a vlcs context", doing, (const void *)c);
+        set_error(VLCS_E_INVALID, "Error %s: %p is not a vlcs context", doing, (const void *)c);
         return -1;
     }
     return 0;
@@ -169,7 +173,7 @@ VLCS_API vlcs_ctx *vlcs_ctx_create(const char *name)
     if (vlcs_init() != 0)
         return NULL;
     if (name != NULL && strlen(name) >= sizeof((vlcs_ctx *)0)->name) {
-        set_error("Error creating context: name \"%.20s...\" is longer than %zu characters",
+        set_error(VLCS_E_INVALID, "Error creating context: name \"%.20s...\" is longer than %zu characters",
                   name, sizeof((vlcs_ctx *)0)->name - 1);
         return NULL;
     }
@@ -178,7 +182,7 @@ VLCS_API vlcs_ctx *vlcs_ctx_create(const char *name)
     if (c == NULL || v == NULL) {
         free(c);
         free(v);
-        set_error("Error creating context: out of memory");
+        set_error(VLCS_E_SYSTEM, "Error creating context: out of memory");
         return NULL;
     }
     pthread_mutex_init(&c->lock, NULL);
@@ -211,14 +215,14 @@ VLCS_API int vlcs_ctx_set_cpus(vlcs_ctx *c, const char *cpulist)
     vmask m;
     char why[256];
     if (mask_parse(cpulist, &m, why, sizeof why) != 0) {
-        set_error("Error setting CPUs of context '%s': %s", c->name, why);
+        set_error(VLCS_E_INVALID, "Error setting CPUs of context '%s': %s", c->name, why);
         return -1;
     }
     int outside = mask_first_outside(&m, &allowed);
     if (outside >= 0) {
         char have[256];
         mask_format(&allowed, have, sizeof have);
-        set_error("Error setting CPUs of context '%s': CPU %d is not available to this process "
+        set_error(VLCS_E_INVALID, "Error setting CPUs of context '%s': CPU %d is not available to this process "
                   "(it may use %s)",
                   c->name, outside, have);
         return -1;
@@ -229,7 +233,7 @@ VLCS_API int vlcs_ctx_set_cpus(vlcs_ctx *c, const char *cpulist)
         struct cpuview *v = view_new(&m, old);
         if (v == NULL) {
             pthread_mutex_unlock(&c->lock);
-            set_error("Error setting CPUs of context '%s': out of memory", c->name);
+            set_error(VLCS_E_SYSTEM, "Error setting CPUs of context '%s': out of memory", c->name);
             return -1;
         }
         atomic_store_explicit(&c->view, v, memory_order_release);
@@ -250,7 +254,7 @@ VLCS_API int vlcs_ctx_get_cpus(const vlcs_ctx *c, char *buf, unsigned long size)
 static int check_env_name(const vlcs_ctx *c, const char *name, const char *doing)
 {
     if (name == NULL || *name == '\0' || strchr(name, '=') != NULL) {
-        set_error("Error %s in context '%s': invalid variable name \"%s\" (it must be "
+        set_error(VLCS_E_INVALID, "Error %s in context '%s': invalid variable name \"%s\" (it must be "
                   "non-empty and contain no '=')",
                   doing, c->name, name ? name : "(null)");
         return -1;
@@ -266,7 +270,7 @@ static int env_record(vlcs_ctx *c, const char *name, const char *value)
         if (op)
             free(op->name);
         free(op);
-        set_error("Error changing the environment of context '%s': out of memory", c->name);
+        set_error(VLCS_E_SYSTEM, "Error changing the environment of context '%s': out of memory", c->name);
         return -1;
     }
     /* Kept in order of the calls; replayed in that order. */
@@ -289,7 +293,8 @@ VLCS_API int vlcs_ctx_setenv(vlcs_ctx *c, const char *name, const char *value)
     if (c->has_ns) {
         rc = c->ns_setenv(name, value, 1);
         if (rc != 0)
-            set_error("Error setting %s in context '%s': %s", name, c->name, strerror(errno));
+            set_error(VLCS_E_SYSTEM, "Error setting %s in context '%s': %s", name, c->name,
+                      strerror(errno));
     } else {
         rc = env_record(c, name, value);
     }
@@ -363,10 +368,11 @@ static const char *limit_advice(const char *dlerr)
 void load_error(vlcs_ctx *c, const char *what, const char *dlerr)
 {
     const char *advice = limit_advice(dlerr ? dlerr : "");
+    int code = dl_errcode(dlerr);
     if (advice)
-        set_error("Error loading %s into context '%s': %s", what, c->name, advice);
+        set_error(code, "Error loading %s into context '%s': %s", what, c->name, advice);
     else
-        set_error("Error loading %s into context '%s': %s", what, c->name,
+        set_error(code, "Error loading %s into context '%s': %s", what, c->name,
                   dlerr ? dlerr : "unknown dlmopen failure");
 }
 
@@ -375,7 +381,7 @@ VLCS_API void *vlcs_ctx_load(vlcs_ctx *c, const char *path)
     if (ctx_check(c, "loading a library") != 0)
         return NULL;
     if (path == NULL || *path == '\0') {
-        set_error("Error loading into context '%s': the library name is empty", c->name);
+        set_error(VLCS_E_INVALID, "Error loading into context '%s': the library name is empty", c->name);
         return NULL;
     }
     pthread_mutex_lock(&c->lock);
@@ -402,12 +408,12 @@ out:
 VLCS_API void *vlcs_ctx_sym(void *lib, const char *symbol)
 {
     if (lib == NULL) {
-        set_error("Error looking up symbol '%s': the library handle is NULL",
+        set_error(VLCS_E_INVALID, "Error looking up symbol '%s': the library handle is NULL",
                   symbol ? symbol : "(null)");
         return NULL;
     }
     if (symbol == NULL || *symbol == '\0') {
-        set_error("Error looking up a symbol: the symbol name is empty");
+        set_error(VLCS_E_INVALID, "Error looking up a symbol: the symbol name is empty");
         return NULL;
     }
     dlerror();
@@ -419,7 +425,7 @@ VLCS_API void *vlcs_ctx_sym(void *lib, const char *symbol)
         const char *libname = "the library";
         if (dlinfo(lib, RTLD_DI_LINKMAP, &lm) == 0 && lm != NULL && lm->l_name[0])
             libname = base_name(lm->l_name);
-        set_error("Error looking up symbol '%s' in %s: %s", symbol, libname,
+        set_error(VLCS_E_NOT_FOUND, "Error looking up symbol '%s' in %s: %s", symbol, libname,
                   missing ? "no such symbol" : "its value is NULL");
     }
     return p;
@@ -433,7 +439,7 @@ VLCS_API int vlcs_ctx_destroy(vlcs_ctx *c)
     if (c->entered > 0) {
         int n = c->entered;
         pthread_mutex_unlock(&c->lock);
-        set_error("Error destroying context '%s': %d thread(s) are inside it; they must "
+        set_error(VLCS_E_BUSY, "Error destroying context '%s': %d thread(s) are inside it; they must "
                   "vlcs_leave() first",
                   c->name, n);
         return -1;

@@ -38,15 +38,15 @@ static int load_one(vlcs_ctx *c, const struct service *s)
 }
 
 /* The object a new namespace starts with: the interposer, then every
- * service's forwarder.  Returns a memfd, or -1 when there are no services
+ * service's forwarder.  *fd is a memfd, or -1 when there are no services
  * (the interposer itself is then the first object). */
-int services_root(char *err, size_t errsize)
+int services_root(int *fd_out, char *err, size_t errsize)
 {
     pthread_mutex_lock(&services_lock);
     size_t n = 1;
     for (struct service *s = services; s; s = s->next)
         n++;
-    int fd = -1;
+    int fd = -1, code = VLCS_OK;
     if (n > 1) {
         char (*paths)[32] = calloc(n, sizeof *paths);
         const char **needed = calloc(n, sizeof *needed);
@@ -58,15 +58,18 @@ int services_root(char *err, size_t errsize)
                 needed[i] = paths[i];
             }
             fd = forwarder_root(needed, n, err, errsize);
+            if (fd < 0)
+                code = -fd;
         } else {
             snprintf(err, errsize, "out of memory");
-            fd = -2;
+            code = VLCS_E_SYSTEM;
         }
         free(paths);
         free(needed);
     }
     pthread_mutex_unlock(&services_lock);
-    return fd;
+    *fd_out = code == VLCS_OK ? fd : -1;
+    return code;
 }
 
 VLCS_API int vlcs_service_add(const char *library)
@@ -74,13 +77,14 @@ VLCS_API int vlcs_service_add(const char *library)
     if (vlcs_init() != 0)
         return -1;
     if (library == NULL || *library == '\0') {
-        set_error("Error adding a service library: the library name is empty");
+        set_error(VLCS_E_INVALID, "Error adding a service library: the library name is empty");
         return -1;
     }
     dlerror();
     void *h = dlopen(library, RTLD_NOW | RTLD_GLOBAL);
     if (h == NULL) {
-        set_error("Error adding service library %s: %s", library, dlerror());
+        const char *e = dlerror();
+        set_error(dl_errcode(e), "Error adding service library %s: %s", library, e);
         return -1;
     }
     pthread_mutex_lock(&services_lock);
@@ -93,6 +97,7 @@ VLCS_API int vlcs_service_add(const char *library)
         }
     struct service *s = calloc(1, sizeof *s);
     char why[512];
+    int code = VLCS_E_SYSTEM;
     if (s == NULL) {
         snprintf(why, sizeof why, "out of memory");
         goto fail;
@@ -101,8 +106,10 @@ VLCS_API int vlcs_service_add(const char *library)
     struct fwd_override ov[4];
     size_t nov = (size_t)tbb_note_service(h, ov, sizeof ov / sizeof ov[0]);
     s->fd = forwarder_create(h, ov, nov, s->soname, sizeof s->soname, why, sizeof why);
-    if (s->fd < 0)
+    if (s->fd < 0) {
+        code = -s->fd;
         goto fail;
+    }
     *tail = s;
     pthread_mutex_unlock(&services_lock);
     gpu_note_service(h);
@@ -119,6 +126,6 @@ VLCS_API int vlcs_service_add(const char *library)
 fail:
     pthread_mutex_unlock(&services_lock);
     free(s);
-    set_error("Error adding service library %s: %s", library, why);
+    set_error(code, "Error adding service library %s: %s", library, why);
     return -1;
 }

@@ -56,7 +56,7 @@ VLCS_API int vlcs_shim_register(const char *soname, const char *real_path,
         return -1;
     struct shim *s = calloc(1, sizeof *s);
     if (s == NULL) {
-        set_error("Error registering the vlcs shim of %s: out of memory", soname);
+        set_error(VLCS_E_SYSTEM, "Error registering the vlcs shim of %s: out of memory", soname);
         return -1;
     }
     *s = (struct shim){NULL, soname, real_path, names, n, table};
@@ -104,13 +104,14 @@ int shim_note_load(vlcs_ctx *c, const char *real_path, void *handle)
             continue;
         char why[512];
         if (slot == 0) {
-            set_error("Error loading %s transparently into context '%s': only the first %d "
+            set_error(VLCS_E_LIMIT,
+                      "Error loading %s transparently into context '%s': only the first %d "
                       "contexts of a process can have their own copy behind a shim",
                       s->soname, c->name, VLCS_SHIM_SLOTS - 1);
             rc = -1;
         } else if (fill_row(s, slot, handle, why, sizeof why) != 0) {
-            set_error("Error loading %s transparently into context '%s': %s", s->soname,
-                      c->name, why);
+            set_error(VLCS_E_NOT_FOUND, "Error loading %s transparently into context '%s': %s",
+                      s->soname, c->name, why);
             rc = -1;
         }
     }
@@ -122,11 +123,19 @@ VLCS_API void *vlcs_ctx_load_transparent(vlcs_ctx *c, const char *library)
 {
     if (ctx_check(c, "loading a library transparently") != 0)
         return NULL;
-    if (library == NULL || shim_real_path(library) == NULL) {
-        set_error("Error loading %s transparently into context '%s': no vlcs shim for it is "
+    if (library == NULL || *library == '\0') {
+        set_error(VLCS_E_INVALID,
+                  "Error loading a library transparently into context '%s': the library name "
+                  "is empty",
+                  c->name);
+        return NULL;
+    }
+    if (shim_real_path(library) == NULL) {
+        set_error(VLCS_E_NOT_FOUND,
+                  "Error loading %s transparently into context '%s': no vlcs shim for it is "
                   "loaded in this process; generate one with `vlcs shim` and put its folder "
                   "first in LD_LIBRARY_PATH",
-                  library ? library : "(null)", c->name);
+                  library, c->name);
         return NULL;
     }
     return vlcs_ctx_load(c, library);

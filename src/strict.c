@@ -121,14 +121,15 @@ static bool covered(const struct range_table *t, const struct range *r)
 
 /* A filter that traps the five syscalls when made from one of the ranges.
  * Each range is split at 4 GiB boundaries so it can be tested on 32-bit
- * halves of the instruction pointer. */
+ * halves of the instruction pointer.  Returns VLCS_OK or a vlcs_errcode_t
+ * with err set. */
 static int add_filter(const struct range *r, size_t n, char *err, size_t errsize)
 {
     size_t max = 12 + n * 2 * 5 + 1;
     struct sock_filter *f = calloc(max, sizeof *f);
     if (f == NULL) {
         snprintf(err, errsize, "out of memory");
-        return -1;
+        return VLCS_E_SYSTEM;
     }
     size_t k = 0;
     f[k++] = LD_W(offsetof(struct seccomp_data, arch));
@@ -164,23 +165,29 @@ static int add_filter(const struct range *r, size_t n, char *err, size_t errsize
     int e = errno;
     free(f);
     if (rc == 0)
-        return 0;
-    if (rc > 0)
+        return VLCS_OK;
+    if (rc > 0) {
         snprintf(err, errsize, "seccomp could not apply the filter to thread %ld of this process",
                  rc);
-    else if (e == ENOSYS || e == EINVAL)
+        return VLCS_E_SYSTEM;
+    }
+    if (e == ENOSYS || e == EINVAL) {
         snprintf(err, errsize, "this kernel has no seccomp filters (%s)", strerror(e));
-    else if (e == ENOMEM)
+        return VLCS_E_UNSUPPORTED;
+    }
+    if (e == ENOMEM) {
         snprintf(err, errsize, "the kernel's limit on seccomp filter size is reached");
-    else
-        snprintf(err, errsize,
-                 "seccomp is not allowed here (%s: a container policy or an existing filter "
-                 "forbids it)",
-                 strerror(e));
-    return -1;
+        return VLCS_E_LIMIT;
+    }
+    snprintf(err, errsize,
+             "seccomp is not allowed here (%s: a container policy or an existing filter "
+             "forbids it)",
+             strerror(e));
+    return VLCS_E_UNSUPPORTED;
 }
 
-/* Cover every context's code not yet covered; publish the new table. */
+/* Cover every context's code not yet covered; publish the new table.
+ * Returns VLCS_OK or a vlcs_errcode_t with err set. */
 static int cover_new_code(char *err, size_t errsize)
 {
     size_t mapped = sizeof(struct range_table) + MAX_RANGES * sizeof(struct range);
@@ -188,7 +195,7 @@ static int cover_new_code(char *err, size_t errsize)
                                  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (t == MAP_FAILED) {
         snprintf(err, errsize, "out of memory");
-        return -1;
+        return VLCS_E_SYSTEM;
     }
     t->n = 0;
     for (vlcs_ctx *c = registry_first(); c; c = registry_next(c))
@@ -199,7 +206,7 @@ static int cover_new_code(char *err, size_t errsize)
     if (fresh == NULL) {
         munmap(t, mapped);
         snprintf(err, errsize, "out of memory");
-        return -1;
+        return VLCS_E_SYSTEM;
     }
     size_t nfresh = 0;
     for (size_t i = 0; i < t->n; i++)
@@ -209,7 +216,7 @@ static int cover_new_code(char *err, size_t errsize)
     atomic_store_explicit(&ranges, t, memory_order_release);
     /* The old table may be read by a handler on another thread right now; it
      * stays mapped (one table per load, while strict mode is on). */
-    int rc = nfresh ? add_filter(fresh, nfresh, err, errsize) : 0;
+    int rc = nfresh ? add_filter(fresh, nfresh, err, errsize) : VLCS_OK;
     free(fresh);
     return rc;
 }
@@ -321,35 +328,37 @@ static int install(char *err, size_t errsize)
     sigemptyset(&sa.sa_mask);
     if (sigaction(SIGSYS, &sa, &previous) != 0) {
         snprintf(err, errsize, "cannot install the SIGSYS handler: %s", strerror(errno));
-        return -1;
+        return VLCS_E_SYSTEM;
     }
+    int rc = VLCS_OK;
     if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) {
         snprintf(err, errsize, "prctl(PR_SET_NO_NEW_PRIVS) failed: %s", strerror(errno));
+        rc = VLCS_E_SYSTEM;
         goto undo;
     }
     /* The first filter covers what contexts hold already (maybe nothing: it
      * then only proves that seccomp is allowed here). */
     pthread_mutex_lock(&ranges_lock);
-    int rc = cover_new_code(err, errsize);
-    if (rc == 0 && atomic_load(&ranges)->n == 0)
+    rc = cover_new_code(err, errsize);
+    if (rc == VLCS_OK && atomic_load(&ranges)->n == 0)
         rc = add_filter(NULL, 0, err, errsize);
     pthread_mutex_unlock(&ranges_lock);
-    if (rc != 0)
+    if (rc != VLCS_OK)
         goto undo;
-    return 0;
+    return VLCS_OK;
 undo:
     sigaction(SIGSYS, &previous, NULL);
-    return -1;
+    return rc;
 }
 
 int strict_enable(char *err, size_t errsize)
 {
     static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
     pthread_mutex_lock(&lock);
-    int rc = 0;
+    int rc = VLCS_OK;
     if (!atomic_load(&active)) {
         rc = install(err, errsize);
-        if (rc == 0)
+        if (rc == VLCS_OK)
             atomic_store(&active, true);
     }
     pthread_mutex_unlock(&lock);
@@ -361,7 +370,7 @@ int strict_enable(char *err, size_t errsize)
 int strict_enable(char *err, size_t errsize)
 {
     snprintf(err, errsize, "strict mode is implemented for x86_64 only");
-    return -1;
+    return VLCS_E_UNSUPPORTED;
 }
 bool strict_active(void) { return false; }
 void strict_note_load(void) {}

@@ -177,7 +177,7 @@ VLCS_API int vlcs_enter(vlcs_ctx *c)
         return -1;
     struct tstate *ts = tstate();
     if (ts->depth == MAX_DEPTH) {
-        set_error("Error entering context '%s': contexts are nested %d deep already; leave one "
+        set_error(VLCS_E_LIMIT, "Error entering context '%s': contexts are nested %d deep already; leave one "
                   "first",
                   c->name, MAX_DEPTH);
         return -1;
@@ -191,7 +191,7 @@ VLCS_API int vlcs_enter(vlcs_ctx *c)
         }
         atomic_store(&ts->moved, false);
         if (mask_get_thread(0, &ts->saved) != 0) {
-            set_error("Error entering context '%s': sched_getaffinity failed: %s", c->name,
+            set_error(VLCS_E_SYSTEM, "Error entering context '%s': sched_getaffinity failed: %s", c->name,
                       strerror(errno));
             return -1;
         }
@@ -207,14 +207,14 @@ VLCS_API int vlcs_enter(vlcs_ctx *c)
     struct member *m = member_add(c, ts);
     if (m == NULL) {
         pthread_mutex_unlock(&c->lock);
-        set_error("Error entering context '%s': out of memory", c->name);
+        set_error(VLCS_E_SYSTEM, "Error entering context '%s': out of memory", c->name);
         return -1;
     }
     if (apply(ts, &ctx_view(c)->mask) != 0) {
         int e = errno;
         member_drop_if_unused(c, m);
         pthread_mutex_unlock(&c->lock);
-        set_error("Error entering context '%s': cannot move the thread to CPUs %s: %s", c->name,
+        set_error(VLCS_E_SYSTEM, "Error entering context '%s': cannot move the thread to CPUs %s: %s", c->name,
                   ctx_view(c)->list, strerror(e));
         return -1;
     }
@@ -233,7 +233,7 @@ VLCS_API int vlcs_leave(void)
 {
     struct tstate *ts = tstate();
     if (ts->depth == 0) {
-        set_error("Error leaving a context: this thread has not entered any (vlcs_leave without "
+        set_error(VLCS_E_INVALID, "Error leaving a context: this thread has not entered any (vlcs_leave without "
                   "vlcs_enter)");
         return -1;
     }

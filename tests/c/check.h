@@ -59,6 +59,30 @@
             FAIL("%s: error \"%s\" does not mention \"%s\"", #call, vlcs_error(), needle); \
     } while (0)
 
+/* The last failing call left code `expected` (VLCS_E_...). */
+#define CHECK_CODE(expected, hint)                                                       \
+    do {                                                                                 \
+        int e_ = (expected), a_ = vlcs_errcode();                                        \
+        if (e_ != a_)                                                                    \
+            FAIL("vlcs_errcode(): expected %s (%d), got %d (%s)", #expected, e_, a_, hint); \
+    } while (0)
+
+/* The call (returning an int) must fail with code `code`. */
+#define CHECK_ERRC(code, call)                                                           \
+    do {                                                                                 \
+        if ((call) == 0)                                                                 \
+            FAIL("%s succeeded; expected it to fail with %s", #call, #code);             \
+        CHECK_CODE(code, #call);                                                         \
+    } while (0)
+
+/* The call (returning a pointer) must return NULL with code `code`. */
+#define CHECK_NULLC(code, call)                                                          \
+    do {                                                                                 \
+        if ((call) != NULL)                                                              \
+            FAIL("%s succeeded; expected it to fail with %s", #call, #code);             \
+        CHECK_CODE(code, #call);                                                         \
+    } while (0)
+
 #define SYM(lib, type, name) ((type)vlcs_ctx_sym(lib, name))
 
 static inline void *must_load(vlcs_ctx *c, const char *path)

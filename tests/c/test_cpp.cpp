@@ -50,14 +50,16 @@ int main()
     try {
         a.set_allowed_cpus("3-1");
     } catch (const vlcs::Error &e) {
-        threw = std::strstr(e.what(), "ends before it starts") != nullptr;
+        threw = std::strstr(e.what(), "ends before it starts") != nullptr &&
+                e.code() == VLCS_E_INVALID;
     }
     EXPECT(threw);
     threw = false;
     try {
         vlcs::Loader missing(a, "libnot-there.so.3");
     } catch (const vlcs::Error &e) {
-        threw = std::strstr(e.what(), "libnot-there.so.3") != nullptr;
+        threw = std::strstr(e.what(), "libnot-there.so.3") != nullptr &&
+                e.code() == VLCS_E_NOT_FOUND;
     }
     EXPECT(threw);
     std::printf("ok - c++ wrapper\n");

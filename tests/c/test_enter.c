@@ -49,6 +49,7 @@ int main(void)
 
     CHECK(vlcs_current() == NULL, "outside");
     CHECK_ERR(vlcs_leave(), "has not entered");
+    CHECK_CODE(VLCS_E_INVALID, "leave without enter");
     CHECK_EQ(0, vlcs_enter(a), "enter a");
     CHECK(vlcs_current() == a, "in a");
     CHECK_EQ(1, cpus_now(), "on a's CPU");
@@ -65,6 +66,19 @@ int main(void)
     CHECK(vlcs_current() == NULL, "outside");
     CHECK_EQ(3, cpus_now(), "both CPUs again");
 
+    /* Nesting has a limit, and hitting it leaves the thread where it was. */
+    int depth = 0;
+    while (depth < 1000 && vlcs_enter(depth % 2 ? a : b) == 0)
+        depth++;
+    CHECK_EQ(64, depth, "enters nest 64 deep");
+    CHECK_CODE(VLCS_E_LIMIT, "nesting too deep");
+    CHECK(strstr(vlcs_error(), "nested 64 deep") != NULL, "says the limit: %s", vlcs_error());
+    CHECK(vlcs_current() == a, "still in the innermost context");
+    while (depth-- > 0)
+        CHECK_EQ(0, vlcs_leave(), "unwind");
+    CHECK(vlcs_current() == NULL, "outside again");
+    CHECK_EQ(3, cpus_now(), "both CPUs again");
+
     /* Destroy while another thread is inside. */
     pthread_barrier_init(&inside, NULL, 2);
     pthread_barrier_init(&release, NULL, 2);
@@ -72,17 +86,19 @@ int main(void)
     pthread_create(&t, NULL, sit_inside, a);
     pthread_barrier_wait(&inside);
     CHECK_ERR(vlcs_ctx_destroy(a), "1 thread(s) are inside it");
+    CHECK_CODE(VLCS_E_BUSY, "destroy while a thread is inside");
     pthread_barrier_wait(&release);
     pthread_join(t, NULL);
     CHECK_EQ(0, vlcs_ctx_destroy(a), "destroy once the thread left");
 
     /* Use after destroy. */
     CHECK_ERR(vlcs_enter(a), "context 'a' was destroyed");
-    CHECK_ERR(vlcs_ctx_set_cpus(a, "0"), "was destroyed");
-    CHECK_NULL(vlcs_ctx_load(a, PROBE_LIB), "was destroyed");
-    CHECK_ERR(vlcs_ctx_setenv(a, "X", "1"), "was destroyed");
-    CHECK_ERR(vlcs_ctx_destroy(a), "was destroyed");
-    CHECK_ERR(vlcs_enter(NULL), "NULL");
+    CHECK_CODE(VLCS_E_DESTROYED, "enter after destroy");
+    CHECK_ERRC(VLCS_E_DESTROYED, vlcs_ctx_set_cpus(a, "0"));
+    CHECK_NULLC(VLCS_E_DESTROYED, vlcs_ctx_load(a, PROBE_LIB));
+    CHECK_ERRC(VLCS_E_DESTROYED, vlcs_ctx_setenv(a, "X", "1"));
+    CHECK_ERRC(VLCS_E_DESTROYED, vlcs_ctx_destroy(a));
+    CHECK_ERRC(VLCS_E_INVALID, vlcs_enter(NULL));
 
     /* A thread that exits while inside leaves the context. */
     pthread_create(&t, NULL, enter_and_exit, b);

@@ -34,6 +34,7 @@ int main(int argc, char **argv)
     sum_fn sum[WANT];
     int loaded = 0;
     char err[1024] = "";
+    int code = VLCS_OK;
     for (int i = 0; i < WANT; i++) {
         char name[16];
         snprintf(name, sizeof name, "c%d", i);
@@ -44,6 +45,7 @@ int main(int argc, char **argv)
         void *h = vlcs_ctx_load(ctx[i], OMP_LIB);
         if (h == NULL) {
             snprintf(err, sizeof err, "%s", vlcs_error());
+            code = vlcs_errcode();
             break;
         }
         sum[i] = SYM(h, sum_fn, "omp_probe_sum");
@@ -54,6 +56,7 @@ int main(int argc, char **argv)
     } else {
         CHECK(loaded < WANT, "glibc's defaults were expected to stop before %d", WANT);
         printf("without vlcs run: %d contexts loaded libgomp; then: %s\n", loaded, err);
+        CHECK_EQ(VLCS_E_LIMIT, code, err);
         CHECK(strstr(err, "vlcs run") != NULL, "the error says how to fix it: %s", err);
         CHECK(strstr(err, "static TLS") != NULL || strstr(err, "namespace") != NULL,
               "the error names the limit: %s", err);

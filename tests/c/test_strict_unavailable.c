@@ -29,6 +29,7 @@ int main(void)
 
     vlcs_opts o = {sizeof o, 1};
     CHECK_ERR(vlcs_init_opts(&o), "seccomp is not allowed here");
+    CHECK_CODE(VLCS_E_UNSUPPORTED, "seccomp refused");
     CHECK(strstr(vlcs_error(), "contexts keep working") != NULL, "says what still works");
     CHECK_EQ(0, vlcs_strict_active(), "strict mode is off");
 
