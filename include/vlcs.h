@@ -24,10 +24,18 @@
 extern "C" {
 #endif
 
+/* The version, defined here only: CMakeLists.txt and the Python package
+ * read these three lines. */
 #define VLCS_VERSION_MAJOR 0
 #define VLCS_VERSION_MINOR 1
 #define VLCS_VERSION_PATCH 0
-#define VLCS_VERSION_STRING "0.1.0"
+#define VLCS_VERSION_NUMBER \
+    (VLCS_VERSION_MAJOR * 10000 + VLCS_VERSION_MINOR * 100 + VLCS_VERSION_PATCH)
+#define VLCS_STRINGIFY_(x) #x
+#define VLCS_EXPAND_STRINGIFY_(x) VLCS_STRINGIFY_(x)
+#define VLCS_VERSION_STRING                                                      \
+    VLCS_EXPAND_STRINGIFY_(VLCS_VERSION_MAJOR) "." VLCS_EXPAND_STRINGIFY_(        \
+        VLCS_VERSION_MINOR) "." VLCS_EXPAND_STRINGIFY_(VLCS_VERSION_PATCH)
 
 #if defined(VLCS_BUILDING)
 #define VLCS_API __attribute__((visibility("default")))
