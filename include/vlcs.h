@@ -217,13 +217,6 @@ VLCS_API void *vlcs_ctx_load(vlcs_ctx *c, const char *path_or_soname);
 VLCS_API void *vlcs_ctx_load_transparent(vlcs_ctx *c, const char *library);
 
 /**
- * Called by the constructor of a generated shim; not for direct use.
- * @return 0, or -1 with vlcs_error() set.
- */
-VLCS_API int vlcs_shim_register(const char *soname, const char *real_path,
-                                const char *const *names, unsigned long n, void **table);
-
-/**
  * Look up a symbol in a library loaded with vlcs_ctx_load().
  * @return its address, or NULL with vlcs_error() set (VLCS_E_NOT_FOUND, or
  *         VLCS_E_INVALID for a NULL handle or an empty name).
@@ -272,14 +265,6 @@ VLCS_API int vlcs_leave(void);
 VLCS_API vlcs_ctx *vlcs_current(void);
 
 /**
- * The innermost of the given objects (handles from dlopen, dlmopen or
- * vlcs_ctx_load) that has a frame on the calling thread's native stack, or
- * NULL.  Sorts handles in place.  Used by the Python package to learn which
- * copy of an extension module a C-level import comes from.
- */
-VLCS_API void *vlcs_stack_find(void **handles, unsigned long n);
-
-/**
  * Number of live threads created by the context's libraries (worker pools of
  * OpenMP, OpenBLAS, ...).
  * @return the count, or -1 with vlcs_error() set.
@@ -311,6 +296,37 @@ VLCS_API const char *vlcs_error(void);
  * failing call in this thread; a successful call leaves both alone.
  */
 VLCS_API int vlcs_errcode(void);
+
+/* ==== Not part of the stable API ========================================
+ *
+ * Entry points for code that vlcs itself generates or ships (the shims made
+ * by `vlcs shim`, the Python package).  They are exported, but may change or
+ * go in any release.  Declared only when VLCS_INTERNAL_API is defined before
+ * vlcs.h is included.
+ */
+#ifdef VLCS_INTERNAL_API
+
+/**
+ * Called by the constructor of a generated shim; not for direct use.
+ * Registers the shim's table (64 rows of n entries) and loads
+ * real_path into a default context that fills row 0.
+ *
+ * @return 0, or -1 with vlcs_error() set: real_path cannot be loaded, lacks
+ *         one of `names` (VLCS_E_NOT_FOUND), or the default context gets no
+ *         row of its own (VLCS_E_LIMIT).  A failed call undoes what it did.
+ */
+VLCS_API int vlcs_shim_register(const char *soname, const char *real_path,
+                                const char *const *names, unsigned long n, void **table);
+
+/**
+ * The innermost of the given objects (handles from dlopen, dlmopen or
+ * vlcs_ctx_load) that has a frame on the calling thread's native stack, or
+ * NULL.  Sorts handles in place.  Used by the Python package to learn which
+ * copy of an extension module a C-level import comes from.
+ */
+VLCS_API void *vlcs_stack_find(void **handles, unsigned long n);
+
+#endif /* VLCS_INTERNAL_API */
 
 #ifdef __cplusplus
 }

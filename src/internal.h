@@ -5,6 +5,7 @@
 #define VLCS_INTERNAL_H
 
 #define _GNU_SOURCE
+#define VLCS_INTERNAL_API /* vlcs_shim_register, vlcs_stack_find */
 #include "ip_abi.h"
 #include "vlcs.h"
 
