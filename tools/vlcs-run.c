@@ -60,19 +60,26 @@ int main(int argc, char **argv)
         usage(stderr);
         return 2;
     }
+    /* Sized to what it holds: the user's tunables may be of any length. */
     const char *old = getenv("GLIBC_TUNABLES");
-    char buf[4096];
-    int n = snprintf(buf, sizeof buf, "%s", old ? old : "");
-    if (old == NULL || strstr(old, "glibc.rtld.nns=") == NULL)
-        n += snprintf(buf + n, sizeof buf - (size_t)n, "%sglibc.rtld.nns=16", n ? ":" : "");
-    if (old == NULL || strstr(old, "glibc.rtld.optional_static_tls=") == NULL)
-        n += snprintf(buf + n, sizeof buf - (size_t)n, "%sglibc.rtld.optional_static_tls=%s",
-                      n ? ":" : "", tls);
-    if (n >= (int)sizeof buf) {
-        fprintf(stderr, "vlcs run: GLIBC_TUNABLES is too long\n");
+    if (old == NULL)
+        old = "";
+    char nns[32] = "", stls[64] = "";
+    if (strstr(old, "glibc.rtld.nns=") == NULL)
+        snprintf(nns, sizeof nns, "glibc.rtld.nns=16");
+    if (strstr(old, "glibc.rtld.optional_static_tls=") == NULL)
+        snprintf(stls, sizeof stls, "glibc.rtld.optional_static_tls=%s", tls);
+    char *merged = NULL;
+    if (asprintf(&merged, "%s%s%s%s%s", old, *old && *nns ? ":" : "", nns,
+                 (*old || *nns) && *stls ? ":" : "", stls) < 0) {
+        fprintf(stderr, "vlcs run: out of memory\n");
         return 2;
     }
-    setenv("GLIBC_TUNABLES", buf, 1);
+    if (setenv("GLIBC_TUNABLES", merged, 1) != 0) {
+        fprintf(stderr, "vlcs run: cannot set GLIBC_TUNABLES: %s\n", strerror(errno));
+        return 2;
+    }
+    free(merged);
     execvp(argv[i], argv + i);
     fprintf(stderr, "vlcs run: cannot run '%s': %s\n", argv[i], strerror(errno));
     return errno == ENOENT ? 127 : 126;
