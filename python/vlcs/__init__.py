@@ -12,15 +12,34 @@ True
 """
 
 from vlcs._context import VLC, Context, current, info
+from vlcs._errors import (
+    ContextBusyError,
+    ContextDestroyedError,
+    Errcode,
+    InvalidArgumentError,
+    LibraryNotFoundError,
+    UnsupportedPlatformError,
+    VlcsError,
+    VlcsLimitError,
+)
 from vlcs._imports import share
-from vlcs._lib import VlcsError, init, service, strict_active
+from vlcs._lib import init, service, strict_active
 from vlcs._paths import include_dir, library_path, native_dir, program_path
 from vlcs._version import __version__
+from vlcs.libraries import LibraryController, register
 
 __all__ = [
     "VLC",
     "Context",
+    "ContextBusyError",
+    "ContextDestroyedError",
+    "Errcode",
+    "InvalidArgumentError",
+    "LibraryController",
+    "LibraryNotFoundError",
+    "UnsupportedPlatformError",
     "VlcsError",
+    "VlcsLimitError",
     "current",
     "info",
     "__version__",
@@ -29,6 +48,7 @@ __all__ = [
     "library_path",
     "native_dir",
     "program_path",
+    "register",
     "service",
     "share",
     "strict_active",

@@ -20,44 +20,15 @@ from __future__ import annotations
 
 import concurrent.futures
 import ctypes
-import os
 import threading
 import weakref
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from vlcs import _imports
+from vlcs import _imports, _views, libraries
 from vlcs._extension import python_service
-from vlcs._lib import VlcsError, _error, lib
-
-_c = ctypes.c_void_p
-
-
-def _bind() -> ctypes.CDLL:
-    L = lib()
-    if getattr(L, "_vlcs_ctx_bound", False):
-        return L
-    sigs = {
-        "vlcs_ctx_create": (_c, [ctypes.c_char_p]),
-        "vlcs_ctx_name": (ctypes.c_char_p, [_c]),
-        "vlcs_ctx_set_cpus": (ctypes.c_int, [_c, ctypes.c_char_p]),
-        "vlcs_ctx_get_cpus": (ctypes.c_int, [_c, ctypes.c_char_p, ctypes.c_ulong]),
-        "vlcs_ctx_setenv": (ctypes.c_int, [_c, ctypes.c_char_p, ctypes.c_char_p]),
-        "vlcs_ctx_unsetenv": (ctypes.c_int, [_c, ctypes.c_char_p]),
-        "vlcs_ctx_getenv": (ctypes.c_char_p, [_c, ctypes.c_char_p]),
-        "vlcs_ctx_load": (_c, [_c, ctypes.c_char_p]),
-        "vlcs_ctx_thread_count": (ctypes.c_int, [_c]),
-        "vlcs_ctx_destroy": (ctypes.c_int, [_c]),
-        "vlcs_enter": (ctypes.c_int, [_c]),
-        "vlcs_leave": (ctypes.c_int, []),
-        "vlcs_current": (_c, []),
-        "vlcs_stack_find": (_c, [ctypes.POINTER(_c), ctypes.c_ulong]),
-    }
-    for name, (res, args) in sigs.items():
-        f = getattr(L, name)
-        f.restype, f.argtypes = res, args
-    L._vlcs_ctx_bound = True
-    return L
+from vlcs._lib import check, fail, lib
+from vlcs._linkmap import namespace_objects
 
 
 def _cpu_list(cpus: str | Iterable[int]) -> str:
@@ -80,31 +51,6 @@ def _parse_list(text: str) -> list[int]:
     return out
 
 
-class _LinkMap(ctypes.Structure):
-    pass
-
-
-# The public head of glibc's struct link_map (<link.h>).
-_LinkMap._fields_ = [
-    ("l_addr", ctypes.c_void_p),
-    ("l_name", ctypes.c_char_p),
-    ("l_ld", ctypes.c_void_p),
-    ("l_next", ctypes.POINTER(_LinkMap)),
-    ("l_prev", ctypes.POINTER(_LinkMap)),
-]
-
-# (substring of the file name, function answering the pool size), after
-# threadpoolctl's controllers.
-_POOL_QUERIES = [
-    ("openblas", "openblas_get_num_threads"),
-    ("openblas", "openblas_get_num_threads64_"),
-    ("openblas", "scipy_openblas_get_num_threads64_"),
-    ("openblas", "scipy_openblas_get_num_threads"),
-    ("gomp", "omp_get_max_threads"),
-    ("iomp", "omp_get_max_threads"),
-    ("mkl_rt", "MKL_Get_Max_Threads"),
-]
-
 _contexts: weakref.WeakValueDictionary[int, VLC] = weakref.WeakValueDictionary()
 
 
@@ -122,13 +68,12 @@ class VLC:
         env: Mapping[str, str] | None = None,
         name: str | None = None,
     ) -> None:
-        L = _bind()
         # Before the namespace exists, so that libpython's forwarder is in
         # its global scope (extension modules look for the C API there).
         python_service()
-        handle = L.vlcs_ctx_create(name.encode() if name is not None else None)
+        handle = lib().vlcs_ctx_create(name.encode() if name is not None else None)
         if not handle:
-            raise ValueError(_error()) if name is not None else VlcsError(_error())
+            fail()
         self._h = handle
         self._lock = threading.Lock()
         self._executor: concurrent.futures.ThreadPoolExecutor | None = None
@@ -141,36 +86,33 @@ class VLC:
             self.setenv(key, value)
         self._owner = _imports.Owner(self.name, self)
         _contexts[handle] = self
-        _install_python_views()
+        _views.install(_context_cpus)
         _imports.install(_thread_owner)
 
     # --- the paper's API -------------------------------------------------------
     def set_allowed_cpus(self, cpus: str | Iterable[int]) -> None:
         """Set the context's CPUs; threads inside move at once.
 
-        Raises ValueError naming the offending value.
+        Raises InvalidArgumentError (a ValueError) naming the offending value.
         """
-        if _bind().vlcs_ctx_set_cpus(self._h, _cpu_list(cpus).encode()) != 0:
-            raise ValueError(_error())
+        check(lib().vlcs_ctx_set_cpus(self._h, _cpu_list(cpus).encode()))
 
     def setenv(self, name: str, value: str) -> None:
         """Set an environment variable in the context only."""
         self._check_name(name)
-        if _bind().vlcs_ctx_setenv(self._h, name.encode(), str(value).encode()) != 0:
-            raise ValueError(_error())
+        check(lib().vlcs_ctx_setenv(self._h, name.encode(), str(value).encode()))
         self._env[name] = str(value)
 
     def unsetenv(self, name: str) -> None:
         """Remove an environment variable from the context only."""
         self._check_name(name)
-        if _bind().vlcs_ctx_unsetenv(self._h, name.encode()) != 0:
-            raise ValueError(_error())
+        check(lib().vlcs_ctx_unsetenv(self._h, name.encode()))
         self._env[name] = None
 
     def getenv(self, name: str) -> str | None:
         """The variable as libraries in the context see it."""
         self._check_name(name)
-        v = _bind().vlcs_ctx_getenv(self._h, name.encode())
+        v = lib().vlcs_ctx_getenv(self._h, name.encode())
         return v.decode() if v is not None else None
 
     @staticmethod
@@ -183,42 +125,44 @@ class VLC:
     # --- properties -------------------------------------------------------------
     @property
     def name(self) -> str:
-        return _bind().vlcs_ctx_name(self._h).decode()
+        return lib().vlcs_ctx_name(self._h).decode()
 
     @property
     def cpus(self) -> list[int]:
         """The context's CPUs, as real ids."""
         buf = ctypes.create_string_buffer(8192)
-        if _bind().vlcs_ctx_get_cpus(self._h, buf, len(buf)) < 0:
-            raise VlcsError(_error())
+        check(lib().vlcs_ctx_get_cpus(self._h, buf, len(buf)))
         return _parse_list(buf.value.decode())
 
     @property
     def thread_count(self) -> int:
         """Live threads created by the context's libraries (their pools)."""
-        return int(_bind().vlcs_ctx_thread_count(self._h))
+        return check(lib().vlcs_ctx_thread_count(self._h))
 
     # --- libraries --------------------------------------------------------------
     def load(self, library: str) -> ctypes.CDLL:
         """Load a shared library privately into the context (ctypes handle).
 
+        Raises LibraryNotFoundError (a FileNotFoundError) when it or a
+        dependency is missing, VlcsLimitError when a platform limit is hit.
+
         >>> import vlcs
         >>> m = vlcs.VLC().load("libm.so.6")
         >>> m.cos.restype = __import__("ctypes").c_double
         """
-        h = _bind().vlcs_ctx_load(self._h, library.encode())
-        if not h:
-            raise OSError(_error())
+        dll = self._load(library)
         self._libraries.append(library)
-        self._any_handle = self._any_handle or h
-        return ctypes.CDLL(library, handle=h)
+        return dll
 
-    def _load_for_import(self, path: str) -> ctypes.CDLL:
-        h = _bind().vlcs_ctx_load(self._h, path.encode())
+    def _load(self, path: str) -> ctypes.CDLL:
+        h = lib().vlcs_ctx_load(self._h, path.encode())
         if not h:
-            raise OSError(_error())
+            fail()
         self._any_handle = self._any_handle or h
+        # Never handle=None: ctypes would dlopen the base's copy instead.
         return ctypes.CDLL(path, handle=h)
+
+    _load_for_import = _load
 
     @property
     def modules(self) -> list[str]:
@@ -227,12 +171,11 @@ class VLC:
 
     # --- running inside ---------------------------------------------------------
     def __enter__(self) -> VLC:
-        if _bind().vlcs_enter(self._h) != 0:
-            raise VlcsError(_error())
+        check(lib().vlcs_enter(self._h))
         return self
 
     def __exit__(self, *exc: object) -> None:
-        _bind().vlcs_leave()
+        lib().vlcs_leave()
 
     def executor(self, max_workers: int | None = None) -> concurrent.futures.Executor:
         """A ThreadPoolExecutor whose threads live in this context.
@@ -248,8 +191,7 @@ class VLC:
 
     def _enter_for_good(self) -> None:
         # The worker stays inside until it exits (libvlcs leaves for it).
-        if _bind().vlcs_enter(self._h) != 0:
-            raise VlcsError(_error())
+        check(lib().vlcs_enter(self._h))
 
     def submit(
         self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any
@@ -263,49 +205,49 @@ class VLC:
 
     def libraries(self) -> list[str]:
         """Paths of every shared object in the context's namespace."""
-        if self._any_handle is None:
-            return []
-        lm = ctypes.cast(self._any_handle, ctypes.POINTER(_LinkMap))
-        while lm.contents.l_prev:
-            lm = lm.contents.l_prev
+        return namespace_objects(self._any_handle) if self._any_handle else []
+
+    def _controllers(self, user_api: str | None = None) -> list[libraries.LibraryController]:
+        """A controller for each known library copy in the context (call inside it)."""
         out = []
-        while lm:
-            name = lm.contents.l_name
-            if name:
-                out.append(name.decode(errors="replace"))
-            lm = lm.contents.l_next
+        for path in self.libraries():
+            for cls in libraries.controllers():
+                if cls.matches(path) and user_api in (None, cls.user_api, cls.name):
+                    out.append(cls(path, self._load(path)))
+                    break
         return out
 
     def threadpools(self) -> list[dict[str, Any]]:
-        """Thread pools of the context's copies of OpenBLAS, OpenMP and MKL,
-        queried from inside the context (threadpoolctl, running in the base,
-        cannot see them).
+        """Thread pools of the context's copies of OpenBLAS, OpenMP, MKL,
+        torch, oneTBB (every registered family, see vlcs.register), queried
+        from inside the context: threadpoolctl, running in the base, cannot
+        see them.
 
         >>> import vlcs
         >>> vlcs.VLC(cpus="0").threadpools()
         []
         """
-        pools = []
-        libs = self.libraries()
-        if not libs:
-            return pools
+        if self._any_handle is None:
+            return []
         with self:
-            for path in libs:
-                base = os.path.basename(path)
-                for api, fn in _POOL_QUERIES:
-                    if api not in base:
-                        continue
-                    try:
-                        f = getattr(
-                            ctypes.CDLL(path, handle=_bind().vlcs_ctx_load(self._h, path.encode())),
-                            fn,
-                        )
-                    except AttributeError:
-                        continue
-                    f.restype = ctypes.c_int
-                    pools.append({"library": base, "path": path, "api": api, "num_threads": f()})
-                    break
-        return pools
+            return [c.info() for c in self._controllers() if c.num_threads() is not None]
+
+    def set_num_threads(self, n: int, user_api: str | None = None) -> list[str]:
+        """Resize the thread pools of the context's libraries through their
+        own APIs, called inside the context; ``user_api`` ("blas",
+        "openmp", "torch" or a family name) picks some.  Returns the names of
+        the families resized.
+
+        >>> import vlcs
+        >>> vlcs.VLC(cpus="0").set_num_threads(1)
+        []
+        """
+        if not isinstance(n, int) or n < 1:
+            raise ValueError(f"set_num_threads takes a thread count >= 1; got {n!r}")
+        if self._any_handle is None:
+            return []
+        with self:
+            return [c.name for c in self._controllers(user_api) if c.set_num_threads(n)]
 
     def info(self) -> dict[str, Any]:
         """What the context holds, JSON-able."""
@@ -355,7 +297,7 @@ def _inside(ctx: VLC, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> A
 
 def current() -> VLC | None:
     """The context the calling thread is in, or None."""
-    h = _bind().vlcs_current()
+    h = lib().vlcs_current()
     return _contexts.get(h) if h else None
 
 
@@ -371,17 +313,9 @@ def info() -> dict[str, Any]:
     return {
         "version": __version__,
         "strict": strict_active(),
-        "cpus_usable": sorted(_real_sched_getaffinity(0)),
+        "cpus_usable": sorted(_views.real_sched_getaffinity(0)),
         "contexts": [c.info() for c in list(_contexts.values())],
     }
-
-
-# --- Python-level CPU queries follow the context -------------------------------
-
-_real_cpu_count = os.cpu_count
-_real_sched_getaffinity = os.sched_getaffinity
-_real_process_cpu_count = getattr(os, "process_cpu_count", None)
-_installed = False
 
 
 def _thread_owner() -> _imports.Owner:
@@ -392,34 +326,3 @@ def _thread_owner() -> _imports.Owner:
 def _context_cpus() -> list[int] | None:
     c = current()
     return c.cpus if c is not None else None
-
-
-def _cpu_count() -> int | None:
-    cpus = _context_cpus()
-    return len(cpus) if cpus is not None else _real_cpu_count()
-
-
-def _sched_getaffinity(pid: int) -> set[int]:
-    real = _real_sched_getaffinity(pid)
-    cpus = _context_cpus() if pid in (0, os.getpid(), threading.get_native_id()) else None
-    if cpus is None:
-        return real
-    return (real & set(cpus)) or set(cpus)
-
-
-def _process_cpu_count() -> int | None:
-    cpus = _context_cpus()
-    return len(cpus) if cpus is not None else _real_process_cpu_count()
-
-
-def _install_python_views() -> None:
-    """Make os.cpu_count & co answer for the calling thread's context."""
-    global _installed
-    if _installed:
-        return
-    _installed = True
-    os.cpu_count = _cpu_count
-    os.sched_getaffinity = _sched_getaffinity
-    if _real_process_cpu_count is not None:
-        os.process_cpu_count = _process_cpu_count
-    # multiprocessing.cpu_count calls os.cpu_count at call time.

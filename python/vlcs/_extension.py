@@ -22,7 +22,9 @@ from importlib.machinery import ModuleSpec
 from types import ModuleType
 from typing import Any
 
-from vlcs._lib import VlcsError, _error, lib
+from vlcs import libraries
+from vlcs._errors import UnsupportedPlatformError
+from vlcs._lib import check, lib
 
 _api = ctypes.pythonapi
 _api.PyModule_FromDefAndSpec2.restype = ctypes.py_object
@@ -43,9 +45,7 @@ _api.PyInterpreterState_GetDict.argtypes = [ctypes.c_void_p]
 
 # Binding libraries keep one registry of C++ types per interpreter, found by
 # key in builtins (pybind11 2.x) or the interpreter's dict (pybind11 3.x,
-# nanobind).  A second copy of torch would find the first copy's registry
-# and fail with 'type "..." is already registered': each owner gets its own.
-_REGISTRY_PREFIXES = ("__pybind11_internals", "__nb_internals")
+# nanobind): each owner gets its own (the keys: vlcs.libraries.bindings).
 
 _service_ready = False
 
@@ -57,9 +57,10 @@ def own_registries(saved: dict[tuple[int, str], Any]) -> Iterator[None]:
 
     interp = _api.PyInterpreterState_GetDict(_api.PyInterpreterState_Get())
     dicts = [builtins.__dict__, ctypes.cast(interp, ctypes.py_object).value]
+    keys = libraries.registry_keys()
     outer: dict[tuple[int, str], Any] = {}
     for i, d in enumerate(dicts):
-        for k in [k for k in d if isinstance(k, str) and k.startswith(_REGISTRY_PREFIXES)]:
+        for k in [k for k in d if isinstance(k, str) and k.startswith(keys)]:
             outer[(i, k)] = d.pop(k)
     for (i, k), v in saved.items():
         dicts[i][k] = v
@@ -68,7 +69,7 @@ def own_registries(saved: dict[tuple[int, str], Any]) -> Iterator[None]:
     finally:
         saved.clear()
         for i, d in enumerate(dicts):
-            for k in [k for k in d if isinstance(k, str) and k.startswith(_REGISTRY_PREFIXES)]:
+            for k in [k for k in d if isinstance(k, str) and k.startswith(keys)]:
                 saved[(i, k)] = d.pop(k)
         for (i, k), v in outer.items():
             dicts[i][k] = v
@@ -85,14 +86,13 @@ def python_service() -> None:
     if _service_ready:
         return
     if not sysconfig.get_config_var("Py_ENABLE_SHARED"):
-        raise VlcsError(
+        raise UnsupportedPlatformError(
             f"this Python ({sys.executable}) links libpython statically, so its C API "
             "cannot be shared with contexts yet; use a Python built with "
             "--enable-shared (pyenv, conda, python.org builds)"
         )
     soname = sysconfig.get_config_var("INSTSONAME") or sysconfig.get_config_var("LDLIBRARY")
-    if lib().vlcs_service_add(soname.encode()) != 0:
-        raise VlcsError(_error())
+    check(lib().vlcs_service_add(soname.encode()))
     _service_ready = True
 
 

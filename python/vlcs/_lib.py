@@ -1,51 +1,95 @@
-"""ctypes binding of libvlcs (the part the Python package needs so far)."""
+"""The ctypes binding of libvlcs: every C function the package calls, with
+its signature, in one place, and the one way failures become exceptions."""
 
 from __future__ import annotations
 
 import ctypes
 import threading
+from typing import Any, NoReturn
 
+from vlcs._errors import VlcsError, error_for
 from vlcs._paths import library_path
 
-
-class VlcsError(RuntimeError):
-    """A failure reported by libvlcs; the message is vlcs_error()'s sentence."""
+_c = ctypes.c_void_p
+_s = ctypes.c_char_p
+_i = ctypes.c_int
 
 
 class _Opts(ctypes.Structure):
     _fields_ = [("size", ctypes.c_uint), ("strict", ctypes.c_int)]
 
 
+# name -> (return type, argument types), as in vlcs.h
+_SIGNATURES: dict[str, tuple[Any, list[Any]]] = {
+    "vlcs_version": (_s, []),
+    "vlcs_error": (_s, []),
+    "vlcs_errcode": (_i, []),
+    "vlcs_init_opts": (_i, [ctypes.POINTER(_Opts)]),
+    "vlcs_strict_active": (_i, []),
+    "vlcs_service_add": (_i, [_s]),
+    "vlcs_ctx_create": (_c, [_s]),
+    "vlcs_ctx_name": (_s, [_c]),
+    "vlcs_ctx_set_cpus": (_i, [_c, _s]),
+    "vlcs_ctx_get_cpus": (_i, [_c, _s, ctypes.c_ulong]),
+    "vlcs_ctx_setenv": (_i, [_c, _s, _s]),
+    "vlcs_ctx_unsetenv": (_i, [_c, _s]),
+    "vlcs_ctx_getenv": (_s, [_c, _s]),
+    "vlcs_ctx_load": (_c, [_c, _s]),
+    "vlcs_ctx_thread_count": (_i, [_c]),
+    "vlcs_ctx_destroy": (_i, [_c]),
+    "vlcs_enter": (_i, [_c]),
+    "vlcs_leave": (_i, []),
+    "vlcs_current": (_c, []),
+    # internal (VLCS_INTERNAL_API): which extension module is on the native stack
+    "vlcs_stack_find": (_c, [ctypes.POINTER(_c), ctypes.c_ulong]),
+}
+
 _lock = threading.Lock()
 _lib: ctypes.CDLL | None = None
 
 
 def lib() -> ctypes.CDLL:
-    """libvlcs.so, loaded once into the base namespace."""
+    """libvlcs.so, loaded once into the base namespace, every function typed."""
     global _lib
-    with _lock:
-        if _lib is None:
-            handle = ctypes.CDLL(str(library_path()))
-            handle.vlcs_error.restype = ctypes.c_char_p
-            handle.vlcs_version.restype = ctypes.c_char_p
-            handle.vlcs_init_opts.argtypes = [ctypes.POINTER(_Opts)]
-            handle.vlcs_service_add.argtypes = [ctypes.c_char_p]
-            handle.vlcs_stack_find.restype = ctypes.c_void_p
-            handle.vlcs_stack_find.argtypes = [ctypes.POINTER(ctypes.c_void_p), ctypes.c_ulong]
-            _lib = handle
-        return _lib
+    if _lib is None:
+        with _lock:
+            if _lib is None:
+                handle = ctypes.CDLL(str(library_path()))
+                for name, (res, args) in _SIGNATURES.items():
+                    f = getattr(handle, name)
+                    f.restype, f.argtypes = res, args
+                _lib = handle
+    return _lib
 
 
 def _error() -> str:
     return (lib().vlcs_error() or b"").decode(errors="replace")
 
 
+def last_error() -> VlcsError:
+    """The calling thread's last libvlcs failure as an exception of its code's class."""
+    return error_for(lib().vlcs_errcode(), _error())
+
+
+def fail() -> NoReturn:
+    """Raise the calling thread's last libvlcs failure."""
+    raise last_error()
+
+
+def check(rc: int) -> int:
+    """rc, or raise the failure when a call returned -1."""
+    if rc < 0:
+        fail()
+    return rc
+
+
 def init(strict: bool = False) -> None:
     """Initialise vlcs; ``strict=True`` also turns on strict mode.
 
     Strict mode answers raw syscalls made by code in contexts (see vlcs.h);
-    it cannot be turned off.  Raises VlcsError with the reason when it is not
-    available here (no seccomp, a container policy); contexts keep working.
+    it cannot be turned off.  Raises UnsupportedPlatformError (a VlcsError)
+    with the reason when it is not available here (no seccomp, a container
+    policy); contexts keep working.
 
     >>> import vlcs
     >>> vlcs.init()
@@ -53,8 +97,7 @@ def init(strict: bool = False) -> None:
     False
     """
     opts = _Opts(ctypes.sizeof(_Opts), 1 if strict else 0)
-    if lib().vlcs_init_opts(ctypes.byref(opts)) != 0:
-        raise VlcsError(_error())
+    check(lib().vlcs_init_opts(ctypes.byref(opts)))
 
 
 def strict_active() -> bool:
@@ -67,9 +110,9 @@ def service(library: str) -> None:
 
     Dependants later loaded into contexts bind to that copy (see
     vlcs_service_add in vlcs.h).  Call it before contexts load them.
+    Raises LibraryNotFoundError when it cannot be loaded.
 
     >>> import vlcs
     >>> vlcs.service("libm.so.6")
     """
-    if lib().vlcs_service_add(library.encode()) != 0:
-        raise VlcsError(_error())
+    check(lib().vlcs_service_add(library.encode()))

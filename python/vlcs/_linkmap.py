@@ -1,0 +1,34 @@
+"""Walking a linker namespace's list of objects (glibc's struct link_map)."""
+
+from __future__ import annotations
+
+import ctypes
+
+
+class _LinkMap(ctypes.Structure):
+    pass
+
+
+# The public head of glibc's struct link_map (<link.h>).
+_LinkMap._fields_ = [
+    ("l_addr", ctypes.c_void_p),
+    ("l_name", ctypes.c_char_p),
+    ("l_ld", ctypes.c_void_p),
+    ("l_next", ctypes.POINTER(_LinkMap)),
+    ("l_prev", ctypes.POINTER(_LinkMap)),
+]
+
+
+def namespace_objects(handle: int) -> list[str]:
+    """Paths of every object in the namespace of `handle` (a dlopen/dlmopen
+    handle, which glibc makes a link_map pointer), in load order."""
+    lm = ctypes.cast(handle, ctypes.POINTER(_LinkMap))
+    while lm.contents.l_prev:
+        lm = lm.contents.l_prev
+    out = []
+    while lm:
+        name = lm.contents.l_name
+        if name:
+            out.append(name.decode(errors="replace"))
+        lm = lm.contents.l_next
+    return out

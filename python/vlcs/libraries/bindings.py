@@ -1,0 +1,34 @@
+"""Python binding generators: the registries they keep per interpreter.
+
+A second copy of an extension module built with them (torch, scipy's fft,
+matplotlib) would find the first copy's registry of C++ types through the
+interpreter and fail ('type "..." is already registered'), so vlcs keeps
+one registry per owner: the keys below are swapped in and out around the
+module's initialisation (see vlcs._extension).
+"""
+
+from __future__ import annotations
+
+from vlcs.libraries._base import LibraryController
+
+
+class Pybind11(LibraryController):
+    name = "pybind11"
+    user_api = "bindings"
+    # 2.x: in builtins; 3.x: in the interpreter's state dict
+    registry_keys = ("__pybind11_internals",)
+
+
+class Nanobind(LibraryController):
+    name = "nanobind"
+    user_api = "bindings"
+    registry_keys = ("__nb_internals",)
+
+
+class Cython(LibraryController):
+    name = "cython"
+    user_api = "bindings"
+    # Cython 3 shares its types through a module it makes with
+    # PyImport_AddModule ("_cython_3_0_12"); to a second owner that module
+    # reads as empty, so each owner makes its own (see vlcs._forwarders).
+    sharing = "shared types live in the '_cython_<version>' module, one per owner"

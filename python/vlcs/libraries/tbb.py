@@ -1,0 +1,26 @@
+"""oneTBB: its default arena size, as an arena made in the context gets it."""
+
+from __future__ import annotations
+
+import ctypes
+
+from vlcs.libraries._base import LibraryController
+
+# tbb::detail::r1::max_concurrency(const d1::task_arena_base*): NULL asks
+# for the default concurrency (the size an automatic arena gets).
+_MAX_CONCURRENCY = "_ZN3tbb6detail2r115max_concurrencyEPKNS0_2d115task_arena_baseE"
+
+
+class TBB(LibraryController):
+    name = "tbb"
+    user_api = "tbb"
+    filename_prefixes = ("libtbb.so",)
+    sharing = (
+        "oneTBB keeps one worker pool per process: load it per context for "
+        "private pools, or make it a service (vlcs.service('libtbb.so.12')) for "
+        "one pool whose automatic arenas vlcs sizes to each context's CPUs"
+    )
+
+    def num_threads(self) -> int | None:
+        f = self.symbol(_MAX_CONCURRENCY, ctypes.c_int)
+        return None if f is None else int(f(ctypes.c_void_p(None)))
