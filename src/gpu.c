@@ -18,7 +18,7 @@ typedef int (*get_device_fn)(int *);
 static set_device_fn _Atomic set_device;
 static get_device_fn _Atomic get_device;
 
-void gpu_note_service(void *handle)
+static void gpu_note_service(void *handle)
 {
     const char *set_names[] = {"cudaSetDevice", "hipSetDevice"};
     const char *get_names[] = {"cudaGetDevice", "hipGetDevice"};
@@ -66,7 +66,7 @@ VLCS_API int vlcs_ctx_set_gpus(vlcs_ctx *c, const char *gpulist)
     return 0;
 }
 
-int gpu_enter(vlcs_ctx *c)
+static int gpu_enter(vlcs_ctx *c)
 {
     set_device_fn s = atomic_load(&set_device);
     get_device_fn g = atomic_load(&get_device);
@@ -79,9 +79,16 @@ int gpu_enter(vlcs_ctx *c)
     return prev;
 }
 
-void gpu_leave(int prev)
+static void gpu_leave(int prev)
 {
     set_device_fn s = atomic_load(&set_device);
     if (s != NULL && prev >= 0)
         s(prev);
 }
+
+const struct service_hooks gpu_hooks = {
+    .family = "CUDA/HIP runtime",
+    .note_service = gpu_note_service,
+    .on_enter = gpu_enter,
+    .on_leave = gpu_leave,
+};

@@ -67,21 +67,36 @@ HIDDEN int shim_note_load(vlcs_ctx *c, const char *real_path, void *handle);
 /* The link map of the loaded object whose mapping holds addr, or NULL. */
 HIDDEN void *object_at(const void *addr);
 
-/* ---- TBB as a service (service_tbb.c) ------------------------------------ */
+/* ---- Service-context hooks (hooks.c; service_tbb.c, gpu.c) ---------------- */
 
-/* If `handle` is oneTBB: fixes its process-wide default concurrency and
- * fills `ov` with the entry points a context's forwarder hooks; returns how
- * many (0: not TBB). */
+/* What one family of libraries (oneTBB, the CUDA/HIP runtimes) needs from
+ * vlcs when one of them is a service.  Every member may be NULL. */
 struct fwd_override;
-HIDDEN int tbb_note_service(void *handle, struct fwd_override *ov, size_t cap);
+struct service_hooks {
+    const char *family;
+    /* `handle` is being made a service.  If it is of this family, write the
+     * forwarder entries that vlcs replaces (at most cap) into ov and return
+     * how many; else 0.  Keeps nothing: the add may still fail. */
+    size_t (*overrides)(void *handle, struct fwd_override *ov, size_t cap);
+    /* `handle` is becoming a service, before any context can bind to it:
+     * recognise the family and remember what the other hooks need. */
+    void (*note_service)(void *handle);
+    /* The calling thread entered c.  Returns what on_leave gets back, e.g.
+     * the device to restore; -1 for nothing. */
+    int (*on_enter)(vlcs_ctx *c);
+    /* The thread leaves the frame on_enter answered `saved` for. */
+    void (*on_leave)(int saved);
+};
 
-/* ---- GPUs (gpu.c) ---------------------------------------------------------- */
+#define VLCS_HOOK_SLOTS 4 /* families the table below may hold */
+extern HIDDEN const struct service_hooks tbb_hooks; /* service_tbb.c */
+extern HIDDEN const struct service_hooks gpu_hooks; /* gpu.c */
 
-/* A service may be a GPU runtime: remember its device calls. */
-HIDDEN void gpu_note_service(void *handle);
-/* Make c's device current; returns the device to restore, or -1. */
-HIDDEN int gpu_enter(vlcs_ctx *c);
-HIDDEN void gpu_leave(int prev);
+/* The table in hooks.c, run in its order (on_leave in reverse). */
+HIDDEN size_t hooks_overrides(void *handle, struct fwd_override *ov, size_t cap);
+HIDDEN void hooks_note_service(void *handle);
+HIDDEN void hooks_enter(vlcs_ctx *c, int saved[VLCS_HOOK_SLOTS]);
+HIDDEN void hooks_leave(const int saved[VLCS_HOOK_SLOTS]);
 
 /* ---- errors (error.c) ---------------------------------------------------- */
 

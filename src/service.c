@@ -104,15 +104,15 @@ VLCS_API int vlcs_service_add(const char *library)
     }
     s->handle = h;
     struct fwd_override ov[4];
-    size_t nov = (size_t)tbb_note_service(h, ov, sizeof ov / sizeof ov[0]);
+    size_t nov = hooks_overrides(h, ov, sizeof ov / sizeof ov[0]);
     s->fd = forwarder_create(h, ov, nov, s->soname, sizeof s->soname, why, sizeof why);
     if (s->fd < 0) {
         code = -s->fd;
         goto fail;
     }
+    hooks_note_service(h);
     *tail = s;
     pthread_mutex_unlock(&services_lock);
-    gpu_note_service(h);
 
     /* Contexts that already have a namespace see it from now on. */
     int rc = 0;

@@ -90,12 +90,22 @@ static int hook_max_concurrency(const struct tbb_arena_base *ta)
     return n > 0 ? n : atomic_load(&real_max_concurrency)(ta);
 }
 
-int tbb_note_service(void *handle, struct fwd_override *ov, size_t cap)
+static size_t tbb_overrides(void *handle, struct fwd_override *ov, size_t cap)
+{
+    if (cap < 2 || dlsym(handle, TBB_INITIALIZE) == NULL ||
+        dlsym(handle, TBB_MAX_CONCURRENCY) == NULL)
+        return 0;
+    ov[0] = (struct fwd_override){TBB_INITIALIZE, (void *)hook_initialize};
+    ov[1] = (struct fwd_override){TBB_MAX_CONCURRENCY, (void *)hook_max_concurrency};
+    return 2;
+}
+
+static void tbb_note_service(void *handle)
 {
     initialize_fn init = (initialize_fn)dlsym(handle, TBB_INITIALIZE);
     max_concurrency_fn maxc = (max_concurrency_fn)dlsym(handle, TBB_MAX_CONCURRENCY);
-    if (init == NULL || maxc == NULL || cap < 2)
-        return 0;
+    if (init == NULL || maxc == NULL)
+        return;
     atomic_store(&real_initialize, init);
     atomic_store(&real_max_concurrency, maxc);
 
@@ -106,8 +116,10 @@ int tbb_note_service(void *handle, struct fwd_override *ov, size_t cap)
     maxc(NULL);
     if (widened)
         mask_set_thread(0, &mine);
-
-    ov[0] = (struct fwd_override){TBB_INITIALIZE, (void *)hook_initialize};
-    ov[1] = (struct fwd_override){TBB_MAX_CONCURRENCY, (void *)hook_max_concurrency};
-    return 2;
 }
+
+const struct service_hooks tbb_hooks = {
+    .family = "oneTBB",
+    .overrides = tbb_overrides,
+    .note_service = tbb_note_service,
+};

@@ -21,7 +21,7 @@ struct tstate {
     pid_t tid;
     int depth;
     vlcs_ctx *stack[MAX_DEPTH];
-    int prev_gpu[MAX_DEPTH]; /* device to restore on leave, -1: none */
+    int hook_saved[MAX_DEPTH][VLCS_HOOK_SLOTS]; /* for the hooks' on_leave */
     vlcs_ctx *implicit; /* the context whose library created this thread */
     vmask saved;        /* affinity before the outermost enter */
     vmask cur;          /* affinity as last set or read by this thread */
@@ -118,7 +118,7 @@ static void publish_slot(const struct tstate *ts) { vlcs_shim_slot = shim_slot_o
 static void pop_frame(struct tstate *ts)
 {
     vlcs_ctx *c = ts->stack[ts->depth - 1];
-    gpu_leave(ts->prev_gpu[ts->depth - 1]);
+    hooks_leave(ts->hook_saved[ts->depth - 1]);
     pthread_mutex_lock(&c->lock);
     struct member *m = member_find(c, ts);
     if (m) {
@@ -221,7 +221,7 @@ VLCS_API int vlcs_enter(vlcs_ctx *c)
     m->entered++;
     c->entered++;
     ts->stack[ts->depth] = c;
-    ts->prev_gpu[ts->depth] = gpu_enter(c);
+    hooks_enter(c, ts->hook_saved[ts->depth]);
     __atomic_store_n(&ts->depth, ts->depth + 1, __ATOMIC_RELEASE);
     pthread_mutex_unlock(&c->lock);
     publish_slot(ts);

@@ -1,7 +1,8 @@
 /* GPUs per context.  `test_gpu env`: the visibility variables a GPU runtime
  * loaded in the context reads.  `test_gpu device`: with the CUDA runtime as
  * a service, entering a context makes its GPU current; needs a GPU and
- * skips with the reason where there is none. */
+ * skips with the reason where there is none.  `test_gpu fake`: the same
+ * with a stand-in runtime, on any machine. */
 #define _GNU_SOURCE
 #include "check.h"
 
@@ -74,9 +75,48 @@ static int device_part(void)
     return 0;
 }
 
+/* The hooks' enter and leave, nested, against a stand-in runtime. */
+static int fake_part(void)
+{
+    CHECK_EQ(0, vlcs_service_add(FAKE_CUDART_LIB), "the stand-in runtime as a service");
+    dev_fn get = (dev_fn)dlsym(RTLD_DEFAULT, "cudaGetDevice");
+    CHECK(get != NULL, "the service is global in the base");
+    vlcs_ctx *a = vlcs_ctx_create("a"), *none = vlcs_ctx_create("none"),
+             *b = vlcs_ctx_create("b");
+    CHECK_EQ(0, vlcs_ctx_set_gpus(a, "3,4"), "a");
+    CHECK_EQ(0, vlcs_ctx_set_gpus(none, ""), "none");
+    CHECK_EQ(0, vlcs_ctx_set_gpus(b, "5"), "b");
+    vlcs_ctx *plain = vlcs_ctx_create("plain"); /* GPUs never set */
+    int dev = -1;
+    get(&dev);
+    CHECK_EQ(0, dev, "device 0 before");
+    CHECK_EQ(0, vlcs_enter(a), "enter a");
+    get(&dev);
+    CHECK_EQ(3, dev, "a's first GPU is current");
+    CHECK_EQ(0, vlcs_enter(none), "enter none");
+    get(&dev);
+    CHECK_EQ(3, dev, "a context with no GPU leaves the device alone");
+    CHECK_EQ(0, vlcs_enter(plain), "enter plain");
+    CHECK_EQ(0, vlcs_enter(b), "enter b");
+    get(&dev);
+    CHECK_EQ(5, dev, "b's GPU");
+    CHECK_EQ(0, vlcs_leave(), "leave b");
+    get(&dev);
+    CHECK_EQ(3, dev, "back to a's");
+    CHECK_EQ(0, vlcs_leave(), "leave plain");
+    CHECK_EQ(0, vlcs_leave(), "leave none");
+    CHECK_EQ(0, vlcs_leave(), "leave a");
+    get(&dev);
+    CHECK_EQ(0, dev, "the device before the first enter is restored");
+    PASS("gpu hooks with a stand-in runtime");
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     if (argc > 1 && strcmp(argv[1], "device") == 0)
         return device_part();
+    if (argc > 1 && strcmp(argv[1], "fake") == 0)
+        return fake_part();
     return env_part();
 }
