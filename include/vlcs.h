@@ -236,7 +236,9 @@ VLCS_API void *vlcs_ctx_sym(void *lib, const char *symbol);
  *
  * @return 0 (also when it was added before), or -1 with vlcs_error() set:
  *         the library cannot be loaded (vlcs_ctx_load's codes), or has no
- *         soname (VLCS_E_INVALID).
+ *         soname (VLCS_E_INVALID).  A failed call undoes what it did: the
+ *         library is closed again and no context keeps a forwarder, so a
+ *         later call may try again.
  */
 VLCS_API int vlcs_service_add(const char *path_or_soname);
 

@@ -206,6 +206,10 @@ HIDDEN int forwarder_root(const char *const *needed, size_t n, char *err, size_t
  * and forwarders as DT_NEEDED), or -1 if there are no services.  Returns
  * VLCS_OK, or a vlcs_errcode_t with err set. */
 HIDDEN int services_root(int *fd, char *err, size_t errsize);
+/* Held (read) around creating a namespace and loading into one, before the
+ * context's lock: a service is added under the write lock. */
+HIDDEN void services_read_lock(void);
+HIDDEN void services_unlock(void);
 
 /* ---- threads (thread.c) ---------------------------------------------------- */
 

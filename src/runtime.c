@@ -381,9 +381,11 @@ VLCS_API void *vlcs_ctx_load(vlcs_ctx *c, const char *path)
     if (ctx_check(c, "loading a library") != 0)
         return NULL;
     if (path == NULL || *path == '\0') {
-        set_error(VLCS_E_INVALID, "Error loading into context '%s': the library name is empty", c->name);
+        set_error(VLCS_E_INVALID, "Error loading into context '%s': the library name is empty",
+                  c->name);
         return NULL;
     }
+    services_read_lock();
     pthread_mutex_lock(&c->lock);
     void *h = NULL;
     if (!c->has_ns && ns_create(c) != 0)
@@ -402,6 +404,7 @@ VLCS_API void *vlcs_ctx_load(vlcs_ctx *c, const char *path)
         h = NULL; /* the copy stays loaded; the error says why it cannot be used */
 out:
     pthread_mutex_unlock(&c->lock);
+    services_unlock();
     return h;
 }
 

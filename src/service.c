@@ -20,29 +20,38 @@ struct service {
     char soname[256];
 };
 
-static pthread_mutex_t services_lock = PTHREAD_MUTEX_INITIALIZER;
+/* Readers: vlcs_ctx_load, around creating a namespace and loading into one
+ * (services_read_lock), so that no namespace is created or loaded into
+ * while a service is half added.  Writer: vlcs_service_add.  Always taken
+ * before any context's lock. */
+static pthread_rwlock_t services_lock = PTHREAD_RWLOCK_INITIALIZER;
 static struct service *services; /* in the order they were added */
 
-static int load_one(vlcs_ctx *c, const struct service *s)
+void services_read_lock(void) { pthread_rwlock_rdlock(&services_lock); }
+void services_unlock(void) { pthread_rwlock_unlock(&services_lock); }
+
+/* The forwarder of s loaded into c's namespace, or NULL with code and why set. */
+static void *load_one(vlcs_ctx *c, const struct service *s, int *code, char *why, size_t size)
 {
     char path[64];
     snprintf(path, sizeof path, "/proc/self/fd/%d", s->fd);
     dlerror();
-    if (dlmopen(c->lmid, path, RTLD_NOW | RTLD_LOCAL) == NULL) {
-        char what[300];
-        snprintf(what, sizeof what, "the service forwarder of %s", s->soname);
-        load_error(c, what, dlerror());
-        return -1;
+    void *h = dlmopen(c->lmid, path, RTLD_NOW | RTLD_LOCAL);
+    if (h == NULL) {
+        const char *e = dlerror();
+        *code = dl_errcode(e);
+        snprintf(why, size, "its forwarder cannot be loaded into context '%s': %s", c->name,
+                 e ? e : "unknown dlmopen failure");
     }
-    return 0;
+    return h;
 }
 
 /* The object a new namespace starts with: the interposer, then every
  * service's forwarder.  *fd is a memfd, or -1 when there are no services
- * (the interposer itself is then the first object). */
+ * (the interposer itself is then the first object).  The caller holds
+ * services_read_lock. */
 int services_root(int *fd_out, char *err, size_t errsize)
 {
-    pthread_mutex_lock(&services_lock);
     size_t n = 1;
     for (struct service *s = services; s; s = s->next)
         n++;
@@ -67,11 +76,13 @@ int services_root(int *fd_out, char *err, size_t errsize)
         free(paths);
         free(needed);
     }
-    pthread_mutex_unlock(&services_lock);
     *fd_out = code == VLCS_OK ? fd : -1;
     return code;
 }
 
+/* Every step is undone, in reverse order, by the labels at the end; the
+ * service becomes visible (listed for new namespaces) only once nothing can
+ * fail any more. */
 VLCS_API int vlcs_service_add(const char *library)
 {
     if (vlcs_init() != 0)
@@ -87,20 +98,23 @@ VLCS_API int vlcs_service_add(const char *library)
         set_error(dl_errcode(e), "Error adding service library %s: %s", library, e);
         return -1;
     }
-    pthread_mutex_lock(&services_lock);
+    pthread_rwlock_wrlock(&services_lock);
     struct service **tail = &services;
     for (; *tail; tail = &(*tail)->next)
         if ((*tail)->handle == h) { /* added before */
-            pthread_mutex_unlock(&services_lock);
+            pthread_rwlock_unlock(&services_lock);
             dlclose(h);
             return 0;
         }
-    struct service *s = calloc(1, sizeof *s);
     char why[512];
     int code = VLCS_E_SYSTEM;
+    bool keep_handle = false;
+    void **loaded = NULL; /* the forwarder's handle in each existing namespace */
+    size_t nloaded = 0, nctx = 0;
+    struct service *s = calloc(1, sizeof *s);
     if (s == NULL) {
         snprintf(why, sizeof why, "out of memory");
-        goto fail;
+        goto fail_unlock;
     }
     s->handle = h;
     struct fwd_override ov[4];
@@ -108,24 +122,52 @@ VLCS_API int vlcs_service_add(const char *library)
     s->fd = forwarder_create(h, ov, nov, s->soname, sizeof s->soname, why, sizeof why);
     if (s->fd < 0) {
         code = -s->fd;
-        goto fail;
+        goto fail_free;
     }
+    /* No namespace can be created while we hold the lock: count them now. */
+    for (vlcs_ctx *c = registry_first(); c; c = registry_next(c))
+        nctx++;
+    loaded = calloc(nctx ? nctx : 1, sizeof *loaded);
+    if (loaded == NULL) {
+        snprintf(why, sizeof why, "out of memory");
+        goto fail_close;
+    }
+    /* Before any context can bind to the forwarder: its hooks need this. */
     hooks_note_service(h);
-    *tail = s;
-    pthread_mutex_unlock(&services_lock);
-
     /* Contexts that already have a namespace see it from now on. */
-    int rc = 0;
-    for (vlcs_ctx *c = registry_first(); c; c = registry_next(c)) {
+    for (vlcs_ctx *c = registry_first(); c && nloaded < nctx; c = registry_next(c)) {
         pthread_mutex_lock(&c->lock);
-        if (c->magic == CTX_ALIVE && c->has_ns && load_one(c, s) != 0)
-            rc = -1;
+        void *fh = NULL;
+        bool wanted = c->magic == CTX_ALIVE && c->has_ns;
+        if (wanted)
+            fh = load_one(c, s, &code, why, sizeof why);
         pthread_mutex_unlock(&c->lock);
+        if (wanted && fh == NULL)
+            goto fail_unload;
+        if (fh != NULL)
+            loaded[nloaded++] = fh;
     }
-    return rc;
-fail:
-    pthread_mutex_unlock(&services_lock);
+    free(loaded);
+    *tail = s;
+    pthread_rwlock_unlock(&services_lock);
+    return 0;
+
+fail_unload:
+    /* Code running in those contexts (a dlopen of its own) may have bound to
+     * a forwarder meanwhile: dlclose only drops our reference, and the
+     * library the forwarders point into stays loaded. */
+    while (nloaded > 0)
+        dlclose(loaded[--nloaded]);
+    keep_handle = true;
+    free(loaded);
+fail_close:
+    close(s->fd);
+fail_free:
     free(s);
+fail_unlock:
+    pthread_rwlock_unlock(&services_lock);
+    if (!keep_handle)
+        dlclose(h); /* nothing of vlcs's refers to it: as a failed dlopen leaves it */
     set_error(code, "Error adding service library %s: %s", library, why);
     return -1;
 }

@@ -49,11 +49,19 @@ static int fill_row(struct shim *s, int slot, void *handle, char *err, size_t er
     return 0;
 }
 
+/* A failure undoes every step before it, in reverse order, at the labels
+ * at the end: the shim is unregistered and its default context destroyed,
+ * so a later registration of the same library starts afresh. */
 VLCS_API int vlcs_shim_register(const char *soname, const char *real_path,
                                 const char *const *names, unsigned long n, void **table)
 {
     if (vlcs_init() != 0)
         return -1;
+    if (soname == NULL || real_path == NULL || table == NULL || (names == NULL && n > 0)) {
+        set_error(VLCS_E_INVALID, "Error registering a vlcs shim: its soname, real path, names "
+                                  "or table is NULL");
+        return -1;
+    }
     struct shim *s = calloc(1, sizeof *s);
     if (s == NULL) {
         set_error(VLCS_E_SYSTEM, "Error registering the vlcs shim of %s: out of memory", soname);
@@ -63,22 +71,39 @@ VLCS_API int vlcs_shim_register(const char *soname, const char *real_path,
     char name[64];
     snprintf(name, sizeof name, "default:%.50s", soname);
     vlcs_ctx *dflt = vlcs_ctx_create(name);
-    if (dflt == NULL) {
-        free(s);
-        return -1;
-    }
+    if (dflt == NULL)
+        goto fail_free;
     /* Registered first, so the load below fills row 0 of this shim. */
     pthread_mutex_lock(&shims_lock);
     s->next = shims;
     shims = s;
     pthread_mutex_unlock(&shims_lock);
     if (vlcs_ctx_load(dflt, real_path) == NULL)
-        return -1;
+        goto fail_unregister;
     int own = shim_slot_of(dflt); /* row 0 included: threads in no context */
     for (int slot = 0; slot < VLCS_SHIM_SLOTS; slot++)
         if (slot != own)
             memcpy(table + (size_t)slot * n, table + (size_t)own * n, n * sizeof *table);
     return 0;
+
+fail_unregister:
+    pthread_mutex_lock(&shims_lock);
+    for (struct shim **p = &shims; *p; p = &(*p)->next)
+        if (*p == s) {
+            *p = s->next;
+            break;
+        }
+    pthread_mutex_unlock(&shims_lock);
+    /* A row the failed load filled in part must not be called through. */
+    memset(table + (size_t)shim_slot_of(dflt) * n, 0, n * sizeof *table);
+    /* What the load brought into the default context stays mapped (its
+     * constructors ran and may have started threads), as for every
+     * destroyed context; nothing can reach it.  Succeeds: no one else has
+     * the context, so the load's error stays the one reported. */
+    vlcs_ctx_destroy(dflt);
+fail_free:
+    free(s);
+    return -1;
 }
 
 /* The real library a shim stands for, if `path` names a shimmed library. */

@@ -1,0 +1,105 @@
+/* A failed vlcs_service_add or shim registration undoes what it did: the
+ * library it opened is closed, no forwarder or shim stays registered, and a
+ * second, correct call succeeds while every context keeps working. */
+#define _GNU_SOURCE
+#define VLCS_INTERNAL_API /* vlcs_shim_register */
+#include "check.h"
+
+#include <dlfcn.h>
+
+typedef int (*bump_fn)(void);
+
+#define SLOTS 64 /* rows of a shim's table (VLCS_SHIM_SLOTS) */
+
+static void services(void)
+{
+    /* A context whose namespace exists before the failures. */
+    vlcs_ctx *before = vlcs_ctx_create("before");
+    void *p = must_load(before, PROBE_LIB);
+    CHECK_EQ(1, SYM(p, bump_fn, "probe_bump")(), "works before");
+
+    CHECK_ERRC(VLCS_E_NOT_FOUND, vlcs_service_add("libvlcs-no-such-service.so.1"));
+    /* Fails after it opened the library: forwarders need a soname. */
+    CHECK_ERR(vlcs_service_add(NOSONAME_LIB), "no soname");
+    CHECK_CODE(VLCS_E_INVALID, "a library without a soname");
+    CHECK(dlopen(NOSONAME_LIB, RTLD_NOW | RTLD_NOLOAD) == NULL,
+          "the failed add closed the library it opened");
+
+    /* The second, correct call succeeds, for namespaces old and new. */
+    CHECK_EQ(0, vlcs_service_add(SINGLETON_LIB), "a correct add after the failed ones");
+    bump_fn base_bump = (bump_fn)dlsym(RTLD_DEFAULT, "singleton_bump");
+    CHECK(base_bump != NULL, "the service is in the base");
+    vlcs_ctx *after = vlcs_ctx_create("after");
+    void *ub = must_load(before, USES_SINGLETON_LIB), *ua = must_load(after, USES_SINGLETON_LIB);
+    CHECK_EQ(1, base_bump(), "base");
+    CHECK_EQ(2, SYM(ub, bump_fn, "uses_bump")(), "the older namespace reaches the one copy");
+    CHECK_EQ(3, SYM(ua, bump_fn, "uses_bump")(), "a new namespace reaches the one copy");
+    CHECK_EQ(2, SYM(p, bump_fn, "probe_bump")(), "the older context kept working");
+    PASS("service rollback");
+}
+
+static void shims(void)
+{
+    static void *table[SLOTS * 2];
+    const char *names[] = {"probe_bump", "no_such_function"};
+    vlcs_ctx *c = vlcs_ctx_create("transparent");
+
+    CHECK_ERRC(VLCS_E_NOT_FOUND,
+               vlcs_shim_register("libvlcs_probe.so", "/nonexistent/libvlcs_probe.so", names, 1,
+                                  table));
+    CHECK_NULLC(VLCS_E_NOT_FOUND, vlcs_ctx_load_transparent(c, "libvlcs_probe.so"));
+    CHECK(strstr(vlcs_error(), "no vlcs shim") != NULL, "the failed shim is not registered: %s",
+          vlcs_error());
+
+    /* The real library loads, but lacks a function the shim names: the
+     * default context's row was filled in part. */
+    CHECK_ERR(vlcs_shim_register("libvlcs_probe.so", PROBE_LIB, names, 2, table),
+              "no_such_function");
+    CHECK_CODE(VLCS_E_NOT_FOUND, "a function missing from the real library");
+    for (int i = 0; i < SLOTS * 2; i++)
+        CHECK(table[i] == NULL, "row entry %d of the failed shim was cleared", i);
+    CHECK_NULLC(VLCS_E_NOT_FOUND, vlcs_ctx_load_transparent(c, "libvlcs_probe.so"));
+
+    CHECK_EQ(0, vlcs_shim_register("libvlcs_probe.so", PROBE_LIB, names, 1, table),
+             "a correct registration after the failed ones");
+    bump_fn dflt = (bump_fn)table[0];
+    CHECK(dflt != NULL, "row 0 points at the default context's copy");
+    CHECK_EQ(1, dflt(), "the default copy");
+    void *own = vlcs_ctx_load_transparent(c, "libvlcs_probe.so");
+    CHECK(own != NULL, "a context gets its own copy behind the shim");
+    bump_fn mine = SYM(own, bump_fn, "probe_bump");
+    int rows_with_mine = 0;
+    for (int slot = 0; slot < SLOTS; slot++)
+        rows_with_mine += table[slot] == (void *)mine;
+    CHECK_EQ(1, rows_with_mine, "one row points at the context's copy");
+    CHECK_EQ(1, mine(), "the context's copy counts on its own");
+    CHECK_EQ(2, dflt(), "the default copy");
+
+    /* Past the 63 contexts with rows of their own, a new shim's default
+     * context has none: the registration fails with VLCS_E_LIMIT. */
+    vlcs_ctx *filler = NULL;
+    for (int i = 0; i < SLOTS; i++)
+        filler = vlcs_ctx_create(NULL);
+    CHECK(filler != NULL, "contexts without a namespace are cheap");
+    static void *table2[SLOTS];
+    const char *one[] = {"singleton_value_addr"};
+    CHECK_ERR(vlcs_shim_register("libvlcs_singleton.so", SINGLETON_LIB, one, 1, table2),
+              "only the first 63 contexts");
+    CHECK_CODE(VLCS_E_LIMIT, "no shim slot left");
+    CHECK_NULLC(VLCS_E_NOT_FOUND, vlcs_ctx_load_transparent(c, "libvlcs_singleton.so"));
+    CHECK(table2[0] == NULL, "the failed shim's row 0 was cleared");
+
+    /* The registered shim and its contexts work on. */
+    CHECK_EQ(3, dflt(), "the default copy after the failures");
+    CHECK_EQ(0, vlcs_enter(c), "enter");
+    CHECK_EQ(2, mine(), "the context's copy");
+    CHECK_EQ(0, vlcs_leave(), "leave");
+    PASS("shim rollback");
+}
+
+int main(void)
+{
+    services();
+    shims();
+    return 0;
+}
