@@ -1,0 +1,158 @@
+"""Whose import is it: the owners (each context, and the base) and the
+rules that pick one for a lookup.
+
+Which owner an import belongs to is decided in this order:
+
+1. the module being executed right now by this thread on behalf of an owner
+   (imports made while a module initialises, C-level ones included);
+2. for lookups C code makes (forwarder attributes, ``PyImport_Import``,
+   ``_find_and_load``): the innermost extension module of an owner on the
+   native stack, since C callers have no Python frame;
+3. the nearest Python frame whose module belongs to an owner (code of a
+   context's numpy belongs to that context, from any thread, at any time);
+   an ``import`` statement is decided by the importing module alone;
+4. the context the calling thread is in (``with ctx:``, executor threads);
+5. the base.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import sys
+import threading
+from collections.abc import Callable
+from importlib.machinery import EXTENSION_SUFFIXES
+from typing import Any
+
+# Top-level names that are never privatised.
+_SHARED: set[str] = (
+    set(sys.builtin_module_names)
+    | set(getattr(sys, "stdlib_module_names", ()))
+    | {
+        "vlcs",
+        "__main__",
+        "__mp_main__",
+        "_distutils_hack",
+        # patches the shared typing module: two copies would mix their types
+        "typing_extensions",
+        "pytest",
+        "_pytest",
+        "pluggy",
+        "py",
+    }
+)
+
+
+class Owner:
+    """The modules of one context, or of the base (ctx is None)."""
+
+    def __init__(self, label: str, ctx: Any = None) -> None:
+        self.label = label
+        self.ctx = ctx
+        self.modules: dict[str, Any] = {}
+        self.registries: dict[Any, Any] = {}  # binding libraries' type registries
+
+    def __repr__(self) -> str:
+        return f"<vlcs import owner {self.label}>"
+
+
+BASE = Owner("base")
+
+lock = threading.RLock()
+tls = threading.local()
+# id(module.__dict__) -> owner, for every module in an owner's table; the
+# tables keep the modules (and so the ids) alive.
+owner_of: dict[int, Owner] = {}
+managed: set[str] = set()  # top-level names with forwarders in sys.modules
+# () -> the owner of the calling thread's context; set by install()
+thread_owner: Callable[[], Owner] = lambda: BASE  # noqa: E731
+
+
+def share(*names: str) -> None:
+    """Keep the given top-level packages shared: imported once, in the base.
+
+    Use it for packages that must exist once per process (a plugin registry,
+    a logging setup) or that break when imported twice.
+
+    >>> import vlcs
+    >>> vlcs.share("my_registry")
+    """
+    for n in names:
+        if not isinstance(n, str) or not n or "." in n:
+            raise ValueError(f"share() takes top-level package names; got {n!r}")
+        if n in managed:
+            raise ValueError(f"{n!r} is already imported privately by a context; share it earlier")
+        _SHARED.add(n)
+
+
+# --- deciding the owner -----------------------------------------------------------
+
+
+def resolve(frame: Any, native: bool = True) -> Owner:
+    stack = getattr(tls, "loading", None)
+    if stack:
+        return stack[-1]
+    if native and _objects:
+        o = _native_owner()
+        if o is not None:
+            return o
+    table = owner_of
+    f = frame
+    while f is not None:
+        o = table.get(id(f.f_globals))
+        if o is not None:
+            return o
+        f = f.f_back
+    return thread_owner()
+
+
+# --- native callers ---------------------------------------------------------------
+# C code (numpy filling a lazy cache, Cython helpers) imports through
+# sys.modules with no Python frame of its own: the innermost extension module
+# on the native stack tells whose import it is.
+
+_objects: dict[int, Owner] = {}  # dlopen handle of an extension module -> owner
+_handles: Any = None  # the same keys, as a ctypes array for vlcs_stack_find
+
+
+def register_object(handle: int, owner: Owner) -> None:
+    global _handles
+    if handle and _objects.get(handle) is not owner:
+        _objects[handle] = owner
+        _handles = None
+
+
+def register_base_extension(module: Any) -> None:
+    path = getattr(module, "__file__", None)
+    if not isinstance(path, str) or not path.endswith(tuple(EXTENSION_SUFFIXES)):
+        return
+    try:
+        dll = ctypes.CDLL(path, mode=os.RTLD_NOLOAD | os.RTLD_LAZY)
+    except OSError:
+        return
+    register_object(dll._handle, BASE)
+
+
+def _native_owner() -> Owner | None:
+    global _handles
+    from vlcs._lib import lib
+
+    arr = _handles
+    if arr is None:
+        arr = _handles = (ctypes.c_void_p * len(_objects))(*_objects)
+    h = lib().vlcs_stack_find(arr, len(arr))
+    return _objects.get(h) if h else None
+
+
+def wants(owner: Owner, name: str) -> bool:
+    """Whether owner's import of name goes through the owner tables."""
+    top = name.partition(".")[0]
+    if owner is BASE:
+        return top in managed
+    return top not in _SHARED
+
+
+def all_owners() -> list[Owner]:
+    seen = {id(o): o for o in list(owner_of.values())}
+    return list(seen.values())
