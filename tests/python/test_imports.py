@@ -4,15 +4,36 @@ fresh interpreter (scenarios.py) and reports facts as JSON."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import subprocess
 import sys
+from typing import Any
 
 import pytest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 needs_two = pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs 2 CPUs")
+
+
+def needs(package: str, how: str = ""):
+    """Skip, saying why, where an optional heavy package is not installed."""
+    return pytest.mark.skipif(
+        importlib.util.find_spec(package) is None,
+        reason=f"{package} is not installed ({how or 'pip install ' + package}; ./run installs it)",
+    )
+
+
+def expect(r: dict, **wanted: Any) -> None:
+    """Every property of a scenario's report has its wanted value; a failure
+    names each property that differs, with the value seen."""
+    wrong = [
+        f"{k}: wanted {v!r}, got {r.get(k, '<missing>')!r}"
+        for k, v in wanted.items()
+        if r.get(k) != v
+    ]
+    assert not wrong, "scenario properties failed:\n  " + "\n  ".join(wrong)
 
 
 def run_case(name: str) -> dict:
@@ -26,68 +47,88 @@ def run_case(name: str) -> dict:
     return json.loads(p.stdout.strip().splitlines()[-1])
 
 
+@needs("scipy")
 def test_modules_made_by_pyimport_addmodule_stay_per_context():
     # scipy 1.15 (Cython 3.0) imported into a second context failed with
     # "No module named '_cython_3_0_12'" before forwarders answered
     # AttributeError for a module the reading owner never made.
     r = run_case("addmodule")
-    assert (r["a"], r["b"], r["base"]) == ("ok", "ok", "ok")
-    assert r["distinct_types"] and r["a_reads_its_own"]
+    expect(r, a="ok", b="ok", base="ok", distinct_types=True, a_reads_its_own=True)
 
 
 @needs_two
+@needs("numpy")
 def test_numpy_two_private_copies_with_their_own_openblas_pools():
     r = run_case("numpy")
-    assert r["distinct"] and r["ndarray_types_distinct"]
-    # OPENBLAS_NUM_THREADS 1 and 2 in the two contexts: each copy says so
-    assert r["pools"] == {"a": [1], "b": [2]}
-    assert r["matmul_a_equal"] and r["matmul_b_equal"]
-    assert r["a_to_b"] and r["buffer"]
-    assert r["a_is_a"] and r["a_type"] == "numpy.ndarray"
-    # the base keeps its numpy and every module object it had
-    assert r["base_same_object"] and r["base_names_kept"]
-    # a context's numpy called from base code after the block fills its lazy
-    # C-level caches from its own modules (this recursed without end before)
-    assert r["a_from_base_sum"] == 4.0 and r["base_sum_after"] == 3.0
+    expect(
+        r,
+        distinct=True,
+        ndarray_types_distinct=True,
+        # OPENBLAS_NUM_THREADS 1 and 2 in the two contexts: each copy says so
+        pools={"a": [1], "b": [2]},
+        matmul_a_equal=True,
+        matmul_b_equal=True,
+        a_to_b=True,
+        buffer=True,
+        a_is_a=True,
+        a_type="numpy.ndarray",
+        # the base keeps its numpy and every module object it had
+        base_same_object=True,
+        base_names_kept=True,
+        # a context's numpy called from base code after the block fills its
+        # lazy C-level caches from its own modules (this recursed without end)
+        a_from_base_sum=4.0,
+        base_sum_after=3.0,
+    )
 
 
+@needs("numpy")
 def test_imports_stay_in_their_context():
     r = run_case("imports")
-    assert r["base_lazypkg_separate"]
-    assert r["call_time_import"], "a function-level import in a's code must give a's numpy"
-    assert r["call_time_import_other_thread"]
-    assert r["import_module"] and r["submodule_numpy"]
-    assert r["base_call_time_import"], "the base's copy must keep importing the base's numpy"
-    assert r["in_a_statement"] and r["executor_import"] and r["modules_listed"]
+    expect(
+        r,
+        base_lazypkg_separate=True,
+        call_time_import=True,  # a function-level import in a's code gives a's numpy
+        call_time_import_other_thread=True,
+        import_module=True,
+        submodule_numpy=True,
+        base_call_time_import=True,  # the base's copy keeps importing the base's numpy
+        in_a_statement=True,
+        executor_import=True,
+        modules_listed=True,
+    )
 
 
+@needs("numpy")
 def test_failed_imports_raise_and_leave_context_and_base_usable():
     r = run_case("imports")
-    assert r["broken"] == "broken_pkg refuses to import"
-    assert r["broken_base_untouched"]
-    assert r["missing"] == "vlcs_no_such_module"
-    assert r["usable_after_errors"]
-    assert r["new_base_names"] == []  # nothing private leaked into the base
+    expect(
+        r,
+        broken="broken_pkg refuses to import",
+        broken_base_untouched=True,
+        missing="vlcs_no_such_module",
+        usable_after_errors=True,
+        new_base_names=[],  # nothing private leaked into the base
+    )
 
 
 @needs_two
+@needs("h5py")
 def test_h5py_writes_concurrently_in_two_contexts():
     r = run_case("h5py")
-    assert r["sums_equal"]
-    assert r["files_equal_plain_h5py"], "files differ from sequential writes"
+    expect(r, sums_equal=True, files_equal_plain_h5py=True, alive_after_mix=True)
     assert r["mixed"].startswith(("ValueError", "TypeError")), r["mixed"]
-    assert r["alive_after_mix"]
 
 
 @needs_two
+@needs("scipy")
 def test_scipy_eigsh_and_solve_ivp_concurrently_give_sequential_results():
     r = run_case("scipy")
-    assert r == {"distinct": True, "a_equal": True, "b_equal": True}
+    expect(r, distinct=True, a_equal=True, b_equal=True)
 
 
 @needs_two
+@needs("torch", "pip install torch==2.13.0, the CPU build")
 def test_torch_threads_follow_cpus_and_training_runs_in_both():
     r = run_case("torch")
-    assert r["distinct"]
-    assert r["threads"] == [1, 2]
-    assert r["losses_equal"]
+    expect(r, distinct=True, threads=[1, 2], losses_equal=True)
