@@ -23,6 +23,7 @@
  * lock-free table of code ranges, and the mmap-based forging of view.c.
  */
 #include "internal.h"
+#include "strict_filter.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -48,7 +49,6 @@
 #ifndef SYS_SECCOMP
 #define SYS_SECCOMP 1 /* si_code of a seccomp trap (asm-generic/siginfo.h) */
 #endif
-#define TRAP_MAGIC 0x766c /* SECCOMP_RET_DATA: tells our traps from others' */
 
 /* ---- which context owns a code address --------------------------------- */
 
@@ -113,49 +113,25 @@ static bool covered(const struct range_table *t, const struct range *r)
 }
 
 #define MAX_RANGES 4096
-#define LD_W(off) ((struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS, (off)))
-#define JUMP(op, val, jt, jf) ((struct sock_filter)BPF_JUMP(BPF_JMP | (op) | BPF_K, (val), (jt), (jf)))
-#define RET(val) ((struct sock_filter)BPF_STMT(BPF_RET | BPF_K, (val)))
-#define IP_LO offsetof(struct seccomp_data, instruction_pointer)
-#define IP_HI (offsetof(struct seccomp_data, instruction_pointer) + 4)
 
-/* A filter that traps the five syscalls when made from one of the ranges.
- * Each range is split at 4 GiB boundaries so it can be tested on 32-bit
- * halves of the instruction pointer.  Returns VLCS_OK or a vlcs_errcode_t
- * with err set. */
-static int add_filter(const struct range *r, size_t n, char *err, size_t errsize)
+/* A filter that traps the five syscalls when made from one of the ranges
+ * (strict_filter.c builds it).  Returns VLCS_OK or a vlcs_errcode_t with
+ * err set. */
+static int add_filter(const struct code_range *r, size_t n, char *err, size_t errsize)
 {
-    size_t max = 12 + n * 2 * 5 + 1;
-    struct sock_filter *f = calloc(max, sizeof *f);
+    size_t k = strict_filter_size(r, n);
+    if (k > BPF_MAXINSNS) {
+        snprintf(err, errsize, "a filter for %zu code ranges needs %zu BPF instructions, over "
+                               "the kernel's %d",
+                 n, k, BPF_MAXINSNS);
+        return VLCS_E_LIMIT;
+    }
+    struct sock_filter *f = calloc(k, sizeof *f);
     if (f == NULL) {
         snprintf(err, errsize, "out of memory");
         return VLCS_E_SYSTEM;
     }
-    size_t k = 0;
-    f[k++] = LD_W(offsetof(struct seccomp_data, arch));
-    f[k++] = JUMP(BPF_JEQ, AUDIT_ARCH_X86_64, 1, 0);
-    f[k++] = RET(SECCOMP_RET_ALLOW);
-    f[k++] = LD_W(offsetof(struct seccomp_data, nr));
-    f[k++] = JUMP(BPF_JEQ, SYS_sched_getaffinity, 5, 0);
-    f[k++] = JUMP(BPF_JEQ, SYS_sched_setaffinity, 4, 0);
-    f[k++] = JUMP(BPF_JEQ, SYS_open, 3, 0);
-    f[k++] = JUMP(BPF_JEQ, SYS_openat, 2, 0);
-    f[k++] = JUMP(BPF_JEQ, SYS_openat2, 1, 0);
-    f[k++] = RET(SECCOMP_RET_ALLOW);
-    for (size_t i = 0; i < n; i++) {
-        for (uint64_t s = r[i].start; s < r[i].end;) {
-            uint64_t boundary = (s | 0xffffffffull) + 1;
-            uint64_t last = (r[i].end < boundary ? r[i].end : boundary) - 1;
-            f[k++] = LD_W(IP_HI);
-            f[k++] = JUMP(BPF_JEQ, (uint32_t)(s >> 32), 0, 4);
-            f[k++] = LD_W(IP_LO);
-            f[k++] = JUMP(BPF_JGE, (uint32_t)s, 0, 2);
-            f[k++] = JUMP(BPF_JGT, (uint32_t)last, 1, 0);
-            f[k++] = RET(SECCOMP_RET_TRAP | TRAP_MAGIC);
-            s = last + 1;
-        }
-    }
-    f[k++] = RET(SECCOMP_RET_ALLOW);
+    strict_filter_build(r, n, f, k);
     struct sock_fprog prog = {(unsigned short)k, f};
     /* SPEC_ALLOW: this filter is no sandbox, so spare the process the
      * speculative-store-bypass mitigation that seccomp turns on by default
@@ -202,7 +178,7 @@ static int cover_new_code(char *err, size_t errsize)
         if (c->has_ns)
             t->n += namespace_ranges(c, t->r + t->n, MAX_RANGES - t->n);
     struct range_table *old = atomic_load(&ranges);
-    struct range *fresh = malloc((t->n ? t->n : 1) * sizeof *fresh);
+    struct code_range *fresh = malloc((t->n ? t->n : 1) * sizeof *fresh);
     if (fresh == NULL) {
         munmap(t, mapped);
         snprintf(err, errsize, "out of memory");
@@ -211,7 +187,7 @@ static int cover_new_code(char *err, size_t errsize)
     size_t nfresh = 0;
     for (size_t i = 0; i < t->n; i++)
         if (!covered(old, &t->r[i]))
-            fresh[nfresh++] = t->r[i];
+            fresh[nfresh++] = (struct code_range){t->r[i].start, t->r[i].end};
     /* Publish before filtering: a trap from the new code must find its owner. */
     atomic_store_explicit(&ranges, t, memory_order_release);
     /* The old table may be read by a handler on another thread right now; it
@@ -295,7 +271,7 @@ static struct sigaction previous;
 static void on_sigsys(int sig, siginfo_t *info, void *uc_)
 {
     ucontext_t *uc = uc_;
-    if (info->si_code != SYS_SECCOMP || info->si_errno != TRAP_MAGIC) {
+    if (info->si_code != SYS_SECCOMP || info->si_errno != STRICT_TRAP_DATA) {
         /* Not ours: hand it to whoever had SIGSYS before. */
         if (previous.sa_flags & SA_SIGINFO) {
             if (previous.sa_sigaction)
