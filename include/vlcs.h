@@ -102,8 +102,9 @@ typedef struct vlcs_opts {
  * process (exec'd set-uid programs gain no privileges); and vlcs owns
  * SIGSYS: SIGSYS not raised by vlcs's filters goes to the handler that was
  * installed before, while a handler installed later receives vlcs's traps
- * instead, and those syscalls of context code then fail.  A thread that
- * blocks SIGSYS must not run context code that opens files.
+ * instead (si_code SYS_SECCOMP, si_errno 0x766c), and those syscalls of
+ * context code then fail: the kernel skips them and no one answers.  A
+ * thread that blocks SIGSYS must not run context code that opens files.
  * VLCS_STRICT=1 in the environment turns it on in vlcs_init().
  *
  * @return 0, or -1 with vlcs_error() set: VLCS_E_UNSUPPORTED when seccomp
