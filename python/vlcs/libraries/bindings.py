@@ -15,8 +15,11 @@ from vlcs.libraries._base import LibraryController
 class Pybind11(LibraryController):
     name = "pybind11"
     user_api = "bindings"
-    # 2.x: in builtins; 3.x: in the interpreter's state dict
-    registry_keys = ("__pybind11_internals",)
+    # 2.x: in builtins; 3.x: in the interpreter's state dict, beside a cache
+    # of imported modules keyed by name (one owner's numpy handed to another
+    # owner's scipy.fft: "incompatible function arguments") and the
+    # internals of module_local types
+    registry_keys = ("__pybind11_internals", "__pybind11_module_cache", "__pybind11_module_local")
 
 
 class Nanobind(LibraryController):
