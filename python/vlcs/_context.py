@@ -25,7 +25,7 @@ import weakref
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from vlcs import _imports, _views, libraries
+from vlcs import _dlopen, _imports, _views, libraries
 from vlcs._extension import python_service
 from vlcs._lib import check, fail, lib
 from vlcs._linkmap import namespace_objects
@@ -87,6 +87,7 @@ class VLC:
         self._owner = _imports.Owner(self.name, self)
         _contexts[handle] = self
         _views.install(_context_cpus)
+        _dlopen.install()
         _imports.install(_thread_owner)
 
     # --- the paper's API -------------------------------------------------------

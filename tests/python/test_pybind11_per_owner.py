@@ -29,8 +29,7 @@ def fft(np, sf):
     return [[z.real, z.imag] for z in sf.fft(np.asarray([1.0, 2.0, 3.0, 4.0])).tolist()]
 
 def png(mpl):
-    mpl.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = mpl.pyplot
     fig, ax = plt.subplots(figsize=(3, 2), dpi=50)
     ax.plot([0, 1, 2], [0, 1, 4])
     ax.set_title("vlcs")
@@ -39,14 +38,24 @@ def png(mpl):
     plt.close(fig)
     return buf.getvalue()
 
+# Imports one context after the other: while a module executes, sys.modules
+# holds it under its plain name, where another context's concurrent import
+# could see it half made (the module-table redesign of the Python stack
+# issue removes that); the computations below run concurrently.
+def load():
+    import numpy, scipy.fft, matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot
+    return numpy, scipy.fft, matplotlib
+
 with a:
-    import numpy as na, scipy.fft as fa, matplotlib as ma
+    na, fa, ma = load()
 with b:
-    import numpy as nb, scipy.fft as fb, matplotlib as mb
+    nb, fb, mb = load()
 # concurrently, each on a thread of its context
 futs = [a.submit(fft, na, fa), b.submit(fft, nb, fb), a.submit(png, ma), b.submit(png, mb)]
 fft_a, fft_b, png_a, png_b = [f.result() for f in futs]
-import numpy as n0, scipy.fft as f0, matplotlib as m0
+n0, f0, m0 = load()
 print(json.dumps({
     "distinct": len({id(fa), id(fb), id(f0)}) == 3,
     "fft_a": fft_a, "fft_b": fft_b, "fft_base": fft(n0, f0),
