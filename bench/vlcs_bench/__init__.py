@@ -11,6 +11,6 @@ runtime's wheel carries none of its programs.  The ``vlcs`` command hands
 * ``_build`` — the cached compiler driver all of them use
 
 >>> from vlcs_bench.evaluation import CASES
->>> CASES[1].module
+>>> CASES[1]
 'overheads'
 """

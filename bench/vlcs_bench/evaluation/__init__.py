@@ -23,35 +23,22 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
 from vlcs_bench.evaluation._harness import say
 from vlcs_bench.machine import cpu_model as _cpu_model
 
-
-class Case(NamedTuple):
-    module: str  #: the module under vlcs_bench.evaluation that runs it
-    models: str  #: what it models (the paper's table or figure)
-
-
-#: The cases, one module each.
-CASES: dict[int, Case] = {
-    1: Case(
-        "overheads",
-        "Table 2: create, enter/leave, interposed calls, strict mode, shim and Service calls",
-    ),
-    2: Case(
-        "load_time",
-        "Table 3: 4 copies of OpenBLAS, libgomp, arpack, numpy, scipy, torch vs one load",
-    ),
-    3: Case("adoption", "Table 4: workloads inside one context vs outside; lines changed to adopt"),
-    4: Case("contention", "Fig. 8: OpenMP kernels composed with OpenBLAS or a torch MLP"),
-    5: Case("nested", "Fig. 9: one large GEMM beside many small ones, C++ and numpy"),
-    6: Case(
-        "thread_unsafe", "Fig. 10: arpack-ng, h5py and scipy eigsh jobs that are not thread-safe"
-    ),
-    7: Case("tuning", "Figs. 1-2: two torch trainings of unequal size; the thread-split heatmap"),
-    8: Case("versus_mpi", "Fig. 11 on CPU: a 3-D heat equation, two MPI ranks vs two contexts"),
+#: case number -> its module under vlcs_bench.evaluation; each module's
+#: TITLE and MODELS say what it models (the table: bench/README.md)
+CASES: dict[int, str] = {
+    1: "overheads",
+    2: "load_time",
+    3: "adoption",
+    4: "contention",
+    5: "nested",
+    6: "thread_unsafe",
+    7: "tuning",
+    8: "versus_mpi",
 }
 
 
@@ -97,7 +84,7 @@ def machine() -> dict[str, Any]:
 
 def run_case(number: int, quick: bool) -> dict[str, Any]:
     """One case in a fresh interpreter; a failure is reported, not raised."""
-    module = CASES[number].module
+    module = CASES[number]
     with tempfile.NamedTemporaryFile(suffix=".json", delete=False) as f:
         out = f.name
     cmd = [sys.executable, "-m", "vlcs_bench.evaluation.case", module, "--out", out]
@@ -133,6 +120,6 @@ def run_all(cases: list[int], quick: bool) -> dict[str, Any]:
         "cases": [],
     }
     for n in cases:
-        say(f"case {n} ({CASES[n].module})...")
+        say(f"case {n} ({CASES[n]})...")
         doc["cases"].append(run_case(n, quick))
     return doc
