@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import ctypes
+import os
 import threading
 import weakref
 from collections.abc import Callable, Iterable, Mapping
@@ -155,15 +156,17 @@ class VLC:
         self._libraries.append(library)
         return dll
 
-    def _load(self, path: str) -> ctypes.CDLL:
-        h = lib().vlcs_ctx_load(self._h, path.encode())
+    def _load_handle(self, path: str | bytes) -> int:
+        """vlcs_ctx_load's handle of path in this context; raises on failure."""
+        h = lib().vlcs_ctx_load(self._h, os.fsencode(path))
         if not h:
             fail()
         self._any_handle = self._any_handle or h
-        # Never handle=None: ctypes would dlopen the base's copy instead.
-        return ctypes.CDLL(path, handle=h)
+        return h
 
-    _load_for_import = _load
+    def _load(self, path: str) -> ctypes.CDLL:
+        # Never handle=None: ctypes would dlopen the base's copy instead.
+        return ctypes.CDLL(path, handle=self._load_handle(path))
 
     @property
     def modules(self) -> list[str]:
@@ -231,7 +234,8 @@ class VLC:
         if self._any_handle is None:
             return []
         with self:
-            return [c.info() for c in self._controllers() if c.num_threads() is not None]
+            pools = [c.info() for c in self._controllers()]
+        return [p for p in pools if p["num_threads"] is not None]
 
     def set_num_threads(self, n: int, user_api: str | None = None) -> list[str]:
         """Resize the thread pools of the context's libraries through their

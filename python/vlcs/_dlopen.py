@@ -19,7 +19,6 @@ from typing import Any
 
 from vlcs import _owners
 from vlcs._errors import VlcsError
-from vlcs._lib import fail, lib
 
 _real_dlopen = ctypes._dlopen  # type: ignore[attr-defined]
 _installed = False
@@ -36,16 +35,12 @@ def _dlopen(name: Any, mode: int = ctypes.DEFAULT_MODE) -> int:
     owner = _owners.resolve(caller)
     if owner.ctx is None:
         return _real_dlopen(name, mode)
-    h = lib().vlcs_ctx_load(owner.ctx._h, os.fsencode(name))
-    if not h:
-        try:
-            fail()
-        except VlcsError as e:
-            if isinstance(e, OSError):
-                raise
-            raise OSError(str(e)) from e  # what ctypes callers expect of dlopen
-    owner.ctx._any_handle = owner.ctx._any_handle or h
-    return h
+    try:
+        return owner.ctx._load_handle(name)
+    except VlcsError as e:
+        if isinstance(e, OSError):
+            raise
+        raise OSError(str(e)) from e  # what ctypes callers expect of dlopen
 
 
 def install() -> None:

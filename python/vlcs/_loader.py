@@ -216,7 +216,7 @@ class _SharedCodeLoader(SourceFileLoader):
 
 def _loader_for(owner: Owner) -> Any:
     def load_into_context(path: str) -> Any:
-        dll = owner.ctx._load_for_import(path)
+        dll = owner.ctx._load(path)
         _owners.register_object(dll._handle, owner)
         return dll
 
