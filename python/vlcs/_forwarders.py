@@ -63,6 +63,21 @@ class Forwarder(ModuleType):
             # creates them on AttributeError only).
             raise AttributeError(f"module {name!r} has no attribute {attr!r}") from None
 
+    def __getattribute__(self, attr: str) -> Any:
+        # Names this class defines (__repr__, __doc__, __getattr__, ...) would
+        # hide the module's own: numpy's C code reads numpy._core._dtype's
+        # __repr__ through sys.modules and got the forwarder's bound method
+        # ("expected 0 arguments, got 1" for str(np.dtype(...)), in the base
+        # too).  The owner's module answers them when it defines them.
+        if attr in _CLASS_DUNDERS:
+            d = object.__getattribute__(self, "__dict__")
+            if attr not in d:
+                m = resolve(sys._getframe(1)).modules.get(d["__name__"])
+                md = getattr(m, "__dict__", None)
+                if md is not None and attr in md:
+                    return md[attr]
+        return object.__getattribute__(self, attr)
+
     def __getattr__(self, attr: str) -> Any:
         return getattr(self._target(sys._getframe(1), attr), attr)
 
@@ -92,6 +107,12 @@ class Forwarder(ModuleType):
 
     def __repr__(self) -> str:
         return f"<vlcs forwarder of module {self.__dict__['__name__']!r}>"
+
+
+_CLASS_DUNDERS = frozenset(n for n in dir(Forwarder) if n.startswith("__") and n.endswith("__")) - {
+    "__dict__",
+    "__class__",
+}
 
 
 # C code that got a forwarder from PyImport_ImportModule may write into its

@@ -47,6 +47,13 @@ def numpy_case():
         # a context's numpy used from base code after the block (lazy C caches)
         "a_from_base_sum": float(np_a.ones(4).sum()),
         "base_sum_after": float(np.ones(3).sum()),
+        # numpy's C code reads numpy._core._dtype.__repr__ through sys.modules
+        "dtype_reprs": [
+            str(np.dtype("float32")),
+            repr(np.arange(2, dtype=np.float32)),
+            a.submit(lambda: repr(np_a.arange(2, dtype=np_a.float32))).result(),
+            b.submit(lambda: str(np_b.dtype("int16"))).result(),
+        ],
         "a_type": type(ra).__module__ + "." + type(ra).__name__,
         "a_is_a": type(ra) is np_a.ndarray,
     }

@@ -79,6 +79,13 @@ def test_numpy_two_private_copies_with_their_own_openblas_pools():
         # lazy C-level caches from its own modules (this recursed without end)
         a_from_base_sum=4.0,
         base_sum_after=3.0,
+        # dtype and array reprs, in the base and both contexts
+        dtype_reprs=[
+            "float32",
+            "array([0., 1.], dtype=float32)",
+            "array([0., 1.], dtype=float32)",
+            "int16",
+        ],
     )
 
 
