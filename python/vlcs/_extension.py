@@ -96,6 +96,26 @@ def python_service() -> None:
     _service_ready = True
 
 
+_api.PyModule_GetDef.restype = ctypes.c_void_p
+_api.PyModule_GetDef.argtypes = [ctypes.py_object]
+_api.PyState_FindModule.restype = ctypes.c_void_p  # borrowed: compared as an address
+_api.PyState_FindModule.argtypes = [ctypes.c_void_p]
+_api.PyState_AddModule.restype = ctypes.c_int
+_api.PyState_AddModule.argtypes = [ctypes.py_object, ctypes.c_void_p]
+
+
+def _register_single_phase(module: ModuleType) -> None:
+    """What CPython's import does after a single-phase PyInit: register the
+    module under its definition, so that PyState_FindModule(def) in the
+    module's C code finds it (protobuf's upb does so on every call)."""
+    d = _api.PyModule_GetDef(module) if isinstance(module, ModuleType) else None
+    if not d:
+        ctypes.pythonapi.PyErr_Clear()
+        return
+    if _api.PyState_FindModule(d) != id(module):
+        _api.PyState_AddModule(module, d)
+
+
 def _init_symbol(name: str) -> str:
     short = name.rpartition(".")[2]
     try:
@@ -153,7 +173,9 @@ class ContextExtensionLoader:
         # Single-phase: PyInit returned a new reference to the module; the
         # cast borrows it, so the module keeps one extra reference for good
         # (extension modules are never unloaded anyway).
-        return ctypes.cast(result, ctypes.py_object).value
+        module = ctypes.cast(result, ctypes.py_object).value
+        _register_single_phase(module)
+        return module
 
     def exec_module(self, module: ModuleType) -> None:
         d = self._defs.pop(id(module), None)

@@ -8,7 +8,8 @@ namespace.  The standard library, builtin modules and the names given to
 importlib's seams:
 
 * :mod:`vlcs._owners` — whose import it is (the owner rules);
-* :mod:`vlcs._forwarders` — what ``sys.modules`` holds for privatised names;
+* :mod:`vlcs._modtable` — ``sys.modules``, answering each owner with its own
+  modules, for Python and C readers alike;
 * :mod:`vlcs._loader` — find, create, execute, roll back;
 * :mod:`vlcs._extension` — extension modules into a namespace;
 * this module — the three doors into the import system, installed once.
@@ -16,27 +17,28 @@ importlib's seams:
 CPython has three doors into the import system, and each is covered:
 
 * the ``import`` statement calls ``builtins.__import__`` with the importing
-  module's globals: replaced here, it returns the owner's real modules;
+  module's globals: replaced here, it returns the owner's modules;
 * ``importlib.import_module``: replaced, same answer;
-* C code (Cython's import helpers, ``PyImport_ImportModule``) reads
-  ``sys.modules`` directly and calls ``importlib._bootstrap._find_and_load``
-  on a miss.  The miss path is replaced; hits find forwarders.
+* C code (Cython's import helpers, ``PyImport_ImportModule``) reads the
+  module table, which answers per owner, and calls
+  ``importlib._bootstrap._find_and_load`` on a miss: replaced too.
 
-Names the base had imported before a context privatised them move behind a
-forwarder too; base code keeps using its own objects.
+The base's imports are CPython's own, run with the base decided as the
+owner, so that nothing a context did changes what base code gets.
 """
 
 from __future__ import annotations
 
 import builtins
+import contextlib
 import dis
 import importlib
 import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from types import TracebackType
 from typing import Any
 
-from vlcs import _extension, _forwarders, _loader, _owners
+from vlcs import _extension, _loader, _modtable, _owners
 from vlcs._owners import BASE, Owner, resolve, share
 
 __all__ = ["BASE", "Owner", "install", "modules_of", "share"]
@@ -55,8 +57,8 @@ _installed = False
 _INTERNAL = {
     __file__,
     _extension.__file__,
-    _forwarders.__file__,
     _loader.__file__,
+    _modtable.__file__,
     _owners.__file__,
     "<frozen importlib._bootstrap>",
     "<frozen importlib._bootstrap_external>",
@@ -114,24 +116,18 @@ def _import_from(
     fromlist: Sequence[str] | None,
     level: int,
 ) -> Any:
-    if name in _forwarders.handed:
-        _forwarders.harvest(name)
     if caller.f_globals is globals and caller.f_code.co_code[caller.f_lasti] == _IMPORT_NAME:
         # An import statement: the importing module decides.
         owner = _owners.owner_of.get(id(globals)) or resolve(caller, native=False)
     else:
         # PyImport_Import from C passes whatever Python frame is innermost,
-        # then reads sys.modules[name] itself.
+        # then reads sys.modules[name] itself (with the same owner rules).
         owner = resolve(caller)
-        if owner is not BASE and level == 0 and name.partition(".")[0] in _owners.managed:
-            _forwarders.handed[name] = owner
-    if level == 0:
-        if not _owners.wants(owner, name):
+    absname = name if level == 0 else _absolute(name, globals, level)
+    if not _owners.wants(owner, absname):
+        if owner is not BASE:
             return _orig_import(name, globals, locals, fromlist, level)
-        absname = name
-    else:
-        absname = _absolute(name, globals, level)
-        if not _owners.wants(owner, absname):
+        with _decided(BASE):
             return _orig_import(name, globals, locals, fromlist, level)
     module = load(owner, absname)
     if not fromlist:
@@ -198,7 +194,23 @@ def _find_and_load(name: str, import_: Any = None) -> Any:
             return load(owner, name)
         except BaseException as e:
             raise _hide_machinery(e)  # noqa: B904
-    return _orig_find_and_load(name, import_)
+    if owner is not BASE:
+        return _orig_find_and_load(name, import_)
+    with _decided(BASE):
+        return _orig_find_and_load(name, import_)
+
+
+@contextlib.contextmanager
+def _decided(owner: Owner) -> Iterator[None]:
+    """Lookups made while CPython runs an import this module decided are
+    that owner's (the native stack may hold another owner's code that
+    called back into base code)."""
+    stack = _owners.tls.__dict__.setdefault("loading", [])
+    stack.append(owner)
+    try:
+        yield
+    finally:
+        stack.pop()
 
 
 def install(thread_owner: Any) -> None:
@@ -209,6 +221,7 @@ def install(thread_owner: Any) -> None:
         if _installed:
             return
         _installed = True
+        _modtable.install()
         builtins.__import__ = _import
         importlib.import_module = _import_module
         _bootstrap._find_and_load = _find_and_load

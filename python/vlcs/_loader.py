@@ -18,9 +18,8 @@ from importlib.machinery import (
 from types import ModuleType
 from typing import Any
 
-from vlcs import _forwarders, _owners
+from vlcs import _owners
 from vlcs._extension import ContextExtensionLoader
-from vlcs._forwarders import Forwarder, adopt, forwarder, harvest, sweep
 from vlcs._owners import BASE, Owner
 
 _bootstrap: Any = sys.modules["_frozen_importlib"]
@@ -36,26 +35,30 @@ def _trace(msg: str) -> None:
 
 
 def load(owner: Owner, name: str) -> Any:
-    """The owner's module called name (absolute), imported if needed."""
+    """The context owner's module called name (absolute), imported if needed.
+    A failed import leaves the owner's table as it was before."""
     m = owner.modules.get(name)
     if m is not None:
         return m
     with _owners.lock:
-        harvest()
         depth = getattr(_owners.tls, "depth", 0)
-        before = set(sys.modules) if depth == 0 else set()
+        before = dict(owner.modules) if depth == 0 else None
         _owners.tls.depth = depth + 1
         try:
-            m = _load_unlocked(owner, name)
+            return _load_unlocked(owner, name)
         except BaseException:
-            if depth == 0:
-                _forwarders.forget_unowned(name.partition(".")[0])
+            if before is not None:
+                _forget_new(owner, before)
             raise
         finally:
             _owners.tls.depth = depth
-        if depth == 0:
-            sweep(owner, before)
-        return owner.modules.get(name, m)
+
+
+def _forget_new(owner: Owner, before: dict[str, Any]) -> None:
+    for k in [k for k, v in owner.modules.items() if before.get(k) is not v]:
+        dropped = owner.modules.pop(k)
+        _owners.owner_of.pop(id(getattr(dropped, "__dict__", None)), None)
+    owner.modules.update(before)
 
 
 def _load_unlocked(owner: Owner, name: str) -> Any:
@@ -64,16 +67,6 @@ def _load_unlocked(owner: Owner, name: str) -> Any:
         return m
     if not _owners.wants(owner, name):
         return _orig_import_module(name)
-    placed = sys.modules.get(name)
-    if (
-        placed is not None
-        and not isinstance(placed, Forwarder)
-        and name.partition(".")[0] in _owners.managed
-    ):
-        # Put there by module code of this load (torch registers the
-        # submodules of torch._C so): it is the owner's.
-        adopt(owner, name, placed)
-        return placed
     parent, _, child = name.rpartition(".")
     path = None
     if parent:
@@ -82,19 +75,18 @@ def _load_unlocked(owner: Owner, name: str) -> Any:
         if m is not None:
             return m
         path = getattr(pm, "__path__", None)
-        # Module objects made by C code as attributes (torch._C._nn), which
-        # the package registers with sys.modules.setdefault: a forwarder of
-        # another owner already stood there, so register them here.
+        # Module objects made by C code as attributes (torch._C._nn), not
+        # importable by name: the owner's, as the package's attribute says.
         made = getattr(pm, child, None) if path is None else None
         if type(made) is ModuleType:
-            adopt(owner, name, made)
+            _adopt(owner, name, made)
             return made
         if path is None:
             raise ModuleNotFoundError(
                 f"No module named {name!r}; {parent!r} is not a package", name=name
             )
     spec = _find(owner, name, path)
-    _forwarders.manage(name.partition(".")[0])
+    _owners.manage(name.partition(".")[0], dict.items(sys.modules))
     stack = _owners.tls.__dict__.setdefault("loading", [])
     stack.append(owner)
     try:
@@ -106,9 +98,6 @@ def _load_unlocked(owner: Owner, name: str) -> Any:
     finally:
         stack.pop()
     module = owner.modules[name]
-    if owner is BASE:
-        _owners.register_base_extension(module)
-    _rebind(owner, module)
     if parent:
         setattr(pm, child, module)
     if TRACE:
@@ -141,52 +130,30 @@ def _find(owner: Owner, name: str, path: Any) -> ModuleSpec:
 
 
 def _create(owner: Owner, name: str, spec: ModuleSpec) -> Any:
-    """The module object, entered in the owner's table."""
-    # While the module is created, its name is absent from sys.modules, as
-    # in a plain import: C code of a PyInit that looks itself up
-    # (PyImport_AddModule) must not reach another owner's copy.
-    sys.modules.pop(name, None)
-    hidden: dict[str, Any] = {}
-    if owner.ctx is not None and isinstance(spec.loader, ContextExtensionLoader):
-        # Binding libraries make submodules with PyImport_AddModule
-        # (pybind11's def_submodule: torch._C._onnx): hide other owners'
-        # forwarders of the submodules too, and keep what the PyInit adds.
-        prefix = name + "."
-        hidden = {
-            k: sys.modules.pop(k)
-            for k in [k for k in sys.modules if k.startswith(prefix)]
-            if type(sys.modules[k]) is Forwarder
-        }
-    try:
-        module = _bootstrap.module_from_spec(spec)
-    finally:
-        for k, fw in hidden.items():
-            made = sys.modules.get(k)
-            if made is not None and made is not fw:
-                adopt(owner, k, made)
-            else:
-                sys.modules[k] = fw
-    owner.modules[name] = module
-    _owners.owner_of[id(module.__dict__)] = owner
+    """The module object, entered in the owner's table.  Entries C code
+    makes meanwhile (PyImport_AddModule: pybind11's submodules) land in the
+    owner's table through sys.modules, as in a plain import."""
+    module = _bootstrap.module_from_spec(spec)
+    _adopt(owner, name, module)
     return module
 
 
 def _exec(owner: Owner, name: str, spec: ModuleSpec, module: Any) -> None:
-    # While it executes, the module is itself in sys.modules, as with any
-    # import: code that reads sys.modules[__name__] (to wrap or replace
-    # itself) or C code that adds attributes to it finds it.
-    sys.modules[name] = module
     spec._initializing = True
     try:
         spec.loader.exec_module(module)
     finally:
         spec._initializing = False
-        placed = sys.modules.get(name)
-        if placed is not None and placed is not module and not isinstance(placed, Forwarder):
-            adopt(owner, name, placed)  # it replaced itself (a common idiom)
-        else:
-            sys.modules[name] = forwarder(name)
-        harvest()
+    placed = owner.modules.get(name)
+    if placed is not None and placed is not module:
+        _adopt(owner, name, placed)  # it replaced itself in sys.modules (a common idiom)
+
+
+def _adopt(owner: Owner, name: str, module: Any) -> None:
+    owner.modules[name] = module
+    d = getattr(module, "__dict__", None)
+    if d is not None:
+        _owners.owner_of[id(d)] = owner
 
 
 def _roll_back(owner: Owner, name: str) -> None:
@@ -194,7 +161,6 @@ def _roll_back(owner: Owner, name: str) -> None:
     dropped = owner.modules.pop(name, None)
     if dropped is not None:
         _owners.owner_of.pop(id(getattr(dropped, "__dict__", None)), None)
-    sys.modules[name] = forwarder(name)  # forget_unowned drops it if nobody has name
     if TRACE:
         _trace(f"{owner.label}: {name} failed, rolled back")
 
@@ -223,27 +189,9 @@ def _loader_for(owner: Owner) -> Any:
     return load_into_context
 
 
-def _rebind(owner: Owner, module: Any) -> None:
-    """Replace forwarders in a freshly executed module's globals by the
-    owner's modules: C-level imports (Cython's module-level ``import numpy
-    as np``) read sys.modules and got forwarders; the module's code must not
-    depend on who calls it later."""
-    d = getattr(module, "__dict__", None)
-    if d is None:
-        return
-    for k, v in list(d.items()):
-        if type(v) is Forwarder:
-            real = owner.modules.get(v.__dict__["__name__"])
-            if real is not None:
-                d[k] = real
-
-
 def _warn_shared(name: str, why: str) -> None:
     warnings.warn(
         f"the native code of {name} stays shared with the base: {why}",
         RuntimeWarning,
         stacklevel=4,
     )
-
-
-_forwarders.load = load

@@ -5,7 +5,7 @@ Which owner an import belongs to is decided in this order:
 
 1. the module being executed right now by this thread on behalf of an owner
    (imports made while a module initialises, C-level ones included);
-2. for lookups C code makes (forwarder attributes, ``PyImport_Import``,
+2. for lookups C code makes (``PyImport_GetModule``, ``PyImport_Import``,
    ``_find_and_load``): the innermost extension module of an owner on the
    native stack, since C callers have no Python frame;
 3. the nearest Python frame whose module belongs to an owner (code of a
@@ -64,7 +64,7 @@ tls = threading.local()
 # id(module.__dict__) -> owner, for every module in an owner's table; the
 # tables keep the modules (and so the ids) alive.
 owner_of: dict[int, Owner] = {}
-managed: set[str] = set()  # top-level names with forwarders in sys.modules
+managed: set[str] = set()  # top-level names some context imported privately
 # () -> the owner of the calling thread's context; set by install()
 thread_owner: Callable[[], Owner] = lambda: BASE  # noqa: E731
 
@@ -134,23 +134,55 @@ def register_base_extension(module: Any) -> None:
     register_object(dll._handle, BASE)
 
 
-def _native_owner() -> Owner | None:
-    global _handles
-    from vlcs._lib import lib
+_stack_find: Any = None
 
+
+def _native_owner() -> Owner | None:
+    global _handles, _stack_find
+    if _stack_find is None:
+        from vlcs._lib import lib
+
+        _stack_find = lib().vlcs_stack_find
     arr = _handles
     if arr is None:
         arr = _handles = (ctypes.c_void_p * len(_objects))(*_objects)
-    h = lib().vlcs_stack_find(arr, len(arr))
+    h = _stack_find(arr, len(arr))
     return _objects.get(h) if h else None
 
 
+def is_shared(name: Any) -> bool:
+    """Whether name is one module for all owners (kept in the base's table)."""
+    return not isinstance(name, str) or name.partition(".")[0] in _SHARED
+
+
 def wants(owner: Owner, name: str) -> bool:
-    """Whether owner's import of name goes through the owner tables."""
-    top = name.partition(".")[0]
-    if owner is BASE:
-        return top in managed
-    return top not in _SHARED
+    """Whether owner's import of name goes through vlcs's loader (the base's
+    imports are CPython's own)."""
+    return owner is not BASE and name.partition(".")[0] not in _SHARED
+
+
+def manage(top: str, base_modules: Any) -> None:
+    """A context imports top privately: the base's modules of top (in
+    base_modules) become known as the base's to the owner rules."""
+    if top in managed:
+        return
+    managed.add(top)
+    prefix = top + "."
+    for k, v in list(base_modules):
+        if k == top or k.startswith(prefix):
+            note_base_module(k, v)
+
+
+def note_base_module(name: Any, module: Any) -> None:
+    """The base put module in its table: its native code, and once a context
+    has the package too its Python code, decide their imports as the base's."""
+    if is_shared(name):
+        return
+    register_base_extension(module)
+    if name.partition(".")[0] in managed:
+        d = getattr(module, "__dict__", None)
+        if d is not None:
+            owner_of[id(d)] = BASE
 
 
 def all_owners() -> list[Owner]:

@@ -125,9 +125,9 @@ def addmodule_case():
         except Exception as e:  # reported, not raised: the test shows which failed
             out[ctx.name if ctx else "base"] = f"{type(e).__name__}: {e}"
     out["distinct_types"] = len({id(t) for t in types}) == 3
-    fw = sys.modules["_vlcs_test_abi_0_1"]
     with a:
-        out["a_reads_its_own"] = fw.function_type is types[0]
+        out["a_reads_its_own"] = sys.modules["_vlcs_test_abi_0_1"].function_type is types[0]
+    out["base_reads_its_own"] = sys.modules["_vlcs_test_abi_0_1"].function_type is types[2]
     return out
 
 

@@ -50,10 +50,18 @@ def run_case(name: str) -> dict:
 @needs("scipy")
 def test_modules_made_by_pyimport_addmodule_stay_per_context():
     # scipy 1.15 (Cython 3.0) imported into a second context failed with
-    # "No module named '_cython_3_0_12'" before forwarders answered
-    # AttributeError for a module the reading owner never made.
+    # "No module named '_cython_3_0_12'": each owner makes its own module
+    # with PyImport_AddModule, and each reads its own back.
     r = run_case("addmodule")
-    expect(r, a="ok", b="ok", base="ok", distinct_types=True, a_reads_its_own=True)
+    expect(
+        r,
+        a="ok",
+        b="ok",
+        base="ok",
+        distinct_types=True,
+        a_reads_its_own=True,
+        base_reads_its_own=True,
+    )
 
 
 @needs_two
