@@ -18,7 +18,7 @@ from importlib.machinery import (
 from types import ModuleType
 from typing import Any
 
-from vlcs import _owners
+from vlcs import _modtable, _owners
 from vlcs._extension import ContextExtensionLoader
 from vlcs._owners import BASE, Owner
 
@@ -89,6 +89,8 @@ def _load_unlocked(owner: Owner, name: str) -> Any:
     _owners.manage(name.partition(".")[0], dict.items(sys.modules))
     stack = _owners.tls.__dict__.setdefault("loading", [])
     stack.append(owner)
+    native = isinstance(spec.loader, ContextExtensionLoader)
+    before = _modtable.storage_keys() if native else None
     try:
         module = _create(owner, name, spec)
         _exec(owner, name, spec, module)
@@ -97,6 +99,8 @@ def _load_unlocked(owner: Owner, name: str) -> Any:
         raise
     finally:
         stack.pop()
+        if before is not None:
+            _modtable.reclaim(owner, before)
     module = owner.modules[name]
     if parent:
         setattr(pm, child, module)

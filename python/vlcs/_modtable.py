@@ -184,6 +184,24 @@ class ModuleTable(dict):  # type: ignore[type-arg]
             owner.modules.clear()
 
 
+def storage_keys() -> set[Any]:
+    """The names in the base's storage now (see :func:`reclaim`)."""
+    return set(dict.keys(sys.modules)) if table is not None else set()
+
+
+def reclaim(owner: Owner, before: set[Any]) -> None:
+    """Move into owner's table what its C code wrote straight into the
+    storage since before: Cython's module init registers itself with
+    ``PyDict_SetItemString(PyImport_GetModuleDict(), ...)``, which bypasses
+    the table's methods."""
+    if table is None or dict.__len__(table) == len(before):
+        return
+    for k in [k for k in dict.keys(table) if k not in before and not is_shared(k)]:
+        module = dict.pop(table, k)
+        if k not in owner.modules:
+            table._put(owner, k, module)
+
+
 # --- standing in for the interpreter's module dict -----------------------------------
 
 _api = ctypes.pythonapi
