@@ -329,6 +329,17 @@ VLCS_API int vlcs_shim_register(const char *soname, const char *real_path,
  */
 VLCS_API void *vlcs_stack_find(void **handles, unsigned long n);
 
+/**
+ * A read-only descriptor of path as code inside the context sees it: the
+ * forged /proc/cpuinfo, /proc/self/status and /sys/devices/system/cpu files
+ * (the same text its libraries read through open()).  Used by the Python
+ * package for Python code's own open().
+ *
+ * @return a file descriptor, -2 when the context does not forge path (read
+ *         the real file), or -1 with errno set.
+ */
+VLCS_API int vlcs_view_open(vlcs_ctx *ctx, const char *path, int flags);
+
 #endif /* VLCS_INTERNAL_API */
 
 #ifdef __cplusplus

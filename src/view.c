@@ -300,3 +300,10 @@ int view_open_forged(vlcs_ctx *c, int dirfd, const char *path, int flags)
     buf_free(status, cap);
     return fd;
 }
+
+VLCS_API int vlcs_view_open(vlcs_ctx *ctx, const char *path, int flags)
+{
+    if (ctx == NULL || path == NULL || path[0] != '/')
+        return -2;
+    return view_open_forged(ctx, AT_FDCWD, path, flags);
+}

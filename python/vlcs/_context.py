@@ -87,7 +87,7 @@ class VLC:
             self.setenv(key, value)
         self._owner = _imports.Owner(self.name, self)
         _contexts[handle] = self
-        _views.install(_context_cpus)
+        _views.install(_view_open)
         _dlopen.install()
         _imports.install(_thread_owner)
 
@@ -328,6 +328,5 @@ def _thread_owner() -> _imports.Owner:
     return c._owner if c is not None else _imports.BASE
 
 
-def _context_cpus() -> list[int] | None:
-    c = current()
-    return c.cpus if c is not None else None
+def _view_open(ctx: VLC, path: str, flags: int) -> int:
+    return int(lib().vlcs_view_open(ctx._h, os.fsencode(path), flags))

@@ -42,6 +42,8 @@ _SIGNATURES: dict[str, tuple[Any, list[Any]]] = {
     "vlcs_current": (_c, []),
     # internal (VLCS_INTERNAL_API): which extension module is on the native stack
     "vlcs_stack_find": (_c, [ctypes.POINTER(_c), ctypes.c_ulong]),
+    # internal: the context's forged /proc and /sys files, for Python's open()
+    "vlcs_view_open": (ctypes.c_int, [_c, ctypes.c_char_p, ctypes.c_int]),
 }
 
 _lock = threading.Lock()
