@@ -6,8 +6,12 @@ context's code loads that way would land in the base namespace and be one
 copy for every context (llvmlite under numba, torch's global deps). Here
 ctypes' loader asks the owner rules of imports (:mod:`vlcs._owners`) whose
 load it is, and a context's goes through ``vlcs_ctx_load`` into its
-namespace. Loads by the base, by vlcs itself, of the program (``None``) and
-``RTLD_NOLOAD`` probes go to ``dlopen`` as before.
+namespace, and its ``RTLD_NOLOAD`` probes look there.  The program
+(``CDLL(None)``) and ``libc.so.6`` opened by a context's code are the
+namespace's global scope (the interposer in front of libc):
+``dl_iterate_phdr`` lists the context's objects, so threadpoolctl finds and
+limits the context's pools.  Loads by the base and by vlcs itself go to
+``dlopen`` as before.
 """
 
 from __future__ import annotations
@@ -19,14 +23,13 @@ from typing import Any
 
 from vlcs import _owners
 from vlcs._errors import VlcsError
+from vlcs._linkmap import namespace_root
 
 _real_dlopen = ctypes._dlopen  # type: ignore[attr-defined]
 _installed = False
 
 
 def _dlopen(name: Any, mode: int = ctypes.DEFAULT_MODE) -> int:
-    if name is None or mode & os.RTLD_NOLOAD:
-        return _real_dlopen(name, mode)
     caller = sys._getframe(1)
     # the caller of CDLL.__init__ (or of whatever called us directly)
     user = caller.f_back if caller.f_code.co_name == "__init__" else caller
@@ -36,11 +39,40 @@ def _dlopen(name: Any, mode: int = ctypes.DEFAULT_MODE) -> int:
     if owner.ctx is None:
         return _real_dlopen(name, mode)
     try:
+        if name is None or os.path.basename(os.fsdecode(name)).startswith("libc.so"):
+            # The program, or libc, as the context's code sees them: the
+            # namespace's global scope, the interposer first (dl_iterate_phdr
+            # lists the context's objects, CPU queries count its CPUs), then
+            # the services (libpython) and libc.
+            ctx = owner.ctx
+            return namespace_root(ctx._any_handle or ctx._load_handle(_interposer()))
+        if mode & os.RTLD_NOLOAD:
+            return _loaded_in(owner.ctx, os.fsdecode(name))
         return owner.ctx._load_handle(name)
     except VlcsError as e:
         if isinstance(e, OSError):
             raise
         raise OSError(str(e)) from e  # what ctypes callers expect of dlopen
+
+
+def _interposer() -> str:
+    from vlcs._lib import lib
+
+    env = os.environ.get("VLCS_INTERPOSER")
+    return env or os.path.join(os.path.dirname(lib()._name), "libvlcs_interpose.so")
+
+
+def _loaded_in(ctx: Any, name: str) -> int:
+    """dlopen(name, RTLD_NOLOAD) in the context's namespace: its handle if
+    the namespace has it (threadpoolctl opens each library it found so)."""
+    real = os.path.realpath(name) if os.sep in name else None
+    for path in ctx.libraries():
+        if os.sep not in name:
+            if os.path.basename(path) == name:
+                return ctx._load_handle(path)
+        elif name == path or os.path.realpath(path) == real:
+            return ctx._load_handle(path)
+    raise OSError(f"{name}: not loaded in context '{ctx.name}' (RTLD_NOLOAD)")
 
 
 def install() -> None:

@@ -32,3 +32,13 @@ def namespace_objects(handle: int) -> list[str]:
             out.append(name.decode(errors="replace"))
         lm = lm.contents.l_next
     return out
+
+
+def namespace_root(handle: int) -> int:
+    """The first object of the namespace of `handle`, as a handle: in a
+    context's namespace, the root whose dependencies (the interposer, the
+    services' forwarders, libc) are the namespace's global scope."""
+    lm = ctypes.cast(handle, ctypes.POINTER(_LinkMap))
+    while lm.contents.l_prev:
+        lm = lm.contents.l_prev
+    return ctypes.cast(lm, ctypes.c_void_p).value or handle

@@ -17,6 +17,7 @@
 #include "ip.h"
 
 #include <dlfcn.h>
+#include <link.h>
 
 typedef void *(*dlopen_fn)(const char *, int);
 
@@ -24,4 +25,23 @@ IP_EXPORT void *dlopen(const char *file, int mode)
 {
     NEXT(dlopen_fn, dlopen);
     return next_dlopen(file, mode & ~RTLD_GLOBAL);
+}
+
+/*
+ * dl_iterate_phdr lists the namespace of its caller, found from the return
+ * address.  Python code in a context calls it through ctypes (threadpoolctl
+ * finds the context's OpenBLAS and OpenMP so), and ctypes' call comes from
+ * libffi in the base namespace: called from here instead, glibc sees this
+ * copy of the interposer, which lives in the context's namespace.  So this
+ * one must NOT be a tail call.
+ */
+typedef int (*iterate_cb)(struct dl_phdr_info *, size_t, void *);
+typedef int (*dl_iterate_phdr_fn)(iterate_cb, void *);
+
+IP_EXPORT int dl_iterate_phdr(iterate_cb callback, void *data)
+{
+    NEXT(dl_iterate_phdr_fn, dl_iterate_phdr);
+    int rc = next_dl_iterate_phdr(callback, data);
+    __asm__ volatile("" ::: "memory"); /* keeps the call a call */
+    return rc;
 }
