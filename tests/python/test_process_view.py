@@ -1,0 +1,127 @@
+"""Python code of a context sees the context as its process: environment,
+CPU counts, forged /proc and /sys files, threadpoolctl; base code sees the
+real process.  And a failed import leaves nothing behind.  Each case runs in
+a fresh interpreter."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+from test_imports import needs
+
+needs_two = pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs 2 CPUs")
+
+
+def run_py(code: str, **env: str) -> dict:
+    p = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, **env},
+    )
+    assert p.returncode == 0, p.stderr[-3000:]
+    return json.loads(p.stdout.strip().splitlines()[-1])
+
+
+@needs_two
+def test_environment_and_cpu_files_follow_the_context():
+    r = run_py(
+        """
+        import json, os, pathlib, vlcs
+        a = vlcs.VLC(cpus="0", name="a", env={"FOO": "in-a"})
+        out = {}
+        with a:
+            out["a_get"] = [os.environ.get("FOO"), os.getenv("FOO"), "FOO" in os.environ]
+            os.environ["BAR"] = "set-in-a"
+            out["a_bar_c"] = a.getenv("BAR")  # what the context's C getenv reads
+            del os.environ["FOO"]
+            out["a_foo_after_del"] = [os.getenv("FOO"), a.getenv("FOO"), "FOO" in dict(os.environ)]
+            out["a_sysconf"] = os.sysconf("SC_NPROCESSORS_ONLN")
+            out["a_cpuinfo"] = sum(l.startswith("processor") for l in open("/proc/cpuinfo"))
+            out["a_online"] = pathlib.Path("/sys/devices/system/cpu/online").read_text().strip()
+        out["thread"] = a.submit(lambda: [os.environ.get("BAR"), os.cpu_count()]).result()
+        out["base_env"] = [os.environ.get("FOO"), os.environ.get("BAR"), os.getenv("BAZ", "-")]
+        out["base_sysconf"] = os.sysconf("SC_NPROCESSORS_ONLN")
+        out["base_cpuinfo"] = sum(l.startswith("processor") for l in open("/proc/cpuinfo"))
+        print(json.dumps(out))
+        """,
+        FOO="in-base",
+    )
+    assert r["a_get"] == ["in-a", "in-a", True]
+    assert r["a_bar_c"] == "set-in-a"
+    assert r["a_foo_after_del"] == [None, None, False]
+    assert (r["a_sysconf"], r["a_cpuinfo"], r["a_online"]) == (1, 1, "0")
+    assert r["thread"] == ["set-in-a", 1]
+    # the base: the process's own environment and CPUs, untouched
+    assert r["base_env"] == ["in-base", None, "-"]
+    assert r["base_sysconf"] == os.sysconf("SC_NPROCESSORS_ONLN")
+    assert r["base_cpuinfo"] == sum(s.startswith("processor") for s in open("/proc/cpuinfo"))
+
+
+@needs("threadpoolctl")
+@needs("numpy")
+@needs_two
+def test_threadpoolctl_in_a_context_limits_that_context_only():
+    r = run_py(
+        """
+        import json, vlcs, threadpoolctl
+        import numpy
+        a = vlcs.VLC(cpus="0-1", name="a")
+        with a:
+            import numpy as np_a
+            import threadpoolctl as t_a
+        def blas(t):
+            return [p["num_threads"] for p in t.threadpool_info() if p["user_api"] == "blas"]
+        def limited(t):
+            with t.threadpool_limits(1, user_api="blas"):
+                return blas(t), blas(threadpoolctl)
+        out = {"a": a.submit(blas, t_a).result(), "base": blas(threadpoolctl)}
+        out["a_limited"], out["base_meanwhile"] = a.submit(limited, t_a).result()
+        out["a_after"] = a.submit(blas, t_a).result()
+        print(json.dumps(out))
+        """
+    )
+    assert r["a"] == [2] and r["base"] == [2]
+    assert r["a_limited"] == [1], "threadpool_limits in the context changed nothing there"
+    assert r["base_meanwhile"] == [2], "the context's threadpool_limits reached the base's pool"
+    assert r["a_after"] == [2]
+
+
+def test_a_failed_import_leaves_nothing_behind(tmp_path):
+    pkg = tmp_path / "halfway"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text(
+        "from halfway import part\nimport os\nif os.environ.get('HALFWAY_FAIL'):\n"
+        "    raise RuntimeError('broken on purpose')\n"
+    )
+    (pkg / "part.py").write_text("VALUE = 1\n")
+    r = run_py(
+        f"""
+        import json, os, sys, vlcs
+        sys.path.insert(0, {str(tmp_path)!r})
+        a = vlcs.VLC(cpus="0", name="a", env={{"HALFWAY_FAIL": "1"}})
+        out = {{}}
+        with a:
+            try:
+                import halfway
+            except RuntimeError as e:
+                out["error"] = str(e)
+            out["a_left"] = sorted(k for k in sys.modules if k.startswith("halfway"))
+        out["a_modules"] = [m for m in a.modules if m.startswith("halfway")]
+        out["base_left"] = sorted(k for k in sys.modules if k.startswith("halfway"))
+        a.unsetenv("HALFWAY_FAIL")
+        with a:
+            import halfway
+            out["retry"] = halfway.part.VALUE
+        print(json.dumps(out))
+        """
+    )
+    assert r["error"] == "broken on purpose"
+    assert r["a_left"] == [] and r["a_modules"] == [] and r["base_left"] == []
+    assert r["retry"] == 1

@@ -1,0 +1,120 @@
+"""A scientific Python user's stack in contexts: each package imported and
+used in two contexts at once (CPU 0 and CPU 1), then in the base, from its
+real wheel, in a fresh interpreter per package (stack_scenarios.py)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+from test_imports import needs
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+TWO = len(os.sched_getaffinity(0)) >= 2
+
+
+def stack_case(name: str) -> dict:
+    p = subprocess.run(
+        [sys.executable, os.path.join(HERE, "stack_scenarios.py"), name],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert p.returncode == 0, f"stack case {name} failed ({p.returncode}):\n{p.stderr[-4000:]}"
+    r = json.loads(p.stdout.strip().splitlines()[-1])
+    # Common to every package: each owner its own copy, the base untouched by
+    # the contexts' imports, and the same answers everywhere.
+    assert r["base_saw_before"] == [], "the contexts' imports showed in the base's sys.modules"
+    assert r["distinct_copies"] and r["a_sees_its_own"]
+    return r
+
+
+def same_everywhere(r: dict, *keys: str) -> None:
+    for k in keys or r["base"]:
+        assert r["a"][k] == r["base"][k] == r["b"][k], f"{k}: a, b and base differ"
+
+
+@needs("pandas")
+@needs("pyarrow")
+def test_pandas_groupby_datetimes_parquet():
+    r = stack_case("pandas")
+    same_everywhere(r)
+    assert r["base"]["parquet"] is True
+    assert r["base"]["weekday"][:2] == ["Tuesday", "Wednesday"]
+
+
+@needs("sklearn", "pip install scikit-learn")
+def test_scikit_learn_with_its_own_pools():
+    r = stack_case("sklearn")
+    same_everywhere(r, "kmeans_sizes", "inertia", "logreg")
+    assert r["base"]["kmeans_sizes"] == [60, 60]
+    # threadpoolctl inside each context finds that context's OpenBLAS/OpenMP
+    for who in ("a", "b", "base"):
+        assert r[who]["pools"] == ["blas", "openmp"], f"{who}: threadpoolctl saw {r[who]}"
+
+
+@needs("scipy")
+def test_scipy_modules():
+    same_everywhere(stack_case("scipy"))
+
+
+@needs("numba")
+def test_numba_compiles_in_both_contexts_at_once():
+    r = stack_case("numba")
+    same_everywhere(r)
+    assert r["base"]["dot"] == float(sum(i * i for i in range(1000)))
+
+
+@needs("pyarrow")
+def test_pyarrow():
+    same_everywhere(stack_case("pyarrow"))
+
+
+@needs("cv2", "pip install opencv-python-headless")
+def test_opencv():
+    r = stack_case("cv2")
+    same_everywhere(r)
+    assert r["base"]["has"] is True
+
+
+@needs("statsmodels")
+def test_statsmodels():
+    r = stack_case("statsmodels")
+    same_everywhere(r)
+    assert r["base"]["ols"] == [3.0, 2.0]
+
+
+@needs("google.protobuf", "pip install protobuf")
+def test_protobuf():
+    r = stack_case("protobuf")
+    same_everywhere(r)
+    assert r["base"]["roundtrip"] == "t.proto/p"
+
+
+@needs("psutil")
+@needs("numexpr")
+@pytest.mark.skipif(not TWO, reason="needs 2 CPUs")
+def test_cpu_counts_of_psutil_and_numexpr_follow_the_context():
+    r = stack_case("counts")
+    same_everywhere(r, "numexpr")
+    real = len(os.sched_getaffinity(0))
+    assert (r["a"]["psutil"], r["b"]["psutil"], r["base"]["psutil"]) == (1, 1, os.cpu_count())
+    assert (r["a"]["numexpr_cores"], r["b"]["numexpr_cores"]) == (1, 1)
+    assert r["base"]["numexpr_cores"] == real
+
+
+@needs("charset_normalizer", "pip install charset-normalizer")
+def test_mypyc_compiled_package():
+    r = stack_case("mypyc")
+    same_everywhere(r)
+    assert r["base"]["encoding"] == "utf_8"
+
+
+@needs("torch", "pip install torch==2.13.0")
+def test_torch_in_the_base_after_contexts():
+    r = stack_case("torch")
+    same_everywhere(r, "sum")
+    assert (r["a"]["threads"], r["b"]["threads"]) == (1, 1)
