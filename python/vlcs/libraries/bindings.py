@@ -32,6 +32,6 @@ class Cython(LibraryController):
     name = "cython"
     user_api = "bindings"
     # Cython 3 shares its types through a module it makes with
-    # PyImport_AddModule ("_cython_3_0_12"); to a second owner that module
-    # reads as empty, so each owner makes its own (see vlcs._forwarders).
+    # PyImport_AddModule ("_cython_3_0_12"); the module table gives each
+    # owner its own (see vlcs._modtable).
     sharing = "shared types live in the '_cython_<version>' module, one per owner"
