@@ -21,6 +21,7 @@ from __future__ import annotations
 import builtins
 import io
 import os
+import pathlib
 import sys
 import threading
 from collections.abc import Callable, Iterator
@@ -218,3 +219,7 @@ def install(view_open: Callable[[Any, str, int], int]) -> None:
     os.unsetenv = _unsetenv
     os.environ.__class__ = _ContextEnviron
     builtins.open = io.open = _open
+    # pathlib up to 3.10 keeps its own reference to io.open
+    accessor = getattr(pathlib, "_NormalAccessor", None)
+    if accessor is not None and accessor.__dict__.get("open") is _real_open:
+        accessor.open = staticmethod(_open)
