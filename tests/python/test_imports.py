@@ -17,10 +17,17 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 needs_two = pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs 2 CPUs")
 
 
+def _installed(package: str) -> bool:
+    try:
+        return importlib.util.find_spec(package) is not None
+    except ModuleNotFoundError:  # "google.protobuf" without "google"
+        return False
+
+
 def needs(package: str, how: str = ""):
     """Skip, saying why, where an optional heavy package is not installed."""
     return pytest.mark.skipif(
-        importlib.util.find_spec(package) is None,
+        not _installed(package),
         reason=f"{package} is not installed ({how or 'pip install ' + package}; ./run installs it)",
     )
 
