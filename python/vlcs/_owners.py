@@ -113,7 +113,7 @@ def resolve(frame: Any, native: bool = True) -> Owner:
 # on the native stack tells whose import it is.
 
 _objects: dict[int, Owner] = {}  # dlopen handle of an extension module -> owner
-_handles: Any = None  # the same keys, as a ctypes array for vlcs_stack_find
+_handles: tuple[int, ...] | None = None  # the same keys, for vlcs_stack_find
 
 
 def register_object(handle: int, owner: Owner) -> None:
@@ -143,9 +143,12 @@ def _native_owner() -> Owner | None:
         from vlcs._lib import lib
 
         _stack_find = lib().vlcs_stack_find
-    arr = _handles
-    if arr is None:
-        arr = _handles = (ctypes.c_void_p * len(_objects))(*_objects)
+    keys = _handles
+    if keys is None:
+        keys = _handles = tuple(_objects)
+    # A fresh array per call: vlcs_stack_find sorts it in place, with the
+    # GIL released, while other threads may be looking too.
+    arr = (ctypes.c_void_p * len(keys))(*keys)
     h = _stack_find(arr, len(arr))
     return _objects.get(h) if h else None
 
