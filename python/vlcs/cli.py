@@ -3,6 +3,7 @@
 vlcs run [--static-tls BYTES] -- PROGRAM [ARGS...]
 vlcs info [--cflags] [--libs] [--json]
 vlcs shim LIBRARY -o DIR [--json]
+vlcs check PKG [PKG...] [--json] [--timeout S]
 vlcs bench all [--quick] [--cases N,M] [--out DIR] [--json]   (package vlcs-bench)
 vlcs bench core|strict|shim|python [--json]                   (package vlcs-bench)
 vlcs demo [python|gemm]                                       (package vlcs-bench)
@@ -102,6 +103,12 @@ def _shim(args: argparse.Namespace) -> int:
     return 0
 
 
+def _check(args: argparse.Namespace) -> int:
+    from vlcs.check import run
+
+    return run(args.packages, as_json=args.json, timeout=args.timeout)
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="vlcs", description="Virtual Library Contexts for Linux.")
     p.add_argument("--version", action="version", version=f"vlcs {__version__}")
@@ -136,6 +143,20 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("-o", "--output", required=True, help="folder to write the shim into")
     s.add_argument("--json", action="store_true", help="print the report as JSON")
     s.set_defaults(func=_shim)
+
+    c = sub.add_parser(
+        "check",
+        help="check that packages work in contexts (each in a fresh interpreter)",
+        description="Import each package in two contexts at once and in the base, in a fresh "
+        "interpreter: its submodules, private copies, extension modules in the context's "
+        "namespace, a smoke test for well-known packages. Exit 0 if all pass, 1 if one fails.",
+    )
+    c.add_argument("packages", nargs="+", metavar="PKG", help="import names: numpy sklearn cv2")
+    c.add_argument("--json", action="store_true", help="print one JSON document")
+    c.add_argument(
+        "--timeout", type=float, default=300.0, metavar="S", help="seconds per package (300)"
+    )
+    c.set_defaults(func=_check)
 
     return p
 

@@ -1,0 +1,108 @@
+"""`vlcs check PKG...`: each package in a fresh interpreter, in two contexts at
+once and in the base; failures reported (crashes too), not fatal."""
+
+from __future__ import annotations
+
+import json
+import os
+
+from conftest import vlcs_cmd
+
+KEYS = {"package", "ok", "submodules", "extension_modules", "smoke", "error", "kind", "fix"}
+
+
+def _env_with(path) -> dict[str, str]:
+    """The environment with path in front of PYTHONPATH (for the child too)."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(path), env.get("PYTHONPATH")) if p)
+    return env
+
+
+def _package(tmp_path, name: str, init: str) -> dict[str, str]:
+    pkg = tmp_path / name
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text(init)
+    (pkg / "plain.py").write_text("VALUE = 1\n")
+    return _env_with(tmp_path)
+
+
+def test_numpy_json_passes():
+    r = vlcs_cmd("check", "numpy", "--json")
+    assert r.returncode == 0, r.stdout + r.stderr
+    doc = json.loads(r.stdout)
+    assert isinstance(doc, list) and len(doc) == 1
+    (e,) = doc
+    assert KEYS <= set(e)
+    assert e["package"] == "numpy" and e["ok"] is True
+    assert e["submodules"] > 50  # found without importing, tests left out
+    assert e["extension_modules"] > 5  # numpy._core._multiarray_umath, ... in a's namespace
+    assert e["smoke"] == "ok"  # linalg.norm equal in a, b and the base
+    assert e["error"] is None and e["kind"] is None and e["fix"] is None
+    assert "checking numpy (1/1)..." in r.stderr
+
+
+def test_text_report_for_several_packages():
+    r = vlcs_cmd("check", "threadpoolctl", "scipy")
+    assert r.returncode == 0, r.stdout + r.stderr
+    lines = r.stdout.splitlines()
+    assert lines[0].startswith("PASS threadpoolctl (0 submodules, 0 extension modules, smoke: ok)")
+    assert lines[1].startswith("PASS scipy (") and lines[1].endswith("smoke: ok)")
+    assert "checking threadpoolctl (1/2)..." in r.stderr
+    assert "checking scipy (2/2)..." in r.stderr
+
+
+def test_not_installed_is_a_usage_error():
+    r = vlcs_cmd("check", "no_such_package_vlcs", "numpy")
+    assert r.returncode == 2
+    assert "no_such_package_vlcs: not installed: pip install no_such_package_vlcs" in r.stderr
+    assert r.stdout == ""  # nothing was checked
+    r = vlcs_cmd("check")
+    assert r.returncode == 2
+
+
+def test_crash_in_the_child_is_a_failure_not_the_end(tmp_path):
+    env = _package(
+        tmp_path,
+        "abort_in_ctx",
+        "import os, vlcs\nif vlcs.current() is not None:\n    os.abort()\n",
+    )
+    r = vlcs_cmd("check", "abort_in_ctx", "threadpoolctl", "--json", env=env)
+    assert r.returncode == 1, r.stdout + r.stderr
+    crashed, fine = json.loads(r.stdout)
+    assert crashed["ok"] is False and crashed["kind"] == "crash"
+    assert "SIGABRT" in crashed["error"]
+    assert "importing the package in contexts" in crashed["error"]  # the stage it died in
+    assert crashed["fix"] is None  # sharing it does not help: it aborts in any context
+    assert fine["ok"] is True  # the command went on
+
+
+def test_binding_registry_failure_is_classified_and_share_fixes_it(tmp_path):
+    # A second copy of the package in the process fails as pybind11 does when
+    # two copies register one type; the base, imported last, is fine.
+    env = _package(
+        tmp_path,
+        "twice",
+        "import builtins, vlcs\n"
+        "if vlcs.current() is not None:\n"
+        "    if getattr(builtins, '_vlcs_check_twice', False):\n"
+        "        raise ImportError('generic_type: type \"Thing\" is already registered!')\n"
+        "    builtins._vlcs_check_twice = True\n",
+    )
+    r = vlcs_cmd("check", "twice", env=env)
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert r.stdout.startswith("FAIL twice: [binding-registry]")
+    assert "generic_type" in r.stdout
+    assert "fix: vlcs.share('twice')" in r.stdout  # tried in a second child: it passes shared
+
+
+def test_timeout_is_reported(tmp_path):
+    env = _package(
+        tmp_path,
+        "sleepy",
+        "import time, vlcs\nif vlcs.current() is not None:\n    time.sleep(120)\n",
+    )
+    r = vlcs_cmd("check", "sleepy", "--timeout", "3", "--json", env=env)
+    assert r.returncode == 1, r.stdout + r.stderr
+    (e,) = json.loads(r.stdout)
+    assert e["kind"] == "timeout" and e["ok"] is False
+    assert "importing the package in contexts" in e["error"]
