@@ -448,7 +448,6 @@ def child(pkg: str, share: Sequence[str] = ()) -> dict[str, Any]:
                 continue  # failed (reported above) or an alias of another module
             if m is base_mod or m.__dict__ is base_mod.__dict__:
                 same.append(f"{n} ({k})")
-    res["not_private"] = same
     if "a" in live:
         exts = a.submit(_ext_modules).result()
         mods = set(a.modules)
@@ -474,11 +473,18 @@ def child(pkg: str, share: Sequence[str] = ()) -> dict[str, Any]:
             else []
         )
         res["extension_modules"] = sorted(own) + loose
+        # the package's extension modules a's code sees but a does not own
+        same += [
+            f"{n} (extension, a)"
+            for n in sorted(exts)
+            if n not in mods and (n == topname or n.startswith(topname + "."))
+        ]
         res["extension_modules_all"] = len(private)
         res["extensions_outside"] = sorted(
             n for n, f in private.items() if os.path.realpath(f) not in in_ns
         )
         res["context_info_packages"] = a.info().get("python_packages", [])
+    res["not_private"] = same
 
     # 4. the smoke test, in both contexts at once, then in the base
     known = SMOKE.get(pkg)
@@ -782,6 +788,8 @@ def installed(pkg: str) -> bool:
         return importlib.util.find_spec(pkg) is not None
     except (ImportError, ValueError):
         return False
+    except Exception:
+        return True  # its parent package is there but fails: the child will say how
 
 
 def check_packages(

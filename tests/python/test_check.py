@@ -3,10 +3,11 @@ once and in the base; failures reported (crashes too), not fatal."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 
-from conftest import vlcs_cmd
+from conftest import ROOT, vlcs_cmd
 
 KEYS = {"package", "ok", "submodules", "extension_modules", "smoke", "error", "kind", "fix"}
 
@@ -106,3 +107,58 @@ def test_timeout_is_reported(tmp_path):
     (e,) = json.loads(r.stdout)
     assert e["kind"] == "timeout" and e["ok"] is False
     assert "importing the package in contexts" in e["error"]
+
+
+def test_a_copy_that_is_the_base_s_is_not_private(tmp_path):
+    # The package caches its first copy in a shared place and hands it out again.
+    env = _package(
+        tmp_path,
+        "selfcache",
+        "import builtins, sys\n"
+        "if hasattr(builtins, '_vlcs_check_self'):\n"
+        "    sys.modules[__name__] = builtins._vlcs_check_self\n"
+        "else:\n"
+        "    builtins._vlcs_check_self = sys.modules[__name__]\n",
+    )
+    r = vlcs_cmd("check", "selfcache", "--json", env=env)
+    assert r.returncode == 1, r.stdout + r.stderr
+    (e,) = json.loads(r.stdout)
+    assert e["kind"] == "not-private" and "selfcache (" in e["error"]
+    assert e["fix"].startswith("vlcs.share('selfcache')")
+
+
+def _tree_check_module():
+    """This tree's check.py (the parent's side needs nothing but the standard library)."""
+    spec = importlib.util.spec_from_file_location("vlcs_check_tree", ROOT / "python/vlcs/check.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_classification_of_error_texts():
+    c = _tree_check_module()
+    kind, why = c._classify(
+        "ImportError: /x/_ext.cpython-311-x86_64-linux-gnu.so: undefined symbol: cblas_dgemm"
+    )
+    assert kind == "missing-symbol" and "cblas_dgemm" in why
+    kind, _ = c._classify("TypeError: f(): incompatible function arguments. ...")
+    assert kind == "binding-registry"
+    kind, _ = c._classify('ImportError: generic_type: type "T" is already registered!')
+    assert kind == "binding-registry"
+    assert c._classify("ValueError: nope") == ("exception", "")
+    stderr = (
+        "vlcs-check: stage importing 3 submodules in contexts a and b at once\n"
+        "vlcs-check: importing a: p.x\nvlcs-check: importing b: p.y\n"
+        "Fatal Python error: Segmentation fault\n\n"
+        "Current thread 0x00007f (most recent call first):\n"
+        '  File "<frozen importlib._bootstrap>", line 241 in _call_with_frames_removed\n'
+        '  File "/site/p/x.py", line 3 in <module>\n'
+    )
+    text = c._crash_details(stderr)
+    assert "while importing 3 submodules in contexts a and b at once" in text
+    assert "a: p.x, b: p.y" in text and "Segmentation fault" in text
+    assert 'at File "/site/p/x.py", line 3' in text
+    assert c._signal_name(-11) == "SIGSEGV"
+    assert c.pip_name("sklearn") == "scikit-learn" and c.pip_name("google.protobuf") == "protobuf"
+    assert c._skipped("numpy.tests.foo") and c._skipped("pkg.conftest")
+    assert not c._skipped("numpy.linalg")
