@@ -45,7 +45,7 @@ def _dlopen(name: Any, mode: int = ctypes.DEFAULT_MODE) -> int:
             # lists the context's objects, CPU queries count its CPUs), then
             # the services (libpython) and libc.
             ctx = owner.ctx
-            return namespace_root(ctx._any_handle or ctx._load_handle(_interposer()))
+            return namespace_root(ctx._any_handle or ctx._load_handle("libc.so.6"))
         if mode & os.RTLD_NOLOAD:
             return _loaded_in(owner.ctx, os.fsdecode(name))
         return owner.ctx._load_handle(name)
@@ -53,13 +53,6 @@ def _dlopen(name: Any, mode: int = ctypes.DEFAULT_MODE) -> int:
         if isinstance(e, OSError):
             raise
         raise OSError(str(e)) from e  # what ctypes callers expect of dlopen
-
-
-def _interposer() -> str:
-    from vlcs._lib import lib
-
-    env = os.environ.get("VLCS_INTERPOSER")
-    return env or os.path.join(os.path.dirname(lib()._name), "libvlcs_interpose.so")
 
 
 def _loaded_in(ctx: Any, name: str) -> int:

@@ -110,7 +110,7 @@ def _register_single_phase(module: ModuleType) -> None:
     module's C code finds it (protobuf's upb does so on every call)."""
     d = _api.PyModule_GetDef(module) if isinstance(module, ModuleType) else None
     if not d:
-        ctypes.pythonapi.PyErr_Clear()
+        _api.PyErr_Clear()
         return
     if _api.PyState_FindModule(d) != id(module):
         _api.PyState_AddModule(module, d)

@@ -30,11 +30,10 @@ owner, so that nothing a context did changes what base code gets.
 from __future__ import annotations
 
 import builtins
-import contextlib
 import dis
 import importlib
 import sys
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Sequence
 from types import TracebackType
 from typing import Any
 
@@ -127,7 +126,9 @@ def _import_from(
     if not _owners.wants(owner, absname):
         if owner is not BASE:
             return _orig_import(name, globals, locals, fromlist, level)
-        with _decided(BASE):
+        # The native stack may hold another owner's code that called back
+        # into base code: CPython's lookups for this import are the base's.
+        with _owners.acting_for(BASE):
             return _orig_import(name, globals, locals, fromlist, level)
     module = load(owner, absname)
     if not fromlist:
@@ -196,21 +197,8 @@ def _find_and_load(name: str, import_: Any = None) -> Any:
             raise _hide_machinery(e)  # noqa: B904
     if owner is not BASE:
         return _orig_find_and_load(name, import_)
-    with _decided(BASE):
+    with _owners.acting_for(BASE):
         return _orig_find_and_load(name, import_)
-
-
-@contextlib.contextmanager
-def _decided(owner: Owner) -> Iterator[None]:
-    """Lookups made while CPython runs an import this module decided are
-    that owner's (the native stack may hold another owner's code that
-    called back into base code)."""
-    stack = _owners.tls.__dict__.setdefault("loading", [])
-    stack.append(owner)
-    try:
-        yield
-    finally:
-        stack.pop()
 
 
 def install(thread_owner: Any) -> None:

@@ -56,9 +56,10 @@ def load(owner: Owner, name: str) -> Any:
 
 def _forget_new(owner: Owner, before: dict[str, Any]) -> None:
     for k in [k for k, v in owner.modules.items() if before.get(k) is not v]:
-        dropped = owner.modules.pop(k)
-        _owners.owner_of.pop(id(getattr(dropped, "__dict__", None)), None)
-    owner.modules.update(before)
+        _owners.drop(owner, k)
+    for k, v in before.items():
+        if k not in owner.modules:
+            _owners.adopt(owner, k, v)
 
 
 def _load_unlocked(owner: Owner, name: str) -> Any:
@@ -79,7 +80,7 @@ def _load_unlocked(owner: Owner, name: str) -> Any:
         # importable by name: the owner's, as the package's attribute says.
         made = getattr(pm, child, None) if path is None else None
         if type(made) is ModuleType:
-            _adopt(owner, name, made)
+            _owners.adopt(owner, name, made)
             return made
         if path is None:
             raise ModuleNotFoundError(
@@ -87,18 +88,16 @@ def _load_unlocked(owner: Owner, name: str) -> Any:
             )
     spec = _find(owner, name, path)
     _owners.manage(name.partition(".")[0], dict.items(sys.modules))
-    stack = _owners.tls.__dict__.setdefault("loading", [])
-    stack.append(owner)
     native = isinstance(spec.loader, ContextExtensionLoader)
     before = _modtable.storage_keys() if native else None
     try:
-        module = _create(owner, name, spec)
-        _exec(owner, name, spec, module)
+        with _owners.acting_for(owner):
+            module = _create(owner, name, spec)
+            _exec(owner, name, spec, module)
     except BaseException:
         _roll_back(owner, name)
         raise
     finally:
-        stack.pop()
         if before is not None:
             _modtable.reclaim(owner, before)
     module = owner.modules[name]
@@ -138,7 +137,7 @@ def _create(owner: Owner, name: str, spec: ModuleSpec) -> Any:
     makes meanwhile (PyImport_AddModule: pybind11's submodules) land in the
     owner's table through sys.modules, as in a plain import."""
     module = _bootstrap.module_from_spec(spec)
-    _adopt(owner, name, module)
+    _owners.adopt(owner, name, module)
     return module
 
 
@@ -150,21 +149,12 @@ def _exec(owner: Owner, name: str, spec: ModuleSpec, module: Any) -> None:
         spec._initializing = False
     placed = owner.modules.get(name)
     if placed is not None and placed is not module:
-        _adopt(owner, name, placed)  # it replaced itself in sys.modules (a common idiom)
-
-
-def _adopt(owner: Owner, name: str, module: Any) -> None:
-    owner.modules[name] = module
-    d = getattr(module, "__dict__", None)
-    if d is not None:
-        _owners.owner_of[id(d)] = owner
+        _owners.adopt(owner, name, placed)  # it replaced itself in sys.modules (a common idiom)
 
 
 def _roll_back(owner: Owner, name: str) -> None:
     """After a failed create or exec: the owner no longer has name."""
-    dropped = owner.modules.pop(name, None)
-    if dropped is not None:
-        _owners.owner_of.pop(id(getattr(dropped, "__dict__", None)), None)
+    _owners.drop(owner, name)
     if TRACE:
         _trace(f"{owner.label}: {name} failed, rolled back")
 

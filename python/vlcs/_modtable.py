@@ -127,10 +127,7 @@ class ModuleTable(dict):  # type: ignore[type-arg]
             _dset(self, name, module)
             _owners.note_base_module(name, module)
         else:
-            owner.modules[name] = module
-            d = getattr(module, "__dict__", None)
-            if d is not None:
-                _owners.owner_of[id(d)] = owner
+            _owners.adopt(owner, name, module)
 
     def update(self, *args: Any, **kwargs: Any) -> None:
         owner = resolve(sys._getframe(1), native=False)
@@ -186,7 +183,7 @@ class ModuleTable(dict):  # type: ignore[type-arg]
 
 def storage_keys() -> set[Any]:
     """The names in the base's storage now (see :func:`reclaim`)."""
-    return set(dict.keys(sys.modules)) if table is not None else set()
+    return set(dict.keys(table)) if table is not None else set()
 
 
 def reclaim(owner: Owner, before: set[Any]) -> None:

@@ -17,11 +17,12 @@ Which owner an import belongs to is decided in this order:
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import os
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from importlib.machinery import EXTENSION_SUFFIXES
 from typing import Any
 
@@ -86,7 +87,35 @@ def share(*names: str) -> None:
         _SHARED.add(n)
 
 
+def adopt(owner: Owner, name: str, module: Any) -> None:
+    """Enter module in a context owner's table, known to the owner rules."""
+    owner.modules[name] = module
+    d = getattr(module, "__dict__", None)
+    if d is not None:
+        owner_of[id(d)] = owner
+
+
+def drop(owner: Owner, name: str) -> None:
+    """Take name out of a context owner's table (and out of the owner rules)."""
+    dropped = owner.modules.pop(name, None)
+    if dropped is not None:
+        owner_of.pop(id(getattr(dropped, "__dict__", None)), None)
+
+
 # --- deciding the owner -----------------------------------------------------------
+
+
+@contextlib.contextmanager
+def acting_for(owner: Owner) -> Iterator[None]:
+    """Lookups and imports this thread makes meanwhile are owner's (rule 1):
+    while a module executes for owner, or while CPython runs an import whose
+    owner the doors decided."""
+    stack = tls.__dict__.setdefault("loading", [])
+    stack.append(owner)
+    try:
+        yield
+    finally:
+        stack.pop()
 
 
 def resolve(frame: Any, native: bool = True) -> Owner:

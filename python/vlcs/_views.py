@@ -47,12 +47,6 @@ def _ctx(frame: Any) -> Any:
     return _owners.resolve(frame, native=False).ctx
 
 
-def context_cpus() -> list[int] | None:
-    """The caller's context's CPUs, or None for the base."""
-    c = _ctx(sys._getframe(1))
-    return c.cpus if c is not None else None
-
-
 # --- CPU counts ---------------------------------------------------------------------
 
 
@@ -77,16 +71,17 @@ def _process_cpu_count() -> int | None:
     return len(c.cpus) if c is not None else _real_process_cpu_count()  # type: ignore[misc]
 
 
+# os.sysconf takes the name or its number
 _NPROCESSORS = {
-    n: os.sysconf_names[n]
+    key
     for n in ("SC_NPROCESSORS_ONLN", "SC_NPROCESSORS_CONF")
     if n in os.sysconf_names
+    for key in (n, os.sysconf_names[n])
 }
-_NPROCESSORS_ANY = set(_NPROCESSORS) | set(_NPROCESSORS.values())
 
 
 def _sysconf(name: str | int) -> int:
-    if name in _NPROCESSORS_ANY:
+    if name in _NPROCESSORS:
         c = _ctx(sys._getframe(1))
         if c is not None:
             return len(c.cpus)
