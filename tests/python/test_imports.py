@@ -43,9 +43,10 @@ def expect(r: dict, **wanted: Any) -> None:
     assert not wrong, "scenario properties failed:\n  " + "\n  ".join(wrong)
 
 
-def run_case(name: str) -> dict:
+def run_case(name: str, script: str = "scenarios.py") -> dict:
+    """The JSON report of case name of script, run in a fresh interpreter."""
     p = subprocess.run(
-        [sys.executable, os.path.join(HERE, "scenarios.py"), name],
+        [sys.executable, os.path.join(HERE, script), name],
         capture_output=True,
         text=True,
         timeout=600,

@@ -11,10 +11,7 @@ import subprocess
 import sys
 import textwrap
 
-import pytest
-from test_imports import needs
-
-needs_two = pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs 2 CPUs")
+from test_imports import needs, needs_two
 
 
 def run_py(code: str, **env: str) -> dict:

@@ -4,27 +4,13 @@ real wheel, in a fresh interpreter per package (stack_scenarios.py)."""
 
 from __future__ import annotations
 
-import json
 import os
-import subprocess
-import sys
 
-import pytest
-from test_imports import needs
-
-HERE = os.path.dirname(os.path.abspath(__file__))
-TWO = len(os.sched_getaffinity(0)) >= 2
+from test_imports import needs, needs_two, run_case
 
 
 def stack_case(name: str) -> dict:
-    p = subprocess.run(
-        [sys.executable, os.path.join(HERE, "stack_scenarios.py"), name],
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert p.returncode == 0, f"stack case {name} failed ({p.returncode}):\n{p.stderr[-4000:]}"
-    r = json.loads(p.stdout.strip().splitlines()[-1])
+    r = run_case(name, "stack_scenarios.py")
     # Common to every package: each owner its own copy, the base untouched by
     # the contexts' imports, and the same answers everywhere.
     assert r["base_saw_before"] == [], "the contexts' imports showed in the base's sys.modules"
@@ -96,7 +82,7 @@ def test_protobuf():
 
 @needs("psutil")
 @needs("numexpr")
-@pytest.mark.skipif(not TWO, reason="needs 2 CPUs")
+@needs_two
 def test_cpu_counts_of_psutil_and_numexpr_follow_the_context():
     r = stack_case("counts")
     same_everywhere(r, "numexpr")
