@@ -23,7 +23,7 @@ from typing import Any
 
 from vlcs import _owners
 from vlcs._errors import VlcsError
-from vlcs._linkmap import namespace_root
+from vlcs._linkmap import namespace_files, namespace_root
 
 _real_dlopen = ctypes._dlopen  # type: ignore[attr-defined]
 _installed = False
@@ -58,12 +58,13 @@ def _dlopen(name: Any, mode: int = ctypes.DEFAULT_MODE) -> int:
 def _loaded_in(ctx: Any, name: str) -> int:
     """dlopen(name, RTLD_NOLOAD) in the context's namespace: its handle if
     the namespace has it (threadpoolctl opens each library it found so)."""
-    real = os.path.realpath(name) if os.sep in name else None
-    for path in ctx.libraries():
-        if os.sep not in name:
-            if os.path.basename(path) == name:
-                return ctx._load_handle(path)
-        elif name == path or os.path.realpath(path) == real:
+    if ctx._any_handle is not None:
+        files = namespace_files(ctx._any_handle)
+        if os.sep in name:
+            path = files.get(os.path.realpath(name))
+        else:
+            path = next((p for p in files.values() if os.path.basename(p) == name), None)
+        if path is not None:
             return ctx._load_handle(path)
     raise OSError(f"{name}: not loaded in context '{ctx.name}' (RTLD_NOLOAD)")
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ctypes
+import os
 
 
 class _LinkMap(ctypes.Structure):
@@ -19,6 +20,9 @@ _LinkMap._fields_ = [
 ]
 
 
+_FD_PREFIX = "/proc/self/fd/"
+
+
 def namespace_objects(handle: int) -> list[str]:
     """Paths of every object in the namespace of `handle` (a dlopen/dlmopen
     handle, which glibc makes a link_map pointer), in load order."""
@@ -32,6 +36,17 @@ def namespace_objects(handle: int) -> list[str]:
             out.append(name.decode(errors="replace"))
         lm = lm.contents.l_next
     return out
+
+
+def namespace_files(handle: int) -> dict[str, str]:
+    """The namespace's objects loaded from files, real path -> name as
+    loaded.  The objects vlcs makes in memory are left out: they are named
+    /proc/self/fd/N after a descriptor long closed, whose number another
+    file (one a thread is loading now) may hold, so their real path would
+    be a lie."""
+    return {
+        os.path.realpath(p): p for p in namespace_objects(handle) if not p.startswith(_FD_PREFIX)
+    }
 
 
 def namespace_root(handle: int) -> int:

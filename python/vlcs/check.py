@@ -397,6 +397,7 @@ def child(pkg: str, share: Sequence[str] = ()) -> dict[str, Any]:
     Every step records what it found; the parent decides what is a failure.
     """
     import vlcs
+    from vlcs._linkmap import namespace_files
 
     res: dict[str, Any] = {"package": pkg, "shared": list(share)}
     if share:
@@ -451,7 +452,7 @@ def child(pkg: str, share: Sequence[str] = ()) -> dict[str, Any]:
     if "a" in live:
         exts = a.submit(_ext_modules).result()
         mods = set(a.modules)
-        in_ns = {os.path.realpath(p) for p in a.libraries()}
+        in_ns = set(namespace_files(a._any_handle)) if a._any_handle else set()
         private = {n: f for n, f in exts.items() if n in mods}
         topname = pkg.partition(".")[0]
         own = {

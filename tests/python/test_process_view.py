@@ -90,6 +90,41 @@ def test_threadpoolctl_in_a_context_limits_that_context_only():
     assert r["a_after"] == [2]
 
 
+@needs("numpy")
+def test_a_probe_for_a_library_the_context_has_not_loaded_fails_in_the_context():
+    # vlcs's objects made in memory are named /proc/self/fd/N after a closed
+    # descriptor; when a thread (here: this test) holds file F open under that
+    # number, the name must not pass for F (threadpoolctl got libc for OpenBLAS).
+    r = run_py(
+        """
+        import ctypes, json, os, vlcs
+        import numpy
+        blas = [p for p in vlcs._linkmap.namespace_objects(ctypes.CDLL(None)._handle)
+                if "openblas" in p][0]
+        a = vlcs.VLC(cpus="0", name="a")
+        with a:
+            import json as _  # the namespace exists
+        a._load_handle("libc.so.6")
+        fd_names = [p for p in a.libraries() if p.startswith("/proc/self/fd/")]
+        held, want = [], {int(p.rsplit("/", 1)[1]) for p in fd_names}
+        while want and not (want & set(held)) and len(held) < 256:
+            held.append(os.open(blas, os.O_RDONLY))
+        def probe():
+            try:
+                ctypes.CDLL(blas, mode=os.RTLD_NOLOAD)
+                return "found"
+            except OSError as e:
+                return "not loaded" if "not loaded in context" in str(e) else str(e)
+        out = {"fd_names": len(fd_names), "held": bool(want & set(held))}
+        out["a"], out["base"] = a.submit(probe).result(), probe()
+        print(json.dumps(out))
+        """
+    )
+    assert r["fd_names"] >= 1 and r["held"], r
+    assert r["a"] == "not loaded", r
+    assert r["base"] == "found"
+
+
 def test_a_failed_import_leaves_nothing_behind(tmp_path):
     pkg = tmp_path / "halfway"
     pkg.mkdir()
