@@ -162,3 +162,44 @@ def test_classification_of_error_texts():
     assert c.pip_name("sklearn") == "scikit-learn" and c.pip_name("google.protobuf") == "protobuf"
     assert c._skipped("numpy.tests.foo") and c._skipped("pkg.conftest")
     assert not c._skipped("numpy.linalg")
+
+
+# The scientific stack `./run test` installs (tests/python/stack.txt) and the packages
+# the runtime's own tests use, by import name: what a user runs `vlcs check` on first.
+STACK = [
+    "numpy",
+    "scipy",
+    "pandas",
+    "pyarrow",
+    "sklearn",
+    "statsmodels",
+    "numba",
+    "cv2",
+    "google.protobuf",
+    "psutil",
+    "numexpr",
+    "charset_normalizer",
+    "h5py",
+    "matplotlib",
+    "threadpoolctl",
+    "torch",
+]
+
+
+def test_the_scientific_stack_passes():
+    present = [p for p in STACK if importlib.util.find_spec(p.partition(".")[0]) is not None]
+    if len(present) < len(STACK):  # the other CPythons' venvs have numpy and scipy only
+        assert {"numpy", "scipy", "threadpoolctl"} <= set(present)
+    r = vlcs_cmd("check", "--json", *present)
+    doc = json.loads(r.stdout)
+    failed = {e["package"]: f"[{e['kind']}] {e['error']}" for e in doc if not e["ok"]}
+    assert not failed, failed
+    assert r.returncode == 0
+    assert [e["package"] for e in doc] == present
+    # each one's copies were its own in the contexts, and its smoke test (where
+    # vlcs knows one) agreed in a, b and the base
+    from vlcs.check import SMOKE
+
+    smoked = {e["package"]: e["smoke"] for e in doc if e["package"] in SMOKE}
+    assert set(smoked.values()) == {"ok"}, smoked
+    assert len(smoked) >= 3
