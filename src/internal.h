@@ -162,6 +162,7 @@ struct vlcs_ctx {
     Lmid_t lmid;
     void *ip_handle;
     char **ns_environ; /* the copy handed over; kept so leak checkers see it */
+    char ***ns_environ_slot; /* the namespace libc's __environ */
     int (*ns_setenv)(const char *, const char *, int);
     int (*ns_unsetenv)(const char *);
     char *(*ns_getenv)(const char *);
@@ -183,6 +184,12 @@ HIDDEN void load_error(vlcs_ctx *c, const char *what, const char *dlerr);
 /* ---- namespaces (namespace.c) --------------------------------------------- */
 
 HIDDEN int ns_create(vlcs_ctx *c); /* with c->lock held */
+/* After the first load into a new namespace succeeded: the environment
+ * changes made before it are in the namespace's libc for good. */
+HIDDEN void ns_settle(vlcs_ctx *c);
+/* After the first load into a new namespace failed: the namespace goes
+ * (glibc reuses it), the context is as before the load. */
+HIDDEN void ns_teardown(vlcs_ctx *c);
 HIDDEN void ns_flush(vlcs_ctx *c);
 
 /* ---- the Service context (service.c, forwarder.c) ---- */
@@ -216,6 +223,7 @@ HIDDEN void services_unlock(void);
 HIDDEN void thread_created(vlcs_ctx *c);
 HIDDEN void thread_begin(vlcs_ctx *c);
 HIDDEN void thread_ns_created(vlcs_ctx *c); /* the creating thread was set up by libc */
+HIDDEN void thread_ns_gone(vlcs_ctx *c); /* its namespace number may be reused */
 HIDDEN void thread_end(vlcs_ctx *c);
 HIDDEN void threads_move(vlcs_ctx *c, const vmask *m); /* with c->lock held */
 HIDDEN void thread_after_fork(void);

@@ -118,6 +118,13 @@ int ns_create(vlcs_ctx *c)
     c->ns_unsetenv = libc ? (int (*)(const char *))dlsym(libc, "unsetenv") : NULL;
     c->ns_getenv = libc ? (char *(*)(const char *))dlsym(libc, "getenv") : NULL;
     c->ns_fflush = libc ? (int (*)(void *))dlsym(libc, "fflush") : NULL;
+    void (*ctype_init)(void) = libc ? (void (*)(void))dlsym(libc, "__ctype_init") : NULL;
+    /* The root h holds both: extra references would keep the namespace
+     * from ever being taken back. */
+    if (ip)
+        dlclose(ip);
+    if (libc)
+        dlclose(libc);
     if (libc == NULL) {
         set_error(VLCS_E_NOT_FOUND,
                   "Error creating the namespace of context '%s': its libc cannot be found: %s",
@@ -161,28 +168,54 @@ int ns_create(vlcs_ctx *c)
     if (ns_pthread_create(&t, NULL, ns_noop, NULL) == 0)
         ns_pthread_join(t, NULL);
 
-    for (struct envop *op = c->pending_env, *next; op; op = next) {
-        next = op->next;
+    /* Replayed, and kept until ns_settle: a namespace that ns_teardown
+     * takes back leaves the context's environment as it was. */
+    for (struct envop *op = c->pending_env; op; op = op->next) {
         if (op->value)
             c->ns_setenv(op->name, op->value, 1);
         else
             c->ns_unsetenv(op->name);
-        free(op->name);
-        free(op->value);
-        free(op);
     }
-    c->pending_env = NULL;
+    c->ns_environ_slot = ns_environ;
     c->ip_handle = h;
     c->has_ns = true;
     thread_ns_created(c);
     /* Optional: a libc without it (not glibc's) has nothing to set up. */
-    __atomic_store_n(&c->ns_thread_init, (void (*)(void))dlsym(libc, "__ctype_init"),
-                     __ATOMIC_RELEASE);
+    __atomic_store_n(&c->ns_thread_init, ctype_init, __ATOMIC_RELEASE);
     return 0;
 fail:
     /* Nothing of the user's is loaded yet: the namespace can go. */
     dlclose(h);
     return -1;
+}
+
+void ns_settle(vlcs_ctx *c)
+{
+    for (struct envop *op = c->pending_env, *next; op; op = next) {
+        next = op->next;
+        free(op->name);
+        free(op->value);
+        free(op);
+    }
+    c->pending_env = NULL;
+}
+
+void ns_teardown(vlcs_ctx *c)
+{
+    __atomic_store_n(&c->ns_thread_init, NULL, __ATOMIC_RELEASE);
+    c->has_ns = false;
+    thread_ns_gone(c);
+    /* The copy of the environment is ours unless the namespace's libc
+     * replaced the array (its setenv grows it by a new one, its own). */
+    if (*c->ns_environ_slot == c->ns_environ) {
+        for (char **e = c->ns_environ; *e; e++)
+            free(*e);
+        free(c->ns_environ);
+    }
+    c->ns_environ = NULL;
+    c->ns_environ_slot = NULL;
+    dlclose(c->ip_handle);
+    c->ip_handle = NULL;
 }
 
 void ns_flush(vlcs_ctx *c) { c->ns_fflush(NULL); }

@@ -388,7 +388,8 @@ VLCS_API void *vlcs_ctx_load(vlcs_ctx *c, const char *path)
     services_read_lock();
     pthread_mutex_lock(&c->lock);
     void *h = NULL;
-    if (!c->has_ns && ns_create(c) != 0)
+    bool fresh = !c->has_ns;
+    if (fresh && ns_create(c) != 0)
         goto out;
     /* A shimmed library: load the real one (the shim, found first on the
      * search path, must never enter a namespace) and point the shims at it. */
@@ -397,8 +398,12 @@ VLCS_API void *vlcs_ctx_load(vlcs_ctx *c, const char *path)
     h = dlmopen(c->lmid, real ? real : path, RTLD_NOW | RTLD_LOCAL);
     if (h == NULL) {
         load_error(c, base_name(path), dlerror());
+        if (fresh) /* a typo must not use up one of glibc's few namespaces */
+            ns_teardown(c);
         goto out;
     }
+    if (fresh)
+        ns_settle(c);
     strict_note_load();
     if (real != NULL && shim_note_load(c, real, h) != 0)
         h = NULL; /* the copy stays loaded; the error says why it cannot be used */

@@ -26,7 +26,7 @@ struct tstate {
     vmask saved;        /* affinity before the outermost enter */
     vmask cur;          /* affinity as last set or read by this thread */
     atomic_bool moved;  /* set_cpus moved the thread: cur is stale */
-    uint64_t ns_ready;  /* namespaces (bit = lmid) whose libc set this thread up */
+    unsigned ns_ready[64]; /* by lmid: ns_generation + 1 when its libc set this thread up */
 };
 
 static _Thread_local struct tstate self;
@@ -155,19 +155,33 @@ static void exit_key_create(void) { pthread_key_create(&exit_key, on_base_thread
  * per-thread set-up: its ctype table pointers (isspace, tolower) are NULL
  * there, and the first isspace in the context's code crashes.  Done once per
  * thread and namespace, before the thread runs the context's code. */
+/* Bumped when a namespace is taken back, whose number glibc then reuses for
+ * a new one with a new libc. */
+static unsigned ns_generation[64];
+
+static int ns_slot(const vlcs_ctx *c) { return (int)((unsigned long)c->lmid & 63); }
+
+static unsigned ns_current(int slot)
+{
+    return __atomic_load_n(&ns_generation[slot], __ATOMIC_ACQUIRE) + 1;
+}
+
 static void ns_thread_ready(vlcs_ctx *c, struct tstate *ts)
 {
     void (*init)(void) = __atomic_load_n(&c->ns_thread_init, __ATOMIC_ACQUIRE);
     if (init == NULL)
         return;
-    uint64_t bit = 1ull << ((unsigned long)c->lmid & 63);
-    if (ts->ns_ready & bit)
+    int slot = ns_slot(c);
+    unsigned gen = ns_current(slot);
+    if (ts->ns_ready[slot] == gen)
         return;
-    ts->ns_ready |= bit;
+    ts->ns_ready[slot] = gen;
     init();
 }
 
-void thread_ns_created(vlcs_ctx *c) { tstate()->ns_ready |= 1ull << ((unsigned long)c->lmid & 63); }
+void thread_ns_created(vlcs_ctx *c) { tstate()->ns_ready[ns_slot(c)] = ns_current(ns_slot(c)); }
+
+void thread_ns_gone(vlcs_ctx *c) { __atomic_fetch_add(&ns_generation[ns_slot(c)], 1, __ATOMIC_ACQ_REL); }
 
 /* ---- public ------------------------------------------------------------- */
 

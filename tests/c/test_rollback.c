@@ -1,4 +1,6 @@
-/* A failed vlcs_service_add or shim registration undoes what it did: the
+/* A failed first load into a context gives its new namespace back (glibc has
+ * few), keeping the environment set before it.  A failed vlcs_service_add or
+ * shim registration undoes what it did: the
  * library it opened is closed, no forwarder or shim stays registered, and a
  * second, correct call succeeds while every context keeps working. */
 #define _GNU_SOURCE
@@ -36,6 +38,34 @@ static void services(void)
     CHECK_EQ(3, SYM(ua, bump_fn, "uses_bump")(), "a new namespace reaches the one copy");
     CHECK_EQ(2, SYM(p, bump_fn, "probe_bump")(), "the older context kept working");
     PASS("service rollback");
+}
+
+static void failed_loads(void)
+{
+    vlcs_ctx *e = vlcs_ctx_create("typos");
+    CHECK_EQ(0, vlcs_ctx_setenv(e, "VLCS_ROLLBACK_VAR", "kept"), "setenv before any load");
+    /* Far more than glibc's namespaces (16 with the base's), in one context
+     * and in new ones. */
+    for (int i = 0; i < 40; i++) {
+        vlcs_ctx *c = i % 2 ? e : vlcs_ctx_create(NULL);
+        CHECK_NULLC(VLCS_E_NOT_FOUND, vlcs_ctx_load(c, "/nonexistent/libvlcs_typo.so"));
+        CHECK(strstr(vlcs_error(), "libvlcs_typo.so") != NULL, "the error names it: %s",
+              vlcs_error());
+    }
+    void *p = must_load(e, PROBE_LIB);
+    CHECK_EQ(1, SYM(p, bump_fn, "probe_bump")(), "the context loads after its typos");
+    const char *v = vlcs_ctx_getenv(e, "VLCS_ROLLBACK_VAR");
+    CHECK(v != NULL && strcmp(v, "kept") == 0, "the environment set before: %s", v ? v : "unset");
+    /* Namespaces (and static TLS) are left for more contexts. */
+    for (int i = 0; i < 4; i++) {
+        vlcs_ctx *c = vlcs_ctx_create(NULL);
+        void *q = must_load(c, PROBE_LIB);
+        CHECK(SYM(q, bump_fn, "probe_bump")() == 1, "context %d has its own copy", i);
+        CHECK_EQ(0, vlcs_enter(c), "enter");
+        CHECK_EQ(0, vlcs_leave(), "leave");
+    }
+    CHECK_EQ(2, SYM(p, bump_fn, "probe_bump")(), "the first context's copy counts on");
+    PASS("a failed first load gives its namespace back");
 }
 
 static void shims(void)
@@ -99,6 +129,7 @@ static void shims(void)
 
 int main(void)
 {
+    failed_loads();
     services();
     shims();
     return 0;
