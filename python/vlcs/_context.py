@@ -28,20 +28,23 @@ from typing import Any
 
 from vlcs import _dlopen, _imports, _views, libraries
 from vlcs._extension import python_service
-from vlcs._lib import check, fail, lib
+from vlcs._lib import c_string, check, fail, lib
 from vlcs._linkmap import namespace_objects
 
 
-def _cpu_list(cpus: str | Iterable[int]) -> str:
+def _cpu_list(cpus: str | Iterable[int]) -> bytes:
     if isinstance(cpus, str):
-        return cpus
+        return c_string(cpus, "cpus")
     try:
-        ids = [int(c) for c in cpus]
-    except (TypeError, ValueError):
-        raise ValueError(f'cpus must be a list like "0-3,8" or CPU ids; got {cpus!r}') from None
+        ids = list(cpus)
+    except TypeError:
+        raise TypeError(f'cpus must be a list like "0-3,8" or CPU ids; got {cpus!r}') from None
+    bad = [c for c in ids if not isinstance(c, int) or isinstance(c, bool)]
+    if bad:
+        raise TypeError(f"CPU ids must be ints; got {bad[0]!r} in cpus={cpus!r}")
     if not ids or any(c < 0 for c in ids):
         raise ValueError(f"cpus must be non-empty CPU ids >= 0; got {cpus!r}")
-    return ",".join(str(c) for c in ids)
+    return ",".join(str(c) for c in ids).encode()
 
 
 def _parse_list(text: str) -> list[int]:
@@ -72,7 +75,7 @@ class VLC:
         # Before the namespace exists, so that libpython's forwarder is in
         # its global scope (extension modules look for the C API there).
         python_service()
-        handle = lib().vlcs_ctx_create(name.encode() if name is not None else None)
+        handle = lib().vlcs_ctx_create(c_string(name, "name") if name is not None else None)
         if not handle:
             fail()
         self._h = handle
@@ -97,32 +100,33 @@ class VLC:
 
         Raises InvalidArgumentError (a ValueError) naming the offending value.
         """
-        check(lib().vlcs_ctx_set_cpus(self._h, _cpu_list(cpus).encode()))
+        check(lib().vlcs_ctx_set_cpus(self._h, _cpu_list(cpus)))
 
     def setenv(self, name: str, value: str) -> None:
-        """Set an environment variable in the context only."""
-        self._check_name(name)
-        check(lib().vlcs_ctx_setenv(self._h, name.encode(), str(value).encode()))
-        self._env[name] = str(value)
+        """Set an environment variable in the context only (value a str, as
+        for os.environ)."""
+        raw = self._check_name(name)
+        check(lib().vlcs_ctx_setenv(self._h, raw, c_string(value, f"the value of {name}")))
+        self._env[name] = value
 
     def unsetenv(self, name: str) -> None:
         """Remove an environment variable from the context only."""
-        self._check_name(name)
-        check(lib().vlcs_ctx_unsetenv(self._h, name.encode()))
+        check(lib().vlcs_ctx_unsetenv(self._h, self._check_name(name)))
         self._env[name] = None
 
     def getenv(self, name: str) -> str | None:
         """The variable as libraries in the context see it."""
-        self._check_name(name)
-        v = lib().vlcs_ctx_getenv(self._h, name.encode())
+        v = lib().vlcs_ctx_getenv(self._h, self._check_name(name))
         return v.decode() if v is not None else None
 
     @staticmethod
-    def _check_name(name: str) -> None:
-        if not isinstance(name, str) or not name or "=" in name:
+    def _check_name(name: str) -> bytes:
+        raw = c_string(name, "an environment variable name")
+        if not raw or b"=" in raw:
             raise ValueError(
                 f"environment variable names must be non-empty and contain no '='; got {name!r}"
             )
+        return raw
 
     # --- properties -------------------------------------------------------------
     @property
@@ -158,7 +162,7 @@ class VLC:
 
     def _load_handle(self, path: str | bytes) -> int:
         """vlcs_ctx_load's handle of path in this context; raises on failure."""
-        h = lib().vlcs_ctx_load(self._h, os.fsencode(path))
+        h = lib().vlcs_ctx_load(self._h, c_string(path, "library", path=True))
         if not h:
             fail()
         self._any_handle = self._any_handle or h

@@ -4,6 +4,7 @@ its signature, in one place, and the one way failures become exceptions."""
 from __future__ import annotations
 
 import ctypes
+import os
 import threading
 from typing import Any, NoReturn
 
@@ -64,6 +65,26 @@ def lib() -> ctypes.CDLL:
     return _lib
 
 
+def c_string(value: Any, what: str, *, path: bool = False) -> bytes:
+    """value as the NUL-terminated string a C function of libvlcs takes:
+    str (or, for a path, bytes and os.PathLike too), without NUL bytes,
+    which would cut it short in C (TypeError / ValueError naming `what`)."""
+    if path:
+        try:
+            raw = os.fsencode(value)
+        except TypeError:
+            raise TypeError(
+                f"{what} must be a str, bytes or os.PathLike; got {type(value).__name__}"
+            ) from None
+    elif isinstance(value, str):
+        raw = value.encode()
+    else:
+        raise TypeError(f"{what} must be a str; got {type(value).__name__} {value!r}")
+    if b"\0" in raw:
+        raise ValueError(f"{what} contains a NUL byte: {value!r}")
+    return raw
+
+
 def _error() -> str:
     return (lib().vlcs_error() or b"").decode(errors="replace")
 
@@ -117,4 +138,4 @@ def service(library: str) -> None:
     >>> import vlcs
     >>> vlcs.service("libm.so.6")
     """
-    check(lib().vlcs_service_add(library.encode()))
+    check(lib().vlcs_service_add(c_string(library, "library", path=True)))

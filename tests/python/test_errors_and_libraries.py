@@ -23,6 +23,41 @@ def test_bad_argument_is_invalid_and_a_valueerror():
     assert isinstance(e.value, ValueError) and isinstance(e.value, vlcs.VlcsError)
 
 
+def test_nul_bytes_and_wrong_types_are_refused_before_c_sees_them():
+    # C would read each up to its NUL (CPUs 0-1, variable "A", library libm.so.6).
+    a = vlcs.VLC(name="typed", cpus="0")
+    for call, what in [
+        (lambda: a.set_allowed_cpus("0\x00,5"), "cpus"),
+        (lambda: vlcs.VLC(name="x\x00y"), "name"),
+        (lambda: a.setenv("A\x00B", "1"), "environment variable name"),
+        (lambda: a.setenv("A", "a\x00b"), "value of A"),
+        (lambda: a.getenv("A\x00B"), "environment variable name"),
+        (lambda: a.unsetenv("A\x00B"), "environment variable name"),
+        (lambda: a.load("libm.so.6\x00junk"), "library"),
+        (lambda: vlcs.service("libm.so.6\x00junk"), "library"),
+    ]:
+        with pytest.raises(ValueError, match="NUL byte") as e:
+            call()
+        assert what in str(e.value)
+    for call, what in [
+        (lambda: a.set_allowed_cpus([0.7]), "CPU ids must be ints"),
+        (lambda: a.set_allowed_cpus([True]), "CPU ids must be ints"),
+        (lambda: a.set_allowed_cpus(5), "cpus must be"),
+        (lambda: a.setenv("A", None), "value of A must be a str"),
+        (lambda: a.setenv("A", 3), "value of A must be a str"),
+        (lambda: vlcs.VLC(env={"A": None}), "value of A must be a str"),
+        (lambda: a.setenv(b"A", "1"), "name must be a str"),
+        (lambda: a.load(3), "library must be"),
+    ]:
+        with pytest.raises(TypeError, match=what):
+            call()
+    # nothing of it reached the context, which works on
+    assert a.cpus == [0] and a.getenv("A") is None and "A" not in a.info()["env"]
+    a.setenv("A", "ok")
+    assert a.getenv("A") == "ok"
+    assert a.load(os.fsencode("libm.so.6")) is not None
+
+
 def test_missing_library_is_not_found_and_a_filenotfounderror():
     a = vlcs.VLC(name="nf")
     with pytest.raises(FileNotFoundError) as e:
