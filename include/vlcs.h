@@ -340,6 +340,27 @@ VLCS_API void *vlcs_stack_find(void **handles, unsigned long n);
  */
 VLCS_API int vlcs_view_open(vlcs_ctx *ctx, const char *path, int flags);
 
+/** What vlcs_enter_binding needs of the binding's language runtime. */
+struct vlcs_binding {
+    void (*incref)(void *obj);                 /* Python: Py_IncRef */
+    void (*raise)(void *cls, const char *msg); /* Python: PyErr_SetString */
+    void *classes[8];                          /* exception class by vlcs_errcode() */
+};
+
+/**
+ * vlcs_enter for a language binding whose `with`/RAII enter must run no code
+ * of its own between entering and returning (an interrupt there would leave
+ * the thread inside): returns obj, with a reference taken (a new reference,
+ * as the C API of Python returns), once inside; on failure calls
+ * b->raise(b->classes[vlcs_errcode()], vlcs_error()) and returns NULL.
+ * Called with the binding's interpreter lock held.
+ */
+VLCS_API void *vlcs_enter_binding(vlcs_ctx *c, void *obj, const struct vlcs_binding *b);
+
+/** vlcs_leave for a binding's `__exit__(type, value, traceback)`: the
+ * arguments are ignored and nothing is returned (nothing is suppressed). */
+VLCS_API void vlcs_leave_binding(void *type, void *value, void *traceback);
+
 #endif /* VLCS_INTERNAL_API */
 
 #ifdef __cplusplus

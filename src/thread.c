@@ -269,6 +269,23 @@ VLCS_API int vlcs_leave(void)
 
 VLCS_API vlcs_ctx *vlcs_current(void) { return effective(tstate()); }
 
+VLCS_API void *vlcs_enter_binding(vlcs_ctx *c, void *obj, const struct vlcs_binding *b)
+{
+    if (vlcs_enter(c) == 0) {
+        b->incref(obj);
+        return obj;
+    }
+    int code = vlcs_errcode();
+    b->raise(b->classes[code > 0 && code < 8 ? code : VLCS_E_SYSTEM], vlcs_error());
+    return NULL;
+}
+
+VLCS_API void vlcs_leave_binding(void *type, void *value, void *traceback)
+{
+    (void)type, (void)value, (void)traceback;
+    vlcs_leave();
+}
+
 /* ---- fork ------------------------------------------------------------------ */
 
 /* In a forked child only the forking thread lives on: forget the others

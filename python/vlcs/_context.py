@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import ctypes
+import functools
 import os
 import threading
 import weakref
@@ -28,7 +29,7 @@ from typing import Any
 
 from vlcs import _dlopen, _imports, _views, libraries
 from vlcs._extension import python_service
-from vlcs._lib import c_string, check, fail, lib
+from vlcs._lib import c_string, check, enter_binding, fail, lib
 from vlcs._linkmap import namespace_objects
 
 
@@ -56,6 +57,25 @@ def _parse_list(text: str) -> list[int]:
 
 
 _contexts: weakref.WeakValueDictionary[int, VLC] = weakref.WeakValueDictionary()
+
+
+class _EnterDescriptor:
+    """VLC.__enter__: ctx.__enter__ is vlcs_enter_binding(ctx, ...) bound in
+    C (functools.partial of a ctypes function), returning ctx once inside."""
+
+    def __get__(self, obj: VLC | None, cls: type | None = None) -> Any:
+        if obj is None:
+            return self
+        enter, _, binding = enter_binding()
+        return functools.partial(enter, obj._h, obj, binding)
+
+
+class _ExitFunction:
+    """VLC.__exit__: vlcs_leave_binding itself (a C function of three
+    ignored arguments, returning None: exceptions are never suppressed)."""
+
+    def __get__(self, obj: VLC | None, cls: type | None = None) -> Any:
+        return enter_binding()[1]
 
 
 class VLC:
@@ -178,12 +198,11 @@ class VLC:
         return _imports.modules_of(self._owner)
 
     # --- running inside ---------------------------------------------------------
-    def __enter__(self) -> VLC:
-        check(lib().vlcs_enter(self._h))
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        lib().vlcs_leave()
+    # ``with ctx:`` calls libvlcs directly, no Python code between entering
+    # and the with-block or between leaving and its end: a KeyboardInterrupt
+    # lands before or after, never with the thread inside unaccounted for.
+    __enter__: Callable[[], VLC] = _EnterDescriptor()  # type: ignore[assignment]
+    __exit__: Callable[..., None] = _ExitFunction()  # type: ignore[assignment]
 
     def executor(self, max_workers: int | None = None) -> concurrent.futures.Executor:
         """A ThreadPoolExecutor whose threads live in this context.

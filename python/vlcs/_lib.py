@@ -49,6 +49,7 @@ _SIGNATURES: dict[str, tuple[Any, list[Any]]] = {
 
 _lock = threading.Lock()
 _lib: ctypes.CDLL | None = None
+_binding: tuple[Any, Any, Any] | None = None
 
 
 def lib() -> ctypes.CDLL:
@@ -83,6 +84,36 @@ def c_string(value: Any, what: str, *, path: bool = False) -> bytes:
     if b"\0" in raw:
         raise ValueError(f"{what} contains a NUL byte: {value!r}")
     return raw
+
+
+class _Binding(ctypes.Structure):
+    # struct vlcs_binding of vlcs.h
+    _fields_ = [("incref", _c), ("raise_", _c), ("classes", ctypes.py_object * 8)]
+
+
+def enter_binding() -> tuple[Any, Any, Any]:
+    """(vlcs_enter_binding, vlcs_leave_binding, its struct vlcs_binding),
+    called the Python-API way (the GIL held, the exception the C side sets
+    raised by ctypes): ``with ctx:`` runs no Python code of its own between
+    entering and the with-block, so a KeyboardInterrupt cannot leave a
+    thread inside a context it never got to leave."""
+    global _binding
+    if _binding is None:
+        from vlcs._errors import _BY_CODE
+
+        py = ctypes.PyDLL(None, handle=lib()._handle)
+        enter, leave = py.vlcs_enter_binding, py.vlcs_leave_binding
+        enter.restype = ctypes.py_object
+        enter.argtypes = [_c, ctypes.py_object, ctypes.POINTER(_Binding)]
+        leave.restype = None
+        leave.argtypes = [ctypes.py_object] * 3
+        b = _Binding(
+            ctypes.cast(ctypes.pythonapi.Py_IncRef, _c).value,
+            ctypes.cast(ctypes.pythonapi.PyErr_SetString, _c).value,
+            (ctypes.py_object * 8)(*(_BY_CODE.get(code, VlcsError) for code in range(8))),
+        )
+        _binding = (enter, leave, ctypes.pointer(b))
+    return _binding
 
 
 def _error() -> str:
