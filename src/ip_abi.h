@@ -17,7 +17,7 @@
 #include <stddef.h>
 #include <sys/types.h>
 
-#define VLCS_IP_ABI_VERSION 2
+#define VLCS_IP_ABI_VERSION 3
 
 struct vlcs_ctx;
 
@@ -65,6 +65,14 @@ struct vlcs_ip_api {
     void (*thread_created)(struct vlcs_ctx *);
     void (*thread_begin)(struct vlcs_ctx *);
     void (*thread_end)(struct vlcs_ctx *);
+
+    /* The base's ends of the process: a context's library that calls exit
+     * flushes the base's stdio and runs the base's atexit handlers, once,
+     * as a library the base dlopen'ed would. */
+    void (*exit)(int);
+    void (*quick_exit)(int);
+    void (*exit_now)(int); /* _exit, _Exit */
+    void (*abort)(void);
 };
 
 /* Exported by libvlcs_interpose.so; returns 0 on success. */

@@ -70,6 +70,10 @@ static void api_fill(vlcs_ctx *c, struct vlcs_ip_api *a)
     a->thread_created = thread_created;
     a->thread_begin = thread_begin;
     a->thread_end = thread_end;
+    a->exit = exit;
+    a->quick_exit = quick_exit;
+    a->exit_now = _exit;
+    a->abort = abort;
 }
 
 int ns_create(vlcs_ctx *c)

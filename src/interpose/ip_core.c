@@ -1,5 +1,6 @@
 /*
- * ip_core.c - binding to a context, stdio flush at exit, and the allocator.
+ * ip_core.c - binding to a context, the ends of the process, stdio flush at
+ * exit, and the allocator.
  *
  * The allocator functions forward to the base namespace's malloc so that
  * memory may be freed by whichever context or the base ends up owning it.
@@ -22,6 +23,8 @@ static struct vlcs_ip_api bound_api;
 
 IP_HIDDEN void *ip_next(const char *name) { return dlsym(RTLD_NEXT, name); }
 
+static const struct vlcs_ip_api *api(void) { return __atomic_load_n(&vlcs_ip, __ATOMIC_ACQUIRE); }
+
 IP_EXPORT int vlcs_ip_bind(const struct vlcs_ip_api *api)
 {
     if (api == NULL || api->abi_version != VLCS_IP_ABI_VERSION)
@@ -35,6 +38,35 @@ IP_EXPORT int vlcs_ip_bind(const struct vlcs_ip_api *api)
  * buffers the base's exit() does not flush.  _dl_fini runs this destructor
  * for every namespace at exit. */
 __attribute__((destructor)) static void ip_flush_at_exit(void) { fflush(NULL); }
+
+/* ---- the ends of the process ---------------------------------------------- */
+
+/* The namespace's libc would run its own, empty, atexit list and flush its
+ * own streams, losing what the base has buffered and its handlers.  Before
+ * binding (the namespace's libc starting up) the namespace's own are used. */
+#define END_OF_PROCESS(name, field)                                             \
+    IP_EXPORT __attribute__((noreturn)) void name(int status)                   \
+    {                                                                           \
+        const struct vlcs_ip_api *a = api();                                    \
+        if (a)                                                                  \
+            a->field(status);                                                   \
+        ((void (*)(int))ip_next(#name))(status);                                \
+        __builtin_unreachable();                                                \
+    }
+
+END_OF_PROCESS(exit, exit)
+END_OF_PROCESS(quick_exit, quick_exit)
+END_OF_PROCESS(_exit, exit_now)
+END_OF_PROCESS(_Exit, exit_now)
+
+IP_EXPORT __attribute__((noreturn)) void abort(void)
+{
+    const struct vlcs_ip_api *a = api();
+    if (a)
+        a->abort();
+    ((void (*)(void))ip_next("abort"))();
+    __builtin_unreachable();
+}
 
 /* ---- allocator ---------------------------------------------------------- */
 
@@ -70,7 +102,6 @@ static void *bump_alloc(size_t size, size_t align)
     return bump + base;
 }
 
-static const struct vlcs_ip_api *api(void) { return __atomic_load_n(&vlcs_ip, __ATOMIC_ACQUIRE); }
 
 IP_EXPORT void *malloc(size_t n)
 {

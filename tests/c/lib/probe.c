@@ -132,3 +132,22 @@ char *probe_strdup(const char *s) { return strdup(s); }
 
 void probe_print(const char *s) { printf("%s", s); }
 void probe_eprint(const char *s) { fputs(s, stderr); }
+
+/* Writes through this copy's stdio, then ends the process the way `how`
+ * says: 0 exit, 1 quick_exit, 2 _exit, 3 _Exit, 4 abort. */
+void probe_end_process(int how, int status)
+{
+    printf("library-buffered\n");
+    switch (how) {
+    case 0:
+        exit(status);
+    case 1:
+        quick_exit(status);
+    case 2:
+        _exit(status);
+    case 3:
+        _Exit(status);
+    default:
+        abort();
+    }
+}
