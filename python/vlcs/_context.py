@@ -166,7 +166,7 @@ class VLC:
         return check(lib().vlcs_ctx_thread_count(self._h))
 
     # --- libraries --------------------------------------------------------------
-    def load(self, library: str) -> ctypes.CDLL:
+    def load(self, library: str | bytes | os.PathLike[str]) -> ctypes.CDLL:
         """Load a shared library privately into the context (ctypes handle).
 
         Raises LibraryNotFoundError (a FileNotFoundError) when it or a
@@ -176,8 +176,10 @@ class VLC:
         >>> m = vlcs.VLC().load("libm.so.6")
         >>> m.cos.restype = __import__("ctypes").c_double
         """
-        dll = self._load(library)
-        self._libraries.append(library)
+        c_string(library, "library", path=True)  # before os.fsdecode reads it
+        path = os.fsdecode(library)  # ctypes (3.13) and info() want str
+        dll = self._load(path)
+        self._libraries.append(path)
         return dll
 
     def _load_handle(self, path: str | bytes) -> int:
