@@ -184,9 +184,6 @@ HIDDEN void load_error(vlcs_ctx *c, const char *what, const char *dlerr);
 /* ---- namespaces (namespace.c) --------------------------------------------- */
 
 HIDDEN int ns_create(vlcs_ctx *c); /* with c->lock held */
-/* After the first load into a new namespace succeeded: the environment
- * changes made before it are in the namespace's libc for good. */
-HIDDEN void ns_settle(vlcs_ctx *c);
 /* After the first load into a new namespace failed: the namespace goes
  * (glibc reuses it), the context is as before the load. */
 HIDDEN void ns_teardown(vlcs_ctx *c);

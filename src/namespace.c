@@ -172,7 +172,7 @@ int ns_create(vlcs_ctx *c)
     if (ns_pthread_create(&t, NULL, ns_noop, NULL) == 0)
         ns_pthread_join(t, NULL);
 
-    /* Replayed, and kept until ns_settle: a namespace that ns_teardown
+    /* Replayed, and kept until the first load succeeds: a namespace that ns_teardown
      * takes back leaves the context's environment as it was. */
     for (struct envop *op = c->pending_env; op; op = op->next) {
         if (op->value)
@@ -191,17 +191,6 @@ fail:
     /* Nothing of the user's is loaded yet: the namespace can go. */
     dlclose(h);
     return -1;
-}
-
-void ns_settle(vlcs_ctx *c)
-{
-    for (struct envop *op = c->pending_env, *next; op; op = next) {
-        next = op->next;
-        free(op->name);
-        free(op->value);
-        free(op);
-    }
-    c->pending_env = NULL;
 }
 
 void ns_teardown(vlcs_ctx *c)

@@ -281,6 +281,19 @@ static int env_record(vlcs_ctx *c, const char *name, const char *value)
     return 0;
 }
 
+/* Drops the recorded changes: once the first load into a new namespace
+ * succeeded they are in its libc for good, or the context is destroyed. */
+static void env_pending_clear(vlcs_ctx *c)
+{
+    for (struct envop *op = c->pending_env, *next; op; op = next) {
+        next = op->next;
+        free(op->name);
+        free(op->value);
+        free(op);
+    }
+    c->pending_env = NULL;
+}
+
 VLCS_API int vlcs_ctx_setenv(vlcs_ctx *c, const char *name, const char *value)
 {
     if (ctx_check(c, "setting an environment variable") != 0 ||
@@ -403,7 +416,7 @@ VLCS_API void *vlcs_ctx_load(vlcs_ctx *c, const char *path)
         goto out;
     }
     if (fresh)
-        ns_settle(c);
+        env_pending_clear(c);
     strict_note_load();
     if (real != NULL && shim_note_load(c, real, h) != 0)
         h = NULL; /* the copy stays loaded; the error says why it cannot be used */
@@ -454,13 +467,7 @@ VLCS_API int vlcs_ctx_destroy(vlcs_ctx *c)
     }
     if (c->has_ns)
         ns_flush(c);
-    for (struct envop *op = c->pending_env, *next; op; op = next) {
-        next = op->next;
-        free(op->name);
-        free(op->value);
-        free(op);
-    }
-    c->pending_env = NULL;
+    env_pending_clear(c);
     c->magic = CTX_DEAD;
     pthread_mutex_unlock(&c->lock);
     return 0;

@@ -176,8 +176,8 @@ class VLC:
         >>> m = vlcs.VLC().load("libm.so.6")
         >>> m.cos.restype = __import__("ctypes").c_double
         """
-        c_string(library, "library", path=True)  # before os.fsdecode reads it
-        path = os.fsdecode(library)  # ctypes (3.13) and info() want str
+        # checked before anything reads it; ctypes (3.13) and info() want str
+        path = os.fsdecode(c_string(library, "library", path=True))
         dll = self._load(path)
         self._libraries.append(path)
         return dll

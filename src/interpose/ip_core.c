@@ -102,7 +102,6 @@ static void *bump_alloc(size_t size, size_t align)
     return bump + base;
 }
 
-
 IP_EXPORT void *malloc(size_t n)
 {
     const struct vlcs_ip_api *a = api();
