@@ -340,6 +340,14 @@ VLCS_API void *vlcs_stack_find(void **handles, unsigned long n);
  */
 VLCS_API int vlcs_view_open(vlcs_ctx *ctx, const char *path, int flags);
 
+/**
+ * The Python package's module table (a dict subclass standing as the
+ * interpreter's module dict), or NULL when there is none: PyDict_GetItem*,
+ * PyDict_Contains*, PyDict_SetItem* and PyDict_DelItem* called on it by a
+ * context's extension modules go through its mapping methods.
+ */
+VLCS_API void vlcs_python_module_table(void *table);
+
 /** What vlcs_enter_binding needs of the binding's language runtime. */
 struct vlcs_binding {
     void (*incref)(void *obj);                 /* Python: Py_IncRef */

@@ -1,7 +1,7 @@
 /*
  * hooks.c - the Service context's hooks: per library family, what vlcs does
  * when such a library becomes a service and when a thread enters or leaves
- * a context.  Each family lives in a file of its own (service_tbb.c, gpu.c)
+ * a context.  Each family lives in a file of its own (service_tbb.c, gpu.c, service_python.c)
  * and is one entry of the table below; src/README.md says how to add one.
  */
 #include "internal.h"
@@ -9,6 +9,7 @@
 static const struct service_hooks *const families[] = {
     &tbb_hooks, /* oneTBB: automatic arenas sized per context */
     &gpu_hooks, /* CUDA and HIP runtimes: the context's device current on enter */
+    &python_hooks, /* libpython: the module table read through its methods */
 };
 
 #define NFAMILIES (sizeof families / sizeof families[0])

@@ -91,6 +91,7 @@ struct service_hooks {
 #define VLCS_HOOK_SLOTS 4 /* families the table below may hold */
 extern HIDDEN const struct service_hooks tbb_hooks; /* service_tbb.c */
 extern HIDDEN const struct service_hooks gpu_hooks; /* gpu.c */
+extern HIDDEN const struct service_hooks python_hooks; /* service_python.c */
 
 /* The table in hooks.c, run in its order (on_leave in reverse). */
 HIDDEN size_t hooks_overrides(void *handle, struct fwd_override *ov, size_t cap);

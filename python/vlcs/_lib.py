@@ -45,6 +45,9 @@ _SIGNATURES: dict[str, tuple[Any, list[Any]]] = {
     "vlcs_stack_find": (_c, [ctypes.POINTER(_c), ctypes.c_ulong]),
     # internal: the context's forged /proc and /sys files, for Python's open()
     "vlcs_view_open": (ctypes.c_int, [_c, ctypes.c_char_p, ctypes.c_int]),
+    # internal: context extension modules' PyDict_* calls on sys.modules go
+    # through the module table's methods
+    "vlcs_python_module_table": (None, [_c]),
 }
 
 _lock = threading.Lock()

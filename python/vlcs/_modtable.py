@@ -31,6 +31,7 @@ from typing import Any
 
 from vlcs import _owners
 from vlcs._errors import UnsupportedPlatformError
+from vlcs._lib import lib
 from vlcs._owners import BASE, Owner, is_shared, resolve
 
 # Python code that indexes sys.modules runs one of these; C code
@@ -257,6 +258,9 @@ def install() -> None:
         if not _dcontains(new, k):
             _dset(new, k, v)
     _plain, table = old, new
+    # C code of a context that reads or writes the module dict with PyDict_*
+    # calls (mypyc's imports, Cython's registration) reaches the table too.
+    lib().vlcs_python_module_table(id(new))
     for k, v in list(dict.items(new)):
         _owners.note_base_module(k, v)
     atexit.register(_uninstall)
@@ -268,6 +272,7 @@ def _uninstall() -> None:
     global table
     if table is None or _plain is None:
         return
+    lib().vlcs_python_module_table(None)
     _plain.clear()
     _plain.update(dict.items(table))
     _slot.value = id(_plain)

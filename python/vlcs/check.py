@@ -48,6 +48,7 @@ if __name__ == "__main__":
         del sys.path[0]
 
 import argparse
+import ctypes
 import importlib
 import importlib.util
 import io
@@ -236,6 +237,18 @@ def _smoke_protobuf() -> Any:
     return msg.SerializeToString().hex()
 
 
+def _smoke_tomli() -> Any:
+    import tomli
+
+    return repr(tomli.loads("[owner]\ndob = 1979-05-27T07:32:00Z\nports = [1, 2]\n"))
+
+
+def _smoke_chardet() -> Any:
+    import chardet
+
+    return chardet.detect("Größe und schöne Grüße aus Köln".encode("latin-1"))
+
+
 def _smoke_torch() -> Any:
     import torch
 
@@ -257,6 +270,8 @@ SMOKE: dict[str, tuple[Callable[[], Any], bool]] = {
     "numba": (_smoke_numba, False),
     "cv2": (_smoke_cv2, False),
     "google.protobuf": (_smoke_protobuf, False),
+    "tomli": (_smoke_tomli, False),
+    "chardet": (_smoke_chardet, False),
     "torch": (_smoke_torch, False),
 }
 """Known smoke tests by import name: (function, whether its result is the
@@ -372,13 +387,41 @@ def _is_module(x: Any) -> bool:
     return isinstance(x, type(sys))
 
 
-def _ext_modules() -> dict[str, str]:
-    """The calling owner's extension modules: name -> file (run inside a context)."""
+class _DlInfo(ctypes.Structure):
+    _fields_ = [
+        ("dli_fname", ctypes.c_char_p),
+        ("dli_fbase", ctypes.c_void_p),
+        ("dli_sname", ctypes.c_char_p),
+        ("dli_saddr", ctypes.c_void_p),
+    ]
+
+
+def _code_file(module: Any) -> str | None:
+    """The loaded object that defines module (its PyModuleDef), or None.
+    mypyc's compiled modules are made by their group's shared library
+    ("<hash>__mypyc") without loading the file their __file__ names."""
+    api = ctypes.pythonapi
+    api.PyModule_GetDef.restype = ctypes.c_void_p
+    api.PyModule_GetDef.argtypes = [ctypes.py_object]
+    d = api.PyModule_GetDef(module)
+    if not d:
+        api.PyErr_Clear()
+        return None
+    info = _DlInfo()
+    libc = ctypes.CDLL(None)
+    if not libc.dladdr(ctypes.c_void_p(d), ctypes.byref(info)) or not info.dli_fname:
+        return None
+    return os.fsdecode(info.dli_fname)
+
+
+def _ext_modules() -> dict[str, tuple[str, str | None]]:
+    """The calling owner's extension modules: name -> (file, the object that
+    defines it) (run inside a context)."""
     out = {}
     for n, m in list(sys.modules.items()):
         f = getattr(m, "__file__", None)
         if isinstance(f, str) and f.endswith(tuple(EXTENSION_SUFFIXES)):
-            out[n] = f
+            out[n] = (f, _code_file(m))
     return out
 
 
@@ -453,7 +496,7 @@ def child(pkg: str, share: Sequence[str] = ()) -> dict[str, Any]:
         exts = a.submit(_ext_modules).result()
         mods = set(a.modules)
         in_ns = set(namespace_files(a._any_handle)) if a._any_handle else set()
-        private = {n: f for n, f in exts.items() if n in mods}
+        private = {n: f for n, (f, _) in exts.items() if n in mods}
         topname = pkg.partition(".")[0]
         own = {
             n: os.path.realpath(f)
@@ -482,7 +525,9 @@ def child(pkg: str, share: Sequence[str] = ()) -> dict[str, Any]:
         ]
         res["extension_modules_all"] = len(private)
         res["extensions_outside"] = sorted(
-            n for n, f in private.items() if os.path.realpath(f) not in in_ns
+            n
+            for n, f in private.items()
+            if os.path.realpath(f) not in in_ns and os.path.realpath(exts[n][1] or f) not in in_ns
         )
         res["context_info_packages"] = a.info().get("python_packages", [])
     res["not_private"] = same

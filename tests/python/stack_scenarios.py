@@ -156,6 +156,17 @@ def mypyc_job():
     return {"encoding": from_bytes("héllo wörld, ça va".encode()).best().encoding}
 
 
+def mypyc_imports_job():
+    # tomli and chardet come from a newer mypyc, whose compiled modules import
+    # one another by reading and writing the module dict with PyDict_* calls
+    import chardet
+    import tomli
+
+    doc = tomli.loads('title = "vlcs"\n[owner]\ndob = 1979-05-27T07:32:00Z\n[db]\nports = [1, 2]\n')
+    guess = chardet.detect("Größe, Übermut und schöne Grüße aus Köln".encode("latin-1"))
+    return {"toml": repr(doc), "chardet": [guess["encoding"], round(guess["confidence"], 6)]}
+
+
 def torch_job():
     import torch
 
@@ -173,6 +184,7 @@ TOPS = {
     "protobuf": ["google"],
     "counts": ["psutil", "numexpr", "numpy"],
     "mypyc": ["charset_normalizer"],
+    "mypyc_imports": ["tomli", "chardet"],
     "torch": ["torch", "numpy"],
 }
 

@@ -179,6 +179,8 @@ STACK = [
     "psutil",
     "numexpr",
     "charset_normalizer",
+    "tomli",
+    "chardet",
     "h5py",
     "matplotlib",
     "threadpoolctl",

@@ -99,6 +99,19 @@ def test_mypyc_compiled_package():
     assert r["base"]["encoding"] == "utf_8"
 
 
+@needs("tomli")
+@needs("chardet")
+def test_mypyc_compiled_modules_import_one_another_in_contexts():
+    # they crashed (SIGSEGV) in a context: their imports read sys.modules with
+    # PyDict_GetItemWithError, which missed the context's modules
+    r = stack_case("mypyc_imports")
+    same_everywhere(r)
+    assert "datetime.datetime(1979, 5, 27, 7, 32" in r["base"]["toml"]
+    assert "'ports': [1, 2]" in r["base"]["toml"]
+    assert r["base"]["chardet"][0] is not None
+    assert r["distinct_copies"] and r["a_sees_its_own"] and r["base_saw_before"] == []
+
+
 @needs("torch", "pip install torch==2.13.0")
 def test_torch_in_the_base_after_contexts():
     r = stack_case("torch")

@@ -1,0 +1,252 @@
+/*
+ * service_python.c - libpython as a service: a context's extension modules
+ * read and write the module table through its methods.
+ *
+ * Once a context exists, the Python package stands a dict subclass (the
+ * module table, python/vlcs/_modtable.py) in place of the interpreter's
+ * module dict.  CPython reads a dict subclass through PyObject_GetItem and
+ * friends, which the table answers per owner; but C code that calls
+ * PyDict_GetItem*, PyDict_Contains*, PyDict_SetItem* or PyDict_DelItem* on
+ * PyImport_GetModuleDict() reads and writes the dict's own storage, the
+ * base's modules.  mypyc's native imports do so on every import of a
+ * compiled module (tomli and chardet crashed in a context on the NULL), and
+ * Cython's single-phase modules register themselves so.
+ *
+ * A context's forwarder for libpython points those entries here.  Called on
+ * the table they do what the same call does on any mapping: the table's
+ * methods decide whose module it is.  On any other dict they are the real
+ * functions, one compare later.  The base's extension modules bind to
+ * libpython itself and never come here.  All of them run with the GIL held,
+ * as the C API requires of their callers.
+ */
+#include "internal.h"
+
+typedef void *obj; /* PyObject *: vlcs is built without Python's headers */
+
+/* The module table, or NULL: set by the Python package. */
+static obj _Atomic module_table;
+
+VLCS_API void vlcs_python_module_table(void *table)
+{
+    atomic_store(&module_table, table);
+}
+
+static bool is_table(obj d)
+{
+    return d != NULL && d == atomic_load_explicit(&module_table, memory_order_relaxed);
+}
+
+/* libpython's own functions: the ones replaced, and the ones that read a
+ * mapping.  Filled before any context binds to the forwarder. */
+static struct {
+    obj (*get_item)(obj, obj);
+    obj (*get_item_with_error)(obj, obj);
+    obj (*get_item_string)(obj, const char *);
+    int (*get_item_ref)(obj, obj, obj *);             /* 3.13 */
+    int (*get_item_string_ref)(obj, const char *, obj *); /* 3.13 */
+    int (*contains)(obj, obj);
+    int (*contains_string)(obj, const char *); /* 3.13 */
+    int (*set_item)(obj, obj, obj);
+    int (*set_item_string)(obj, const char *, obj);
+    int (*del_item)(obj, obj);
+    int (*del_item_string)(obj, const char *);
+} real;
+
+static struct py_api {
+    obj (*get)(obj, obj);          /* PyObject_GetItem */
+    int (*set)(obj, obj, obj);     /* PyObject_SetItem */
+    int (*del)(obj, obj);          /* PyObject_DelItem */
+    int (*contains)(obj, obj);     /* PySequence_Contains: the table's __contains__ */
+    obj (*str)(const char *);      /* PyUnicode_FromString */
+    void (*decref)(obj);           /* Py_DecRef */
+    obj (*occurred)(void);         /* PyErr_Occurred */
+    int (*matches)(obj);           /* PyErr_ExceptionMatches */
+    void (*clear)(void);           /* PyErr_Clear */
+    void (*fetch)(obj *, obj *, obj *);
+    void (*restore)(obj, obj, obj);
+    obj *key_error; /* &PyExc_KeyError */
+} py;
+
+/* The table's entry for key as a new reference; NULL with no exception set
+ * when the caller's owner has no such module. */
+static obj table_get(obj d, obj key)
+{
+    obj v = py.get(d, key);
+    if (v == NULL && py.matches(*py.key_error))
+        py.clear();
+    return v;
+}
+
+/* Borrowed, as a dict lends it: the owner's table holds the module. */
+static obj borrowed(obj v)
+{
+    if (v != NULL)
+        py.decref(v);
+    return v;
+}
+
+/* PyDict_GetItem and PyDict_GetItemString swallow every error of their own
+ * and keep the one already raised. */
+static obj get_quietly(obj d, obj key, const char *name)
+{
+    obj t, v, tb;
+    py.fetch(&t, &v, &tb);
+    obj k = key != NULL ? key : py.str(name);
+    obj r = k != NULL ? py.get(d, k) : NULL;
+    if (r == NULL)
+        py.clear();
+    if (k != NULL && k != key)
+        py.decref(k);
+    py.restore(t, v, tb);
+    return borrowed(r);
+}
+
+static obj hook_get_item(obj d, obj key)
+{
+    return is_table(d) ? get_quietly(d, key, NULL) : real.get_item(d, key);
+}
+
+static obj hook_get_item_with_error(obj d, obj key)
+{
+    return is_table(d) ? borrowed(table_get(d, key)) : real.get_item_with_error(d, key);
+}
+
+static obj hook_get_item_string(obj d, const char *key)
+{
+    return is_table(d) ? get_quietly(d, NULL, key) : real.get_item_string(d, key);
+}
+
+static int get_ref(obj d, obj key, obj *result)
+{
+    *result = key ? table_get(d, key) : NULL;
+    return *result != NULL ? 1 : py.occurred() != NULL ? -1 : 0;
+}
+
+static int hook_get_item_ref(obj d, obj key, obj *result)
+{
+    return is_table(d) ? get_ref(d, key, result) : real.get_item_ref(d, key, result);
+}
+
+static int hook_get_item_string_ref(obj d, const char *key, obj *result)
+{
+    if (!is_table(d))
+        return real.get_item_string_ref(d, key, result);
+    obj k = py.str(key);
+    int r = get_ref(d, k, result);
+    if (k != NULL)
+        py.decref(k);
+    return r;
+}
+
+static int hook_contains(obj d, obj key)
+{
+    return is_table(d) ? py.contains(d, key) : real.contains(d, key);
+}
+
+static int hook_contains_string(obj d, const char *key)
+{
+    if (!is_table(d))
+        return real.contains_string(d, key);
+    obj k = py.str(key);
+    if (k == NULL)
+        return -1;
+    int r = py.contains(d, k);
+    py.decref(k);
+    return r;
+}
+
+static int hook_set_item(obj d, obj key, obj item)
+{
+    return is_table(d) ? py.set(d, key, item) : real.set_item(d, key, item);
+}
+
+static int hook_set_item_string(obj d, const char *key, obj item)
+{
+    if (!is_table(d))
+        return real.set_item_string(d, key, item);
+    obj k = py.str(key);
+    if (k == NULL)
+        return -1;
+    int r = py.set(d, k, item);
+    py.decref(k);
+    return r;
+}
+
+static int hook_del_item(obj d, obj key)
+{
+    return is_table(d) ? py.del(d, key) : real.del_item(d, key);
+}
+
+static int hook_del_item_string(obj d, const char *key)
+{
+    if (!is_table(d))
+        return real.del_item_string(d, key);
+    obj k = py.str(key);
+    if (k == NULL)
+        return -1;
+    int r = py.del(d, k);
+    py.decref(k);
+    return r;
+}
+
+/* Each replaced entry: its name, where libpython's own is kept, the hook. */
+#define ENTRY(sym, field, hook) {sym, (void **)&real.field, (void *)hook}
+static const struct {
+    const char *name;
+    void **real;
+    void *hook;
+} entries[] = {
+    ENTRY("PyDict_GetItem", get_item, hook_get_item),
+    ENTRY("PyDict_GetItemWithError", get_item_with_error, hook_get_item_with_error),
+    ENTRY("PyDict_GetItemString", get_item_string, hook_get_item_string),
+    ENTRY("PyDict_GetItemRef", get_item_ref, hook_get_item_ref),
+    ENTRY("PyDict_GetItemStringRef", get_item_string_ref, hook_get_item_string_ref),
+    ENTRY("PyDict_Contains", contains, hook_contains),
+    ENTRY("PyDict_ContainsString", contains_string, hook_contains_string),
+    ENTRY("PyDict_SetItem", set_item, hook_set_item),
+    ENTRY("PyDict_SetItemString", set_item_string, hook_set_item_string),
+    ENTRY("PyDict_DelItem", del_item, hook_del_item),
+    ENTRY("PyDict_DelItemString", del_item_string, hook_del_item_string),
+};
+#define NENTRIES (sizeof entries / sizeof entries[0])
+
+/* Whether handle is a libpython with everything the hooks call (in *api). */
+static bool resolve_python(void *handle, struct py_api *api)
+{
+#define SYM(field, name) (*(void **)&api->field = dlsym(handle, name)) != NULL
+    return dlsym(handle, "Py_IsInitialized") != NULL && SYM(get, "PyObject_GetItem") &&
+           SYM(set, "PyObject_SetItem") && SYM(del, "PyObject_DelItem") &&
+           SYM(contains, "PySequence_Contains") && SYM(str, "PyUnicode_FromString") &&
+           SYM(decref, "Py_DecRef") && SYM(occurred, "PyErr_Occurred") &&
+           SYM(matches, "PyErr_ExceptionMatches") && SYM(clear, "PyErr_Clear") &&
+           SYM(fetch, "PyErr_Fetch") && SYM(restore, "PyErr_Restore") &&
+           SYM(key_error, "PyExc_KeyError");
+#undef SYM
+}
+
+static size_t python_overrides(void *handle, struct fwd_override *ov, size_t cap)
+{
+    struct py_api api;
+    if (!resolve_python(handle, &api))
+        return 0;
+    size_t n = 0;
+    for (size_t i = 0; i < NENTRIES && n < cap; i++)
+        if (dlsym(handle, entries[i].name) != NULL) /* else newer than this Python */
+            ov[n++] = (struct fwd_override){entries[i].name, entries[i].hook};
+    return n;
+}
+
+/* Before any context binds to the forwarder: what the hooks call. */
+static void python_note_service(void *handle)
+{
+    if (!resolve_python(handle, &py))
+        return;
+    for (size_t i = 0; i < NENTRIES; i++)
+        *entries[i].real = dlsym(handle, entries[i].name);
+}
+
+const struct service_hooks python_hooks = {
+    .family = "CPython",
+    .overrides = python_overrides,
+    .note_service = python_note_service,
+};
