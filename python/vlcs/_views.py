@@ -5,9 +5,11 @@ of :mod:`vlcs._owners`) the process looks like the context:
 * ``os.cpu_count()``, ``os.sched_getaffinity()``, ``os.process_cpu_count()``,
   ``os.sysconf("SC_NPROCESSORS_ONLN")`` (psutil, numexpr) and
   ``multiprocessing.cpu_count()`` count the context's CPUs;
-* ``os.environ``, ``os.getenv``, ``os.putenv`` and ``os.unsetenv`` read and
-  change the context's environment (the one its C libraries' ``getenv``
-  reads), not the process's;
+* ``os.environ``, ``os.environb``, ``os.getenv``, ``os.putenv`` and
+  ``os.unsetenv`` read and change the context's environment (the one its C
+  libraries' ``getenv`` reads), not the process's, and child processes
+  started by ``subprocess`` (so ``os.popen``, ``asyncio``) or ``os.system``
+  without an explicit environment get it;
 * ``open()``/``io.open()`` (and so ``pathlib``) of ``/proc/cpuinfo``,
   ``/proc/self/status`` and ``/sys/devices/system/cpu/{online,present,possible}``
   read the same forged text the context's C libraries get (src/view.c).
@@ -22,6 +24,7 @@ import builtins
 import io
 import os
 import pathlib
+import subprocess
 import sys
 import threading
 from collections.abc import Callable, Iterator
@@ -96,11 +99,17 @@ class _ContextEnviron(os._Environ):  # type: ignore[name-defined,misc]
     with the context's own settings over them.  The class of os.environ is
     swapped, not the object, so ``from os import environ`` keeps working."""
 
-    def _overrides(self) -> dict[str, str | None] | None:
-        c = _ctx(sys._getframe(1))
-        return c._env if c is not None else None
+    def _convert(self, env: dict[str, str | None]) -> dict[Any, Any]:
+        return env  # the context's settings are str, as os.environ's
 
-    def __getitem__(self, key: str) -> str:
+    def _name(self, key: Any) -> str:
+        return key  # type: ignore[no-any-return]
+
+    def _overrides(self) -> dict[Any, Any] | None:
+        c = _ctx(sys._getframe(1))
+        return self._convert(c._env) if c is not None else None
+
+    def __getitem__(self, key: Any) -> Any:
         env = self._overrides()
         if env is not None and key in env:
             value = env[key]
@@ -109,33 +118,30 @@ class _ContextEnviron(os._Environ):  # type: ignore[name-defined,misc]
             return value
         return super().__getitem__(key)
 
-    def __setitem__(self, key: str, value: str) -> None:
+    def __setitem__(self, key: Any, value: Any) -> None:
         c = _ctx(sys._getframe(1))
         if c is None:
             super().__setitem__(key, value)
             return
-        if not isinstance(key, str) or not isinstance(value, str):
-            raise TypeError(
-                f"str expected, not {type(value if isinstance(key, str) else key).__name__}"
-            )
-        c.setenv(key, value)
+        self.encodekey(key), self.encodevalue(value)  # os.environ's TypeError
+        c.setenv(self._name(key), self._name(value))
 
-    def __delitem__(self, key: str) -> None:
+    def __delitem__(self, key: Any) -> None:
         c = _ctx(sys._getframe(1))
         if c is None:
             super().__delitem__(key)
             return
-        if key not in self._keys(c._env):
+        if key not in self._keys(self._convert(c._env)):
             raise KeyError(key)
-        c.unsetenv(key)
+        c.unsetenv(self._name(key))
 
-    def _keys(self, env: dict[str, str | None]) -> list[str]:
+    def _keys(self, env: dict[Any, Any]) -> list[Any]:
         base = [self.decodekey(k) for k in self._data]
         keys = [k for k in base if env.get(k, "") is not None]
         keys += [k for k, v in env.items() if v is not None and k not in set(base)]
         return keys
 
-    def __iter__(self) -> Iterator[str]:
+    def __iter__(self) -> Iterator[Any]:
         env = self._overrides()
         if env is None:
             return super().__iter__()
@@ -148,10 +154,10 @@ class _ContextEnviron(os._Environ):  # type: ignore[name-defined,misc]
     def __contains__(self, key: object) -> bool:
         env = self._overrides()
         if env is not None and key in env:
-            return env[key] is not None  # type: ignore[index]
+            return env[key] is not None
         return super().__contains__(key)
 
-    def copy(self) -> dict[str, str]:
+    def copy(self) -> dict[Any, Any]:
         env = self._overrides()
         if env is None:
             return super().copy()
@@ -159,6 +165,55 @@ class _ContextEnviron(os._Environ):  # type: ignore[name-defined,misc]
 
     def __repr__(self) -> str:
         return f"environ({self.copy()!r})"
+
+
+class _ContextEnvironb(_ContextEnviron):
+    """os.environb, the same variables as bytes."""
+
+    def _convert(self, env: dict[str, str | None]) -> dict[Any, Any]:
+        return {os.fsencode(k): None if v is None else os.fsencode(v) for k, v in env.items()}
+
+    def _name(self, key: Any) -> str:
+        return os.fsdecode(key)
+
+
+def context_environ(c: Any) -> dict[str, str]:
+    """The whole environment of context c: the process's variables with the
+    context's own settings over them (what its child processes get)."""
+    env = dict(os.environ._data)  # type: ignore[attr-defined]  # bytes, not through the view
+    out = {os.fsdecode(k): os.fsdecode(v) for k, v in env.items()}
+    for k, v in c._env.items():
+        if v is None:
+            out.pop(k, None)
+        else:
+            out[k] = v
+    return out
+
+
+# --- child processes: they get the context's environment ----------------------------
+
+_real_execute_child = subprocess.Popen._execute_child  # type: ignore[attr-defined]
+_real_system = os.system
+_ENV_ARG = 6  # env's place among _execute_child's arguments (3.10-3.13)
+
+
+def _execute_child(self: Any, *args: Any) -> Any:
+    if args[_ENV_ARG] is None:
+        c = _ctx(sys._getframe(1))
+        if c is not None:
+            args = (*args[:_ENV_ARG], context_environ(c), *args[_ENV_ARG + 1 :])
+    return _real_execute_child(self, *args)
+
+
+def _system(command: Any) -> int:
+    c = _ctx(sys._getframe(1))
+    if c is None:
+        return _real_system(command)
+    # system(3) with the context's environment: sh -c, waited for
+    if not isinstance(command, (str, bytes, os.PathLike)):
+        return _real_system(command)  # its TypeError
+    pid = os.posix_spawn("/bin/sh", ["sh", "-c", os.fsdecode(command)], context_environ(c))
+    return os.waitpid(pid, 0)[1]
 
 
 def _putenv(key: str, value: str) -> None:
@@ -213,6 +268,9 @@ def install(view_open: Callable[[Any, str, int], int]) -> None:
     os.putenv = _putenv
     os.unsetenv = _unsetenv
     os.environ.__class__ = _ContextEnviron
+    os.environb.__class__ = _ContextEnvironb
+    subprocess.Popen._execute_child = _execute_child  # type: ignore[attr-defined]
+    os.system = _system
     builtins.open = io.open = _open
     # pathlib up to 3.10 keeps its own reference to io.open
     accessor = getattr(pathlib, "_NormalAccessor", None)

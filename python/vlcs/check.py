@@ -420,6 +420,11 @@ def _ext_modules() -> dict[str, tuple[str, str | None]]:
     out = {}
     for n, m in list(sys.modules.items()):
         f = getattr(m, "__file__", None)
+        # An alias of another module is checked under that module's own name:
+        # Cython's shadow module enters the standard library's math (one for
+        # every owner) as cython.cimports.libc.math.
+        if getattr(m, "__name__", n) != n:
+            continue
         if isinstance(f, str) and f.endswith(tuple(EXTENSION_SUFFIXES)):
             out[n] = (f, _code_file(m))
     return out

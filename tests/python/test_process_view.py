@@ -61,6 +61,52 @@ def test_environment_and_cpu_files_follow_the_context():
     assert r["base_cpuinfo"] == sum(s.startswith("processor") for s in open("/proc/cpuinfo"))
 
 
+def test_environb_and_child_processes_follow_the_context():
+    r = run_py(
+        """
+        import asyncio, json, os, subprocess, sys, vlcs
+        a = vlcs.VLC(cpus="0", name="a", env={"FOO": "in-a"})
+        a.unsetenv("GONE")
+        show = [sys.executable, "-c",
+                "import os; print(os.environ.get('FOO'), os.environ.get('GONE'))"]
+        def child():
+            return subprocess.run(show, capture_output=True, text=True).stdout.split()
+        async def child_async():
+            p = await asyncio.create_subprocess_exec(*show, stdout=subprocess.PIPE)
+            return (await p.communicate())[0].decode().split()
+        out = {}
+        with a:
+            os.environb[b"BYTES"] = b"b-in-a"
+            out["a_environb"] = [os.environb.get(b"FOO"), b"GONE" in os.environb,
+                                 os.environ.get("BYTES")]
+            out["a_child"] = child()
+            out["a_popen"] = os.popen('echo "$FOO"').read().strip()
+            out["a_system"] = os.system('test "$FOO" = in-a && test -z "${GONE+set}" && exit 7')
+            out["a_async"] = asyncio.run(child_async())
+            out["a_explicit"] = subprocess.run(show, env={"FOO": "given"},
+                                               capture_output=True, text=True).stdout.split()
+        out["thread_child"] = a.submit(child).result()
+        out["base_environb"] = [os.environb.get(b"FOO"), os.environb.get(b"BYTES")]
+        out["base_child"] = child()
+        out["base_system"] = os.system('test "$FOO" = in-base && test "$GONE" = here && exit 9')
+        print(json.dumps({k: [x.decode() if isinstance(x, bytes) else x for x in v]
+                          if isinstance(v, list) else v for k, v in out.items()}))
+        """,
+        FOO="in-base",
+        GONE="here",
+    )
+    assert r["a_environb"] == ["in-a", False, "b-in-a"]
+    # a child started by the context's code, any way, gets the context's environment
+    assert r["a_child"] == r["thread_child"] == r["a_async"] == ["in-a", "None"]
+    assert r["a_popen"] == "in-a"
+    assert os.waitstatus_to_exitcode(r["a_system"]) == 7
+    assert r["a_explicit"] == ["given", "None"]  # an explicit env= is the caller's
+    # the base's children and os.environb: the process's environment, untouched
+    assert r["base_environb"] == ["in-base", None]
+    assert r["base_child"] == ["in-base", "here"]
+    assert os.waitstatus_to_exitcode(r["base_system"]) == 9
+
+
 @needs("threadpoolctl")
 @needs("numpy")
 @needs_two
