@@ -6,13 +6,15 @@ Once the first context exists, one :class:`ModuleTable` stands as
 ``PyImport_ImportModuleLevelObject``, ``PyImport_AddModule`` and so Cython's
 and pybind11's import helpers read).  CPython reads that dict with
 ``PyDict_*`` calls only when it is an exact dict; a subclass is read through
-``PyObject_GetItem``/``PyObject_SetItem``, so every read and write, from
-Python or C, reaches the methods below, which resolve the owner
-(:mod:`vlcs._owners`) and answer from its table:
+``PyObject_GetItem``/``PyObject_SetItem``, and a context's extension
+modules' own ``PyDict_*`` calls on it are sent there too
+(src/service_python.c), so every read and write, from Python or C, reaches
+the methods below, which resolve the owner (:mod:`vlcs._owners`) and answer
+from its table:
 
-* the base's modules are the dict's own storage, so base code, and C code
-  that reads the storage with ``PyDict_GetItem``, see exactly what the base
-  imported;
+* the base's modules are the dict's own storage, so base code, and the
+  base's C code that reads the storage with ``PyDict_GetItem``, see exactly
+  what the base imported;
 * a context's table holds its private modules; names that stay shared (the
   standard library, :func:`vlcs.share`) are read from the storage by all.
 
