@@ -188,6 +188,11 @@ HIDDEN int ns_create(vlcs_ctx *c); /* with c->lock held */
 /* After the first load into a new namespace failed: the namespace goes
  * (glibc reuses it), the context is as before the load. */
 HIDDEN void ns_teardown(vlcs_ctx *c);
+
+/* ---- fork handlers of the namespaces' libraries (fork.c) ---- */
+HIDDEN int fork_register(vlcs_ctx *c, void (*prepare)(void), void (*parent)(void),
+                         void (*child)(void), void *dso);
+HIDDEN void fork_forget(vlcs_ctx *c); /* c's namespace went away */
 HIDDEN void ns_flush(vlcs_ctx *c);
 
 /* ---- the Service context (service.c, forwarder.c) ---- */

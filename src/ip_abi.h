@@ -17,7 +17,7 @@
 #include <stddef.h>
 #include <sys/types.h>
 
-#define VLCS_IP_ABI_VERSION 3
+#define VLCS_IP_ABI_VERSION 4
 
 struct vlcs_ctx;
 
@@ -73,6 +73,13 @@ struct vlcs_ip_api {
     void (*quick_exit)(int);
     void (*exit_now)(int); /* _exit, _Exit */
     void (*abort)(void);
+
+    /* Fork handlers (pthread_atfork) of the context's libraries, run by the
+     * base libc's fork(), which is the one every process forks with; fork()
+     * called by a library in the context is the base's too. */
+    int (*register_atfork)(struct vlcs_ctx *, void (*)(void), void (*)(void), void (*)(void),
+                           void *);
+    pid_t (*fork)(void);
 };
 
 /* Exported by libvlcs_interpose.so; returns 0 on success. */

@@ -74,6 +74,8 @@ static void api_fill(vlcs_ctx *c, struct vlcs_ip_api *a)
     a->quick_exit = quick_exit;
     a->exit_now = _exit;
     a->abort = abort;
+    a->register_atfork = fork_register;
+    a->fork = fork;
 }
 
 int ns_create(vlcs_ctx *c)
@@ -209,6 +211,7 @@ void ns_teardown(vlcs_ctx *c)
     c->ns_environ_slot = NULL;
     dlclose(c->ip_handle);
     c->ip_handle = NULL;
+    fork_forget(c);
 }
 
 void ns_flush(vlcs_ctx *c) { c->ns_fflush(NULL); }

@@ -59,6 +59,19 @@ def _parse_list(text: str) -> list[int]:
 _contexts: weakref.WeakValueDictionary[int, VLC] = weakref.WeakValueDictionary()
 
 
+def _after_fork_in_child() -> None:
+    """A forked child has only the thread that forked: each context's
+    executor lost its workers (a task submitted to it would wait for ever),
+    and its lock may have been held by a thread that is gone.  ctx.submit
+    starts a new executor in the child."""
+    for c in list(_contexts.values()):
+        c._lock = threading.Lock()
+        c._executor = None
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
 class _EnterDescriptor:
     """VLC.__enter__: ctx.__enter__ is vlcs_enter_binding(ctx, ...) bound in
     C (functools.partial of a ctypes function), returning ctx once inside."""

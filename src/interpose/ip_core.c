@@ -68,6 +68,33 @@ IP_EXPORT __attribute__((noreturn)) void abort(void)
     __builtin_unreachable();
 }
 
+/* ---- fork ------------------------------------------------------------------ */
+
+/* pthread_atfork is a static stub calling __register_atfork with the
+ * object's __dso_handle; old binaries may call the exported one.  Handlers
+ * go to libvlcs, whose own run at the base libc's fork (src/fork.c). */
+IP_EXPORT int __register_atfork(void (*prepare)(void), void (*parent)(void), void (*child)(void),
+                                void *dso)
+{
+    const struct vlcs_ip_api *a = api();
+    if (a)
+        return a->register_atfork(a->ctx, prepare, parent, child, dso);
+    return ((int (*)(void (*)(void), void (*)(void), void (*)(void), void *))ip_next(
+        "__register_atfork"))(prepare, parent, child, dso);
+}
+
+IP_EXPORT int pthread_atfork(void (*prepare)(void), void (*parent)(void), void (*child)(void))
+{
+    return __register_atfork(prepare, parent, child, NULL);
+}
+
+/* The base's malloc locks and handlers are the ones a child needs. */
+IP_EXPORT pid_t fork(void)
+{
+    const struct vlcs_ip_api *a = api();
+    return a ? a->fork() : ((pid_t(*)(void))ip_next("fork"))();
+}
+
 /* ---- allocator ---------------------------------------------------------- */
 
 #define BUMP_SIZE (256 * 1024)

@@ -1,0 +1,66 @@
+"""fork() in a process with contexts: the child can use every context and
+the base, and the parent goes on.  A context's libraries register their fork
+handlers (OpenBLAS shuts its pool down before fork) with the namespace's own
+libc, which no fork ran: the child of a context that had used OpenBLAS's
+threads hung in its next large GEMM.  Fresh interpreter per case."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+
+from test_imports import needs, needs_two
+
+_CASE = """
+import json, os, sys, warnings, vlcs
+warnings.simplefilter("ignore", DeprecationWarning)  # 3.12+: fork with threads
+a = vlcs.VLC(cpus="0-1", name="a")
+b = vlcs.VLC(cpus="1", name="b")
+N = 600
+with a:
+    import numpy as np_a
+    x = np_a.ones((N, N)); (x @ x).sum()  # OpenBLAS's threads of a are running
+with b:
+    import numpy as np_b
+stop = []
+def busy():
+    while not stop:
+        y = np_b.ones((120, 120)); (y @ y).sum()
+    return "stopped"
+spinning = b.submit(busy)  # b's executor thread is busy while the parent forks
+def child_work():
+    with a:
+        big = float((np_a.ones((N, N)) @ np_a.ones((N, N))).sum())
+    small = b.submit(lambda: float(np_b.arange(10).sum())).result(timeout=60)
+    import numpy as base_np
+    return big == float(N) ** 3 and small == 45.0 and float(base_np.ones(3).sum()) == 3.0
+codes = []
+for _ in range(5):
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os._exit(0 if child_work() else 3)
+        except BaseException:
+            os._exit(4)
+    codes.append(os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]))
+stop.append(1)
+after = child_work()  # the parent, as before
+print(json.dumps({"children": codes, "spinner": spinning.result(), "parent_after": after}))
+"""
+
+
+@needs("numpy")
+@needs_two
+def test_children_of_a_process_with_busy_contexts_use_them():
+    p = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(_CASE)],
+        capture_output=True,
+        text=True,
+        timeout=240,  # a hung child is this test failing
+    )
+    assert p.returncode == 0, p.stderr[-3000:]
+    r = json.loads(p.stdout.strip().splitlines()[-1])
+    assert r["children"] == [0] * 5
+    assert r["spinner"] == "stopped" and r["parent_after"] is True
