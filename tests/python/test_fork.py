@@ -64,3 +64,34 @@ def test_children_of_a_process_with_busy_contexts_use_them():
     r = json.loads(p.stdout.strip().splitlines()[-1])
     assert r["children"] == [0] * 5
     assert r["spinner"] == "stopped" and r["parent_after"] is True
+
+
+_POOL = """
+import json, multiprocessing, warnings, vlcs
+warnings.simplefilter("ignore", DeprecationWarning)
+a = vlcs.VLC(cpus="0-1", name="a")
+with a:
+    import numpy as np_a
+    x = np_a.ones((600, 600)); (x @ x).sum()  # OpenBLAS's threads of a are running
+def work(n):
+    with a:
+        return float((np_a.ones((n, n)) @ np_a.ones((n, n))).sum())
+with multiprocessing.get_context("fork").Pool(2) as pool:
+    got = pool.map(work, [400, 500, 600, 300])
+print(json.dumps({"pool": got, "parent": work(200)}))
+"""
+
+
+@needs("numpy")
+@needs_two
+def test_a_multiprocessing_fork_pool_uses_a_context_numpy():
+    p = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(_POOL)],
+        capture_output=True,
+        text=True,
+        timeout=240,  # a hung worker is this test failing
+    )
+    assert p.returncode == 0, p.stderr[-3000:]
+    r = json.loads(p.stdout.strip().splitlines()[-1])
+    assert r["pool"] == [float(n) ** 3 for n in (400, 500, 600, 300)]
+    assert r["parent"] == 200.0**3
