@@ -143,16 +143,20 @@ static int hook_contains(obj d, obj key)
     return is_table(d) ? py.contains(d, key) : real.contains(d, key);
 }
 
-static int hook_contains_string(obj d, const char *key)
+/* op(d, key) with key made a str for the call. */
+static int with_str_key(int (*op)(obj, obj), obj d, const char *key)
 {
-    if (!is_table(d))
-        return real.contains_string(d, key);
     obj k = py.str(key);
     if (k == NULL)
         return -1;
-    int r = py.contains(d, k);
+    int r = op(d, k);
     py.decref(k);
     return r;
+}
+
+static int hook_contains_string(obj d, const char *key)
+{
+    return is_table(d) ? with_str_key(py.contains, d, key) : real.contains_string(d, key);
 }
 
 static int hook_set_item(obj d, obj key, obj item)
@@ -179,14 +183,7 @@ static int hook_del_item(obj d, obj key)
 
 static int hook_del_item_string(obj d, const char *key)
 {
-    if (!is_table(d))
-        return real.del_item_string(d, key);
-    obj k = py.str(key);
-    if (k == NULL)
-        return -1;
-    int r = py.del(d, k);
-    py.decref(k);
-    return r;
+    return is_table(d) ? with_str_key(py.del, d, key) : real.del_item_string(d, key);
 }
 
 /* Each replaced entry: its name, where libpython's own is kept, the hook. */
