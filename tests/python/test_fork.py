@@ -14,7 +14,7 @@ import textwrap
 from test_imports import needs, needs_two
 
 _CASE = """
-import json, os, sys, warnings, vlcs
+import json, os, signal, sys, warnings, vlcs
 warnings.simplefilter("ignore", DeprecationWarning)  # 3.12+: fork with threads
 a = vlcs.VLC(cpus="0-1", name="a")
 b = vlcs.VLC(cpus="1", name="b")
@@ -40,11 +40,14 @@ codes = []
 for _ in range(5):
     pid = os.fork()
     if pid == 0:
+        signal.alarm(60)  # a hung child dies (SIGALRM) rather than spin on for ever
         try:
             os._exit(0 if child_work() else 3)
         except BaseException:
             os._exit(4)
     codes.append(os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]))
+    if codes[-1] != 0:
+        break
 stop.append(1)
 after = child_work()  # the parent, as before
 print(json.dumps({"children": codes, "spinner": spinning.result(), "parent_after": after}))
@@ -58,7 +61,7 @@ def test_children_of_a_process_with_busy_contexts_use_them():
         [sys.executable, "-c", textwrap.dedent(_CASE)],
         capture_output=True,
         text=True,
-        timeout=240,  # a hung child is this test failing
+        timeout=300,  # a hung child is this test failing
     )
     assert p.returncode == 0, p.stderr[-3000:]
     r = json.loads(p.stdout.strip().splitlines()[-1])
@@ -67,7 +70,7 @@ def test_children_of_a_process_with_busy_contexts_use_them():
 
 
 _POOL = """
-import json, multiprocessing, warnings, vlcs
+import json, multiprocessing, signal, warnings, vlcs
 warnings.simplefilter("ignore", DeprecationWarning)
 a = vlcs.VLC(cpus="0-1", name="a")
 with a:
@@ -76,7 +79,8 @@ with a:
 def work(n):
     with a:
         return float((np_a.ones((n, n)) @ np_a.ones((n, n))).sum())
-with multiprocessing.get_context("fork").Pool(2) as pool:
+# a hung worker dies (SIGALRM) rather than spin on for ever
+with multiprocessing.get_context("fork").Pool(2, signal.alarm, (60,)) as pool:
     got = pool.map(work, [400, 500, 600, 300])
 print(json.dumps({"pool": got, "parent": work(200)}))
 """
