@@ -104,13 +104,21 @@ _api.PyState_AddModule.restype = ctypes.c_int
 _api.PyState_AddModule.argtypes = [ctypes.py_object, ctypes.c_void_p]
 
 
+def module_def(module: Any) -> int | None:
+    """The address of the PyModuleDef module was made from, or None."""
+    d = _api.PyModule_GetDef(module) if isinstance(module, ModuleType) else None
+    if not d:
+        _api.PyErr_Clear()
+        return None
+    return int(d)
+
+
 def _register_single_phase(module: ModuleType) -> None:
     """What CPython's import does after a single-phase PyInit: register the
     module under its definition, so that PyState_FindModule(def) in the
     module's C code finds it (protobuf's upb does so on every call)."""
-    d = _api.PyModule_GetDef(module) if isinstance(module, ModuleType) else None
-    if not d:
-        _api.PyErr_Clear()
+    d = module_def(module)
+    if d is None:
         return
     if _api.PyState_FindModule(d) != id(module):
         _api.PyState_AddModule(module, d)

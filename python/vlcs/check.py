@@ -396,20 +396,19 @@ class _DlInfo(ctypes.Structure):
     ]
 
 
+_dladdr = ctypes.CDLL(None).dladdr  # the base libc's: it finds objects of every namespace
+_dladdr.argtypes = [ctypes.c_void_p, ctypes.POINTER(_DlInfo)]
+
+
 def _code_file(module: Any) -> str | None:
     """The loaded object that defines module (its PyModuleDef), or None.
     mypyc's compiled modules are made by their group's shared library
     ("<hash>__mypyc") without loading the file their __file__ names."""
-    api = ctypes.pythonapi
-    api.PyModule_GetDef.restype = ctypes.c_void_p
-    api.PyModule_GetDef.argtypes = [ctypes.py_object]
-    d = api.PyModule_GetDef(module)
-    if not d:
-        api.PyErr_Clear()
-        return None
+    from vlcs._extension import module_def
+
+    d = module_def(module)
     info = _DlInfo()
-    libc = ctypes.CDLL(None)
-    if not libc.dladdr(ctypes.c_void_p(d), ctypes.byref(info)) or not info.dli_fname:
+    if d is None or not _dladdr(d, ctypes.byref(info)) or not info.dli_fname:
         return None
     return os.fsdecode(info.dli_fname)
 
