@@ -6,12 +6,7 @@ threads hung in its next large GEMM.  Fresh interpreter per case."""
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
-import textwrap
-
-from test_imports import needs, needs_two
+from test_imports import needs, needs_two, run_code
 
 _CASE = """
 import json, os, signal, sys, warnings, vlcs
@@ -57,14 +52,7 @@ print(json.dumps({"children": codes, "spinner": spinning.result(), "parent_after
 @needs("numpy")
 @needs_two
 def test_children_of_a_process_with_busy_contexts_use_them():
-    p = subprocess.run(
-        [sys.executable, "-c", textwrap.dedent(_CASE)],
-        capture_output=True,
-        text=True,
-        timeout=300,  # a hung child is this test failing
-    )
-    assert p.returncode == 0, p.stderr[-3000:]
-    r = json.loads(p.stdout.strip().splitlines()[-1])
+    r = run_code(_CASE, timeout=300)  # a hung child is this test failing
     assert r["children"] == [0] * 5
     assert r["spinner"] == "stopped" and r["parent_after"] is True
 
@@ -89,13 +77,6 @@ print(json.dumps({"pool": got, "parent": work(200)}))
 @needs("numpy")
 @needs_two
 def test_a_multiprocessing_fork_pool_uses_a_context_numpy():
-    p = subprocess.run(
-        [sys.executable, "-c", textwrap.dedent(_POOL)],
-        capture_output=True,
-        text=True,
-        timeout=240,  # a hung worker is this test failing
-    )
-    assert p.returncode == 0, p.stderr[-3000:]
-    r = json.loads(p.stdout.strip().splitlines()[-1])
+    r = run_code(_POOL, timeout=240)  # a hung worker is this test failing
     assert r["pool"] == [float(n) ** 3 for n in (400, 500, 600, 300)]
     assert r["parent"] == 200.0**3

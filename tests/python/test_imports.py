@@ -9,6 +9,7 @@ import json
 import os
 import subprocess
 import sys
+import textwrap
 from typing import Any
 
 import pytest
@@ -41,6 +42,21 @@ def expect(r: dict, **wanted: Any) -> None:
         if r.get(k) != v
     ]
     assert not wrong, "scenario properties failed:\n  " + "\n  ".join(wrong)
+
+
+def run_code(code: str, timeout: float = 300, **env: str) -> dict:
+    """The JSON report (stdout's last line) of code, run in a fresh
+    interpreter with env added to the environment; timeout in seconds (a
+    hang is the test failing)."""
+    p = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env={**os.environ, **env},
+    )
+    assert p.returncode == 0, p.stderr[-4000:]
+    return json.loads(p.stdout.strip().splitlines()[-1])
 
 
 def run_case(name: str, script: str = "scenarios.py") -> dict:

@@ -5,30 +5,14 @@ a fresh interpreter."""
 
 from __future__ import annotations
 
-import json
 import os
-import subprocess
-import sys
-import textwrap
 
-from test_imports import needs, needs_two
-
-
-def run_py(code: str, **env: str) -> dict:
-    p = subprocess.run(
-        [sys.executable, "-c", textwrap.dedent(code)],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env={**os.environ, **env},
-    )
-    assert p.returncode == 0, p.stderr[-3000:]
-    return json.loads(p.stdout.strip().splitlines()[-1])
+from test_imports import needs, needs_two, run_code
 
 
 @needs_two
 def test_environment_and_cpu_files_follow_the_context():
-    r = run_py(
+    r = run_code(
         """
         import json, os, pathlib, vlcs
         a = vlcs.VLC(cpus="0", name="a", env={"FOO": "in-a"})
@@ -62,7 +46,7 @@ def test_environment_and_cpu_files_follow_the_context():
 
 
 def test_environb_and_child_processes_follow_the_context():
-    r = run_py(
+    r = run_code(
         """
         import asyncio, json, os, subprocess, sys, vlcs
         a = vlcs.VLC(cpus="0", name="a", env={"FOO": "in-a"})
@@ -111,7 +95,7 @@ def test_environb_and_child_processes_follow_the_context():
 @needs("numpy")
 @needs_two
 def test_threadpoolctl_in_a_context_limits_that_context_only():
-    r = run_py(
+    r = run_code(
         """
         import json, vlcs, threadpoolctl
         import numpy
@@ -141,7 +125,7 @@ def test_a_probe_for_a_library_the_context_has_not_loaded_fails_in_the_context()
     # vlcs's objects made in memory are named /proc/self/fd/N after a closed
     # descriptor; when a thread (here: this test) holds file F open under that
     # number, the name must not pass for F (threadpoolctl got libc for OpenBLAS).
-    r = run_py(
+    r = run_code(
         """
         import ctypes, json, os, vlcs
         import numpy
@@ -179,7 +163,7 @@ def test_a_failed_import_leaves_nothing_behind(tmp_path):
         "    raise RuntimeError('broken on purpose')\n"
     )
     (pkg / "part.py").write_text("VALUE = 1\n")
-    r = run_py(
+    r = run_code(
         f"""
         import json, os, sys, vlcs
         sys.path.insert(0, {str(tmp_path)!r})

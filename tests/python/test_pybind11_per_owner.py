@@ -6,12 +6,10 @@ two contexts and the base, each giving the plain import's results."""
 from __future__ import annotations
 
 import importlib.util
-import json
 import os
-import subprocess
-import sys
 
 import pytest
+from test_imports import run_code
 
 pytestmark = [
     pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs 2 CPUs"),
@@ -65,9 +63,7 @@ print(json.dumps({
 
 
 def test_scipy_fft_and_matplotlib_in_two_contexts_and_the_base():
-    p = subprocess.run([sys.executable, "-c", CASE], capture_output=True, text=True, timeout=300)
-    assert p.returncode == 0, p.stderr[-3000:]
-    r = json.loads(p.stdout.strip().splitlines()[-1])
+    r = run_code(CASE, timeout=300)
     assert r["distinct"], r
     assert r["fft_a"] == r["fft_b"] == r["fft_base"] == [[10, 0], [-2, 2], [-2, 0], [-2, -2]], r
     assert r["png_a_equals_base"] and r["png_b_equals_base"], r

@@ -4,9 +4,7 @@ the thread inside a context it left (issue 18)."""
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
+from test_imports import run_code
 
 STORM = r"""
 import json, os, signal, subprocess, sys, time
@@ -58,9 +56,7 @@ print(json.dumps({"rounds": rounds, "interrupts": interrupts, "left_inside": lef
 
 
 def test_sigint_storm_never_leaves_a_thread_inside():
-    p = subprocess.run([sys.executable, "-c", STORM], capture_output=True, text=True, timeout=120)
-    assert p.returncode == 0, p.stderr[-2000:]
-    r = json.loads(p.stdout.strip().splitlines()[-1])
+    r = run_code(STORM, timeout=120)
     assert r["interrupts"] >= 200, r  # the storm reached the with statements
     assert r["left_inside"] == 0, r
 
