@@ -275,14 +275,25 @@ VLCS_API vlcs_ctx *vlcs_current(void);
 VLCS_API int vlcs_ctx_thread_count(const vlcs_ctx *c);
 
 /**
- * Destroy a context.  Its stdio buffers are flushed and it can no longer be
- * used; any later use reports that it was destroyed.  Its libraries stay
- * mapped until the process exits, because their worker threads may still be
- * parked in their code: the namespace is not returned to glibc.
+ * Destroy a context and give its namespace back to glibc, which then reuses
+ * it (glibc has at most 16), so contexts can be made and destroyed without
+ * end.  Its stdio buffers are flushed; the calling thread's thread-specific
+ * data of its libraries is destroyed as at thread exit (ending this
+ * thread's OpenMP pool); OpenBLAS's pool is stopped; once every thread its
+ * libraries started has ended, every library loaded into it is unloaded.
+ * Handles and symbols from it are then invalid, as after dlclose.  Its
+ * memory is kept for the next vlcs_ctx_create: until then a stale pointer
+ * reports that the context was destroyed.
  *
- * @return 0, or -1 with vlcs_error() set: VLCS_E_INVALID (not a context),
- *         VLCS_E_DESTROYED (already destroyed), VLCS_E_BUSY (a thread is
- *         still inside it).
+ * When something cannot be unloaded the context is destroyed all the same
+ * but its namespace stays loaded, as if the process kept it, and 1 is
+ * returned with vlcs_error() naming why: threads of its libraries still run
+ * (a pool vlcs cannot stop, or an OpenMP pool of another thread), a library
+ * opened another itself and never closed it, or strict mode is on.
+ *
+ * @return 0; 1 (destroyed, namespace kept: see vlcs_error()); or -1 with
+ *         vlcs_error() set: VLCS_E_INVALID (not a context), VLCS_E_DESTROYED
+ *         (already destroyed), VLCS_E_BUSY (a thread is still inside it).
  */
 VLCS_API int vlcs_ctx_destroy(vlcs_ctx *c);
 

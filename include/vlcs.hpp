@@ -75,8 +75,8 @@ public:
     Context(const Context &) = delete;
     Context &operator=(const Context &) = delete;
     Context(Context &&o) noexcept : c_(std::exchange(o.c_, nullptr)) {}
-    // Destroys the context; a thread still inside makes this a no-op rather
-    // than an exception from a destructor.
+    // Destroys the context, unloading its libraries; a thread still inside
+    // makes this a no-op rather than an exception from a destructor.
     ~Context()
     {
         if (c_ != nullptr)
@@ -124,8 +124,9 @@ private:
     vlcs_ctx *c_;
 };
 
-// A library opened in a context.  The library stays loaded for the life of
-// the process (see vlcs_ctx_destroy), so a Loader is only a handle.
+// A library opened in a context.  The library stays loaded until its
+// context is destroyed (see vlcs_ctx_destroy), so a Loader is only a handle
+// and must not outlive its Context.
 // transparent=true: the program calls the library directly through a shim
 // made by `vlcs shim`, and calls from threads in ctx reach this copy.
 class Loader {

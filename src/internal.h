@@ -51,6 +51,9 @@ HIDDEN int strict_enable(char *err, size_t errsize);
 HIDDEN bool strict_active(void);
 /* Cover code newly loaded into contexts with a filter (after each load). */
 HIDDEN void strict_note_load(void);
+/* Walk with registry_lock() held: destroyed contexts leave the registry. */
+HIDDEN void registry_lock(void);
+HIDDEN void registry_unlock(void);
 HIDDEN vlcs_ctx *registry_first(void);
 HIDDEN vlcs_ctx *registry_next(vlcs_ctx *c);
 
@@ -61,6 +64,8 @@ extern __thread int vlcs_shim_slot;
 HIDDEN int shim_slot_of(const vlcs_ctx *c);
 HIDDEN const char *shim_real_path(const char *path);
 HIDDEN int shim_note_load(vlcs_ctx *c, const char *real_path, void *handle);
+/* c's namespace is gone: its rows go back to the default context's. */
+HIDDEN void shim_forget(const vlcs_ctx *c);
 
 /* ---- code and data addresses (caller.c) ---------------------------------- */
 
@@ -138,18 +143,19 @@ struct member {
     pid_t tid;
     int entered; /* enter frames of this thread for the context */
     bool created; /* created by one of the context's libraries */
+    void *(*start)(void *); /* its start routine, if created */
 };
 
 #define CTX_ALIVE 0x766c6373u /* "vlcs" */
 #define CTX_DEAD 0x64656164u  /* "dead" */
 
 struct vlcs_ctx {
-    uint32_t magic;
+    _Atomic uint32_t magic; /* read without the lock by every call's argument check */
+    pthread_mutex_t lock; /* everything from pending_env on; kept when the memory is reused */
     int id;
     char name[64];
     struct cpuview *_Atomic view;
 
-    pthread_mutex_t lock; /* everything below */
     struct envop *pending_env; /* applied when the namespace is created */
     struct member *members;
     size_t nmembers, capmembers;
@@ -163,6 +169,7 @@ struct vlcs_ctx {
     Lmid_t lmid;
     void *ip_handle;
     char **ns_environ; /* the copy handed over; kept so leak checkers see it */
+    char **ns_environ_own; /* the strings it started with, which are vlcs's to free */
     char ***ns_environ_slot; /* the namespace libc's __environ */
     int (*ns_setenv)(const char *, const char *, int);
     int (*ns_unsetenv)(const char *);
@@ -170,7 +177,20 @@ struct vlcs_ctx {
     int (*ns_fflush)(void *);
     void (*ns_thread_init)(void); /* the namespace libc's __ctype_init (thread.c) */
     struct vlcs_ip_api api;
-    struct vlcs_ctx *next_all; /* registry of every context ever created */
+
+    /* giving the namespace back (unload.c) */
+    void **handles; /* every successful load, closed on destroy */
+    size_t nhandles, caphandles;
+    pid_t *ended; /* its library threads that ended and may still be exiting */
+    size_t nended, capended;
+    const char *pinned; /* why the namespace must stay loaded, or NULL */
+    void *ns_start[16]; /* the objects the namespace was created with (struct link_map *) */
+    size_t nns_start;
+
+    /* The registry holds live contexts and destroyed ones whose namespace
+     * stays (its code may still call into the context); the others' memory
+     * waits on a free list for the next vlcs_ctx_create. */
+    struct vlcs_ctx *next_all;
 };
 
 HIDDEN int ctx_check(const vlcs_ctx *c, const char *doing);
@@ -188,6 +208,23 @@ HIDDEN int ns_create(vlcs_ctx *c); /* with c->lock held */
 /* After the first load into a new namespace failed: the namespace goes
  * (glibc reuses it), the context is as before the load. */
 HIDDEN void ns_teardown(vlcs_ctx *c);
+/* Everything in c's namespace is gone: forget it (its libc's environment
+ * copy freed, its fork handlers dropped, its number free for reuse). */
+HIDDEN void ns_forget(vlcs_ctx *c);
+
+/* ---- giving a destroyed context's namespace back (unload.c) ---- */
+
+/* Records a successful load (with c->lock held); 0 or -1 (out of memory). */
+HIDDEN int ns_note_handle(vlcs_ctx *c, void *h);
+/* Closes a recorded handle and forgets it (a rolled-back service add). */
+HIDDEN void ns_close_handle(vlcs_ctx *c, void *h);
+/* A library thread of c ended (with c->lock held): wait for it before unmapping. */
+HIDDEN void ns_note_ended(vlcs_ctx *c, pid_t tid);
+/* Called without c->lock, once c is marked destroyed.  0: the namespace is
+ * gone (glibc may reuse it); -1: it stays, with the reason in why. */
+HIDDEN int ns_unload(vlcs_ctx *c, char *why, size_t size);
+HIDDEN int ns_key_create(vlcs_ctx *c, pthread_key_t *key, void (*dtor)(void *));
+HIDDEN int ns_key_delete(vlcs_ctx *c, pthread_key_t key);
 
 /* ---- fork handlers of the namespaces' libraries (fork.c) ---- */
 HIDDEN int fork_register(vlcs_ctx *c, void (*prepare)(void), void (*parent)(void),
@@ -224,10 +261,11 @@ HIDDEN void services_unlock(void);
 /* ---- threads (thread.c) ---------------------------------------------------- */
 
 HIDDEN void thread_created(vlcs_ctx *c);
-HIDDEN void thread_begin(vlcs_ctx *c);
+HIDDEN void thread_begin(vlcs_ctx *c, void *(*start)(void *));
+/* The start routines of c's library threads still alive (with c->lock held). */
+HIDDEN size_t threads_created_starts(vlcs_ctx *c, void **out, size_t cap);
 HIDDEN void thread_ns_created(vlcs_ctx *c); /* the creating thread was set up by libc */
 HIDDEN void thread_ns_gone(vlcs_ctx *c); /* its namespace number may be reused */
-HIDDEN void thread_end(vlcs_ctx *c);
 HIDDEN void threads_move(vlcs_ctx *c, const vmask *m); /* with c->lock held */
 HIDDEN void thread_after_fork(void);
 
@@ -238,5 +276,7 @@ HIDDEN int view_clamp_mask(vlcs_ctx *c, size_t size, const cpu_set_t *in, size_t
                            cpu_set_t *out);
 HIDDEN long view_ncpus(vlcs_ctx *c);
 HIDDEN int view_open_forged(vlcs_ctx *c, int dirfd, const char *path, int flags);
+/* Frees the files forged for a snapshot no one reads any more. */
+HIDDEN void view_free_forged(struct cpuview *v);
 
 #endif

@@ -17,7 +17,7 @@
 #include <stddef.h>
 #include <sys/types.h>
 
-#define VLCS_IP_ABI_VERSION 4
+#define VLCS_IP_ABI_VERSION 5
 
 struct vlcs_ctx;
 
@@ -53,18 +53,34 @@ struct vlcs_ip_api {
 
     /* Thread-specific data keys: a thread's slots are shared by every libc
      * copy, so keys must come from one table (the base libc's) or a
-     * destructor of one copy runs on data of another at thread exit. */
-    int (*key_create)(pthread_key_t *, void (*)(void *));
-    int (*key_delete)(pthread_key_t);
+     * destructor of one copy runs on data of another at thread exit.  The
+     * keys are recorded with their context: a namespace that is unloaded
+     * deletes those its libraries left, whose destructors would be gone. */
+    int (*key_create)(struct vlcs_ctx *, pthread_key_t *, void (*)(void *));
+    int (*key_delete)(struct vlcs_ctx *, pthread_key_t);
     void *(*getspecific)(pthread_key_t);
     int (*setspecific)(pthread_key_t, void *);
 
-    /* Threads created by the context's libraries: counted by the creating
-     * thread as soon as the thread exists (so the count never lags behind a
-     * library's pthread_create), registered by the new thread itself. */
+    /* Threads created by the context's libraries: started by the base's
+     * pthread_create, so that they end through the base libc (its key
+     * destructors, libvlcs's among them, and its per-thread allocator
+     * cache's release run, however the thread ends); counted by the
+     * creating thread as soon as the thread exists (so the count never lags
+     * behind a library's pthread_create), registered by the new thread
+     * itself with its start routine (which names the library). */
+    int (*pthread_create)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
     void (*thread_created)(struct vlcs_ctx *);
-    void (*thread_begin)(struct vlcs_ctx *);
-    void (*thread_end)(struct vlcs_ctx *);
+    void (*thread_begin)(struct vlcs_ctx *, void *(*start)(void *));
+    /* The base's: unwinding a thread the base started, and loading the
+     * unwinder once in the base (the namespace's libc would load libgcc_s
+     * into the namespace for good, and it could never be given back). */
+    void (*pthread_exit)(void *);
+    int (*pthread_cancel)(pthread_t);
+    /* A thread the base started is joined and detached by the base too:
+     * the namespace's libc would free its stack into the shared cache by
+     * its own rules. */
+    int (*pthread_join)(pthread_t, void **);
+    int (*pthread_detach)(pthread_t);
 
     /* The base's ends of the process: a context's library that calls exit
      * flushes the base's stdio and runs the base's atexit handlers, once,

@@ -4,13 +4,14 @@
  * Order matters here.  The interposer must be the first object of the
  * namespace, so that its definitions form the namespace's global scope for
  * every library loaded later.  The namespace's libc is then given its own
- * environment array and the base's stdio streams, is made to believe it is
- * multi-threaded, and only then are the user's environment changes applied:
- * all before any library constructor of the user's runs.
+ * environment array (the user's changes applied), the base's stdio streams,
+ * and is made to believe it is multi-threaded: all before any library
+ * constructor of the user's runs.
  */
 #include "internal.h"
 
 #include <errno.h>
+#include <link.h>
 #include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,27 +22,56 @@ extern char **environ;
 
 static void *ns_noop(void *arg) { return arg; }
 
-/* A private copy of the process environment for the namespace's libc.  The
- * namespace's libc starts out pointing at the base's array, and its setenv
- * would overwrite entries of that array in place. */
-static char **environ_copy(void)
+static bool same_name(const char *entry, const char *name)
 {
-    size_t n = 0;
+    size_t n = strlen(name);
+    return strncmp(entry, name, n) == 0 && entry[n] == '=';
+}
+
+/* A private copy of the process environment for the namespace's libc, with
+ * the context's recorded changes applied: every string in it is vlcs's, so
+ * all of it can be freed when the namespace goes (the namespace's libc
+ * starts out pointing at the base's array, and its setenv would overwrite
+ * entries of that array in place; what its setenv allocates is its own). */
+static char **environ_copy(const struct envop *ops)
+{
+    size_t n = 0, extra = 0;
     while (environ && environ[n])
         n++;
-    char **copy = calloc(n + 1, sizeof *copy);
+    for (const struct envop *op = ops; op; op = op->next)
+        extra++;
+    char **copy = calloc(n + extra + 1, sizeof *copy);
     if (copy == NULL)
         return NULL;
-    for (size_t i = 0; i < n; i++) {
-        copy[i] = strdup(environ[i]);
-        if (copy[i] == NULL) {
-            while (i--)
-                free(copy[i]);
-            free(copy);
-            return NULL;
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++)
+        if ((copy[k] = strdup(environ[i])) == NULL)
+            goto oom;
+        else
+            k++;
+    for (const struct envop *op = ops; op; op = op->next) {
+        size_t i = 0;
+        while (i < k && !same_name(copy[i], op->name))
+            i++;
+        if (i < k) { /* drop the old entry, keeping the order of the rest */
+            free(copy[i]);
+            memmove(copy + i, copy + i + 1, (k - i) * sizeof *copy);
+            k--;
         }
+        if (op->value == NULL)
+            continue;
+        size_t len = strlen(op->name) + strlen(op->value) + 2;
+        if ((copy[k] = malloc(len)) == NULL)
+            goto oom;
+        snprintf(copy[k++], len, "%s=%s", op->name, op->value);
     }
+    copy[k] = NULL;
     return copy;
+oom:
+    while (k--)
+        free(copy[k]);
+    free(copy);
+    return NULL;
 }
 
 static void api_fill(vlcs_ctx *c, struct vlcs_ip_api *a)
@@ -63,13 +93,17 @@ static void api_fill(vlcs_ctx *c, struct vlcs_ip_api *a)
     a->clamp_mask = view_clamp_mask;
     a->ncpus = view_ncpus;
     a->open_forged = view_open_forged;
-    a->key_create = pthread_key_create;
-    a->key_delete = pthread_key_delete;
+    a->key_create = ns_key_create;
+    a->key_delete = ns_key_delete;
     a->getspecific = pthread_getspecific;
     a->setspecific = (int (*)(pthread_key_t, void *))pthread_setspecific;
+    a->pthread_create = pthread_create;
     a->thread_created = thread_created;
+    a->pthread_exit = pthread_exit;
+    a->pthread_cancel = pthread_cancel;
+    a->pthread_join = pthread_join;
+    a->pthread_detach = pthread_detach;
     a->thread_begin = thread_begin;
-    a->thread_end = thread_end;
     a->exit = exit;
     a->quick_exit = quick_exit;
     a->exit_now = _exit;
@@ -154,14 +188,28 @@ int ns_create(vlcs_ctx *c)
                   c->name, interposer_path());
         goto fail;
     }
-    char **env = environ_copy();
+    char **env = environ_copy(c->pending_env);
     if (env == NULL) {
         set_error(VLCS_E_SYSTEM, "Error creating the namespace of context '%s': out of memory",
                   c->name);
         goto fail;
     }
+    size_t nenv = 0;
+    while (env[nenv])
+        nenv++;
+    char **own = malloc((nenv + 1) * sizeof *own);
+    if (own == NULL) {
+        for (char **e = env; *e; e++)
+            free(*e);
+        free(env);
+        set_error(VLCS_E_SYSTEM, "Error creating the namespace of context '%s': out of memory",
+                  c->name);
+        goto fail;
+    }
+    memcpy(own, env, (nenv + 1) * sizeof *own);
     *ns_environ = env;
     c->ns_environ = env;
+    c->ns_environ_own = own;
     /* Output of libraries in the context goes through the base's streams:
      * ordered with the program's own output, and flushed by its exit(). */
     *ns_stdin = stdin;
@@ -174,16 +222,18 @@ int ns_create(vlcs_ctx *c)
     if (ns_pthread_create(&t, NULL, ns_noop, NULL) == 0)
         ns_pthread_join(t, NULL);
 
-    /* Replayed, and kept until the first load succeeds: a namespace that ns_teardown
-     * takes back leaves the context's environment as it was. */
-    for (struct envop *op = c->pending_env; op; op = op->next) {
-        if (op->value)
-            c->ns_setenv(op->name, op->value, 1);
-        else
-            c->ns_unsetenv(op->name);
-    }
     c->ns_environ_slot = ns_environ;
     c->ip_handle = h;
+    /* What closing h alone unloads: anything else found in the namespace
+     * when it is destroyed is held by someone else (unload.c). */
+    struct link_map *lm = NULL;
+    c->nns_start = 0;
+    if (dlinfo(h, RTLD_DI_LINKMAP, &lm) == 0 && lm != NULL) {
+        while (lm->l_prev)
+            lm = lm->l_prev;
+        for (; lm && c->nns_start < sizeof c->ns_start / sizeof *c->ns_start; lm = lm->l_next)
+            c->ns_start[c->nns_start++] = lm;
+    }
     c->has_ns = true;
     thread_ns_created(c);
     /* Optional: a libc without it (not glibc's) has nothing to set up. */
@@ -195,23 +245,32 @@ fail:
     return -1;
 }
 
-void ns_teardown(vlcs_ctx *c)
+void ns_forget(vlcs_ctx *c)
 {
     __atomic_store_n(&c->ns_thread_init, NULL, __ATOMIC_RELEASE);
     c->has_ns = false;
     thread_ns_gone(c);
-    /* The copy of the environment is ours unless the namespace's libc
-     * replaced the array (its setenv grows it by a new one, its own). */
-    if (*c->ns_environ_slot == c->ns_environ) {
-        for (char **e = c->ns_environ; *e; e++)
+    /* The namespace's libc is gone, and with it every reader of the copy.
+     * Its setenv may have moved to an array of its own, or replaced entries
+     * of ours (putenv even with the caller's memory): only the strings the
+     * copy started with are ours to free. */
+    if (c->ns_environ_own != NULL) {
+        for (char **e = c->ns_environ_own; *e; e++)
             free(*e);
-        free(c->ns_environ);
+        free(c->ns_environ_own);
     }
+    free(c->ns_environ);
     c->ns_environ = NULL;
+    c->ns_environ_own = NULL;
     c->ns_environ_slot = NULL;
-    dlclose(c->ip_handle);
     c->ip_handle = NULL;
     fork_forget(c);
+}
+
+void ns_teardown(vlcs_ctx *c)
+{
+    dlclose(c->ip_handle);
+    ns_forget(c);
 }
 
 void ns_flush(vlcs_ctx *c) { c->ns_fflush(NULL); }

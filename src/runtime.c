@@ -6,6 +6,7 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <stddef.h>
 #include <link.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,24 +20,32 @@ static char init_error[PATH_MAX + 512];
 static char ip_path[PATH_MAX];
 static vmask allowed; /* CPUs the process may use, read at init */
 
-static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_mutex_t registry_mutex = PTHREAD_MUTEX_INITIALIZER;
 static vlcs_ctx *all_contexts;
+/* Contexts destroyed with their namespace: their memory is the next one's.
+ * A stale pointer then reads as destroyed until it is reused, as a closed
+ * file descriptor number does. */
+static vlcs_ctx *free_contexts;
 static int next_id;
 
 VLCS_API const char *vlcs_version(void) { return VLCS_VERSION_STRING; }
 
 const vmask *process_mask(void) { return &allowed; }
 
-vlcs_ctx *registry_first(void)
+void registry_lock(void) { pthread_mutex_lock(&registry_mutex); }
+void registry_unlock(void) { pthread_mutex_unlock(&registry_mutex); }
+vlcs_ctx *registry_first(void) { return all_contexts; }
+vlcs_ctx *registry_next(vlcs_ctx *c) { return c->next_all; }
+
+/* fork: the child gets a registry no other thread was changing. */
+static void registry_prepare(void) { registry_lock(); }
+static void registry_parent(void) { registry_unlock(); }
+static void registry_child(void)
 {
-    pthread_mutex_lock(&registry_lock);
-    vlcs_ctx *c = all_contexts;
-    pthread_mutex_unlock(&registry_lock);
-    return c;
+    thread_after_fork();
+    pthread_mutex_init(&registry_mutex, NULL);
 }
 
-/* Contexts are never freed and only prepended, so a walk needs no lock. */
-vlcs_ctx *registry_next(vlcs_ctx *c) { return c->next_all; }
 const char *interposer_path(void) { return ip_path; }
 
 static void *noop_thread(void *arg) { return arg; }
@@ -84,7 +93,7 @@ static void do_init(void)
     pthread_t t;
     if (pthread_create(&t, NULL, noop_thread, NULL) == 0)
         pthread_join(t, NULL);
-    pthread_atfork(NULL, NULL, thread_after_fork);
+    pthread_atfork(registry_prepare, registry_parent, registry_child);
 }
 
 static int init_core(void)
@@ -177,18 +186,26 @@ VLCS_API vlcs_ctx *vlcs_ctx_create(const char *name)
                   name, sizeof((vlcs_ctx *)0)->name - 1);
         return NULL;
     }
-    vlcs_ctx *c = calloc(1, sizeof *c);
     struct cpuview *v = view_new(&allowed, NULL);
-    if (c == NULL || v == NULL) {
-        free(c);
+    if (v == NULL) {
+        set_error(VLCS_E_SYSTEM, "Error creating context: out of memory");
+        return NULL;
+    }
+    registry_lock();
+    vlcs_ctx *c = free_contexts;
+    if (c != NULL) {
+        /* Its lock stays as it is: a thread that raced the destroy may wait on it. */
+        free_contexts = c->next_all;
+    } else if ((c = calloc(1, sizeof *c)) != NULL) {
+        pthread_mutex_init(&c->lock, NULL);
+    } else {
+        registry_unlock();
         free(v);
         set_error(VLCS_E_SYSTEM, "Error creating context: out of memory");
         return NULL;
     }
-    pthread_mutex_init(&c->lock, NULL);
     atomic_init(&c->view, v);
     c->gpu_first = -1;
-    pthread_mutex_lock(&registry_lock);
     c->id = next_id++;
     if (name != NULL)
         snprintf(c->name, sizeof c->name, "%s", name);
@@ -196,8 +213,8 @@ VLCS_API vlcs_ctx *vlcs_ctx_create(const char *name)
         snprintf(c->name, sizeof c->name, "ctx%d", c->id);
     c->next_all = all_contexts;
     all_contexts = c;
-    pthread_mutex_unlock(&registry_lock);
     c->magic = CTX_ALIVE;
+    registry_unlock();
     return c;
 }
 
@@ -365,7 +382,8 @@ static const char *limit_advice(const char *dlerr)
     bool tuned = t != NULL && strstr(t, "glibc.rtld.nns") != NULL;
     if (strstr(dlerr, "no more namespaces")) {
         return tuned ? "every linker namespace glibc allows is in use (glibc.rtld.nns is at "
-                       "most 16, and destroyed contexts keep theirs)"
+                       "most 16; destroy contexts no longer needed, and see vlcs_ctx_destroy "
+                       "for those whose namespace stays)"
                      : "every linker namespace glibc allows by default is in use; start the "
                        "program with `vlcs run -- PROGRAM` to raise glibc.rtld.nns to 16";
     }
@@ -415,6 +433,15 @@ VLCS_API void *vlcs_ctx_load(vlcs_ctx *c, const char *path)
             ns_teardown(c);
         goto out;
     }
+    if (ns_note_handle(c, h) != 0) {
+        dlclose(h);
+        h = NULL;
+        set_error(VLCS_E_SYSTEM, "Error loading %s into context '%s': out of memory", base_name(path),
+                  c->name);
+        if (fresh)
+            ns_teardown(c);
+        goto out;
+    }
     if (fresh)
         env_pending_clear(c);
     strict_note_load();
@@ -452,11 +479,40 @@ VLCS_API void *vlcs_ctx_sym(void *lib, const char *symbol)
     return p;
 }
 
+/* What a destroyed context without a namespace still holds; its memory
+ * goes to the free list, zeroed but for its lock, id and name. */
+static void ctx_release(vlcs_ctx *c)
+{
+    for (struct cpuview *v = ctx_view(c), *older; v; v = older) {
+        older = v->older;
+        view_free_forged(v);
+        free(v);
+    }
+    free(c->members);
+    free(c->handles);
+    free(c->ended);
+    registry_lock();
+    for (vlcs_ctx **p = &all_contexts; *p; p = &(*p)->next_all)
+        if (*p == c) {
+            *p = c->next_all;
+            break;
+        }
+    /* The name stays for "context 'a' was destroyed". */
+    memset((char *)c + offsetof(vlcs_ctx, view), 0, sizeof *c - offsetof(vlcs_ctx, view));
+    c->next_all = free_contexts;
+    free_contexts = c;
+    registry_unlock();
+}
+
 VLCS_API int vlcs_ctx_destroy(vlcs_ctx *c)
 {
     if (ctx_check(c, "destroying a context") != 0)
         return -1;
     pthread_mutex_lock(&c->lock);
+    if (c->magic != CTX_ALIVE) { /* destroyed by another thread meanwhile */
+        pthread_mutex_unlock(&c->lock);
+        return ctx_check(c, "destroying a context");
+    }
     if (c->entered > 0) {
         int n = c->entered;
         pthread_mutex_unlock(&c->lock);
@@ -468,7 +524,19 @@ VLCS_API int vlcs_ctx_destroy(vlcs_ctx *c)
     if (c->has_ns)
         ns_flush(c);
     env_pending_clear(c);
-    c->magic = CTX_DEAD;
+    c->magic = CTX_DEAD; /* from here on no one enters or loads */
+    bool had_ns = c->has_ns;
     pthread_mutex_unlock(&c->lock);
+
+    /* Unloading runs the libraries' destructors, which may join their
+     * threads: those take c->lock on their way out. */
+    char why[1024];
+    if (had_ns && ns_unload(c, why, sizeof why) != 0) {
+        /* Its code may still run and call back into c: c stays, dead. */
+        set_error(VLCS_E_BUSY, "Context '%s' is destroyed, but its namespace stays loaded: %s",
+                  c->name, why);
+        return 1;
+    }
+    ctx_release(c);
     return 0;
 }

@@ -110,6 +110,7 @@ VLCS_API int vlcs_service_add(const char *library)
     int code = VLCS_E_SYSTEM;
     bool keep_handle = false;
     void **loaded = NULL; /* the forwarder's handle in each existing namespace */
+    vlcs_ctx **loaded_in = NULL;
     size_t nloaded = 0, nctx = 0;
     struct service *s = calloc(1, sizeof *s);
     if (s == NULL) {
@@ -124,30 +125,47 @@ VLCS_API int vlcs_service_add(const char *library)
         code = -s->fd;
         goto fail_free;
     }
-    /* No namespace can be created while we hold the lock: count them now. */
+    /* No namespace can be created while we hold the lock, and no context
+     * leaves the registry while we walk it: count them now. */
+    registry_lock();
     for (vlcs_ctx *c = registry_first(); c; c = registry_next(c))
         nctx++;
     loaded = calloc(nctx ? nctx : 1, sizeof *loaded);
-    if (loaded == NULL) {
+    loaded_in = calloc(nctx ? nctx : 1, sizeof *loaded_in);
+    if (loaded == NULL || loaded_in == NULL) {
+        registry_unlock();
         snprintf(why, sizeof why, "out of memory");
         goto fail_close;
     }
     /* Before any context can bind to the forwarder: its hooks need this. */
     hooks_note_service(h);
-    /* Contexts that already have a namespace see it from now on. */
+    /* Contexts that already have a namespace see it from now on; the
+     * forwarder is closed with the context's other libraries. */
     for (vlcs_ctx *c = registry_first(); c && nloaded < nctx; c = registry_next(c)) {
         pthread_mutex_lock(&c->lock);
         void *fh = NULL;
         bool wanted = c->magic == CTX_ALIVE && c->has_ns;
         if (wanted)
             fh = load_one(c, s, &code, why, sizeof why);
+        if (fh != NULL && ns_note_handle(c, fh) != 0) {
+            dlclose(fh);
+            fh = NULL;
+            code = VLCS_E_SYSTEM;
+            snprintf(why, sizeof why, "out of memory");
+        }
         pthread_mutex_unlock(&c->lock);
-        if (wanted && fh == NULL)
+        if (wanted && fh == NULL) {
+            registry_unlock();
             goto fail_unload;
-        if (fh != NULL)
+        }
+        if (fh != NULL) {
+            loaded_in[nloaded] = c;
             loaded[nloaded++] = fh;
+        }
     }
+    registry_unlock();
     free(loaded);
+    free(loaded_in);
     *tail = s;
     pthread_rwlock_unlock(&services_lock);
     return 0;
@@ -156,11 +174,14 @@ fail_unload:
     /* Code running in those contexts (a dlopen of its own) may have bound to
      * a forwarder meanwhile: dlclose only drops our reference, and the
      * library the forwarders point into stays loaded. */
-    while (nloaded > 0)
-        dlclose(loaded[--nloaded]);
+    while (nloaded > 0) {
+        nloaded--;
+        ns_close_handle(loaded_in[nloaded], loaded[nloaded]);
+    }
     keep_handle = true;
-    free(loaded);
 fail_close:
+    free(loaded);
+    free(loaded_in);
     close(s->fd);
 fail_free:
     free(s);

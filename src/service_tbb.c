@@ -53,11 +53,14 @@ static vlcs_ctx *ctx_of_address(const void *addr)
     Lmid_t lmid = 0;
     if (map == NULL || dlinfo(map, RTLD_DI_LMID, &lmid) != 0 || lmid == LM_ID_BASE)
         return NULL;
-    for (vlcs_ctx *c = registry_first(); c; c = registry_next(c))
+    vlcs_ctx *found = NULL;
+    registry_lock();
+    for (vlcs_ctx *c = registry_first(); c && !found; c = registry_next(c))
         if (__atomic_load_n(&c->has_ns, __ATOMIC_ACQUIRE) && c->lmid == lmid &&
             c->magic == CTX_ALIVE)
-            return c;
-    return NULL;
+            found = c;
+    registry_unlock();
+    return found;
 }
 
 /* The concurrency a context's automatic arena gets, or 0 to leave it.

@@ -144,6 +144,19 @@ int shim_note_load(vlcs_ctx *c, const char *real_path, void *handle)
     return rc;
 }
 
+/* A thread still in c when it went would call through its row: the row
+ * goes back to row 0's functions (the default context's copy). */
+void shim_forget(const vlcs_ctx *c)
+{
+    int slot = shim_slot_of(c);
+    if (slot == 0)
+        return;
+    pthread_mutex_lock(&shims_lock);
+    for (struct shim *s = shims; s; s = s->next)
+        memcpy(s->table + (size_t)slot * s->n, s->table, s->n * sizeof *s->table);
+    pthread_mutex_unlock(&shims_lock);
+}
+
 VLCS_API void *vlcs_ctx_load_transparent(vlcs_ctx *c, const char *library)
 {
     if (ctx_check(c, "loading a library transparently") != 0)

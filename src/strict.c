@@ -174,9 +174,11 @@ static int cover_new_code(char *err, size_t errsize)
         return VLCS_E_SYSTEM;
     }
     t->n = 0;
+    registry_lock();
     for (vlcs_ctx *c = registry_first(); c; c = registry_next(c))
         if (c->has_ns)
             t->n += namespace_ranges(c, t->r + t->n, MAX_RANGES - t->n);
+    registry_unlock();
     struct range_table *old = atomic_load(&ranges);
     struct code_range *fresh = malloc((t->n ? t->n : 1) * sizeof *fresh);
     if (fresh == NULL) {

@@ -142,14 +142,27 @@ static void unwind(struct tstate *ts)
 static pthread_key_t exit_key;
 static pthread_once_t exit_key_once = PTHREAD_ONCE_INIT;
 
-/* The value is not trusted: thread-specific slots are shared by every libc
- * copy of the process, so the destructor reads this thread's own state. */
+static void implicit_end(struct tstate *ts);
+
+/* Every thread that was in a context ends in the base libc (a context's
+ * library threads are started by it too), which runs this destructor
+ * however the thread ends: return or pthread_exit.  The value is not
+ * trusted: the destructor reads this thread's own state. */
 static void on_base_thread_exit(void *p)
 {
     (void)p;
-    unwind(tstate());
+    struct tstate *ts = tstate();
+    unwind(ts);
+    if (ts->implicit != NULL)
+        implicit_end(ts);
 }
 static void exit_key_create(void) { pthread_key_create(&exit_key, on_base_thread_exit); }
+
+static void watch_exit(struct tstate *ts)
+{
+    pthread_once(&exit_key_once, exit_key_create);
+    pthread_setspecific(exit_key, ts);
+}
 
 /* A thread started by another libc copy has none of a namespace libc's
  * per-thread set-up: its ctype table pointers (isspace, tolower) are NULL
@@ -197,12 +210,8 @@ VLCS_API int vlcs_enter(vlcs_ctx *c)
         return -1;
     }
     if (ts->depth == 0) {
-        /* Only the base libc runs this key's destructor, at the exit of
-         * threads it created; thread_end() covers the others. */
-        if (ts->implicit == NULL) {
-            pthread_once(&exit_key_once, exit_key_create);
-            pthread_setspecific(exit_key, ts);
-        }
+        if (ts->implicit == NULL) /* a library thread is watched from its start */
+            watch_exit(ts);
         atomic_store(&ts->moved, false);
         if (mask_get_thread(0, &ts->saved) != 0) {
             set_error(VLCS_E_SYSTEM, "Error entering context '%s': sched_getaffinity failed: %s", c->name,
@@ -295,6 +304,7 @@ void thread_after_fork(void)
 {
     self.tid = 0;
     struct tstate *ts = tstate();
+    /* The registry's lock: held across fork by runtime.c's prepare handler. */
     for (vlcs_ctx *c = registry_first(); c; c = registry_next(c)) {
         pthread_mutex_init(&c->lock, NULL);
         c->nmembers = 0;
@@ -319,7 +329,7 @@ void thread_after_fork(void)
 
 void thread_created(vlcs_ctx *c) { __atomic_add_fetch(&c->created_live, 1, __ATOMIC_ACQ_REL); }
 
-void thread_begin(vlcs_ctx *c)
+void thread_begin(vlcs_ctx *c, void *(*start)(void *))
 {
     struct tstate *ts = tstate();
     pthread_mutex_lock(&c->lock);
@@ -329,24 +339,36 @@ void thread_begin(vlcs_ctx *c)
     __atomic_store_n(&ts->implicit, c, __ATOMIC_RELEASE);
     publish_slot(ts);
     struct member *m = member_add(c, ts);
-    if (m != NULL)
+    if (m != NULL) {
         m->created = true;
+        m->start = start;
+    }
     pthread_mutex_unlock(&c->lock);
+    watch_exit(ts);
     ns_thread_ready(c, ts);
 }
 
-void thread_end(vlcs_ctx *c)
+static void implicit_end(struct tstate *ts)
 {
-    struct tstate *ts = tstate();
-    unwind(ts);
+    vlcs_ctx *c = ts->implicit;
     pthread_mutex_lock(&c->lock);
     struct member *m = member_find(c, ts);
     if (m) {
         m->created = false;
         member_drop_if_unused(c, m);
     }
+    ns_note_ended(c, ts->tid);
     __atomic_sub_fetch(&c->created_live, 1, __ATOMIC_ACQ_REL);
     ts->implicit = NULL;
     publish_slot(ts);
     pthread_mutex_unlock(&c->lock);
+}
+
+size_t threads_created_starts(vlcs_ctx *c, void **out, size_t cap)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < c->nmembers && n < cap; i++)
+        if (c->members[i].created)
+            out[n++] = (void *)c->members[i].start;
+    return n;
 }

@@ -103,6 +103,13 @@ static void buf_free(void *p, size_t size)
         munmap(p, size);
 }
 
+void view_free_forged(struct cpuview *v)
+{
+    struct forged_text *info = __atomic_load_n(&v->cpuinfo, __ATOMIC_ACQUIRE);
+    if (info != NULL)
+        buf_free(info, info->cap);
+}
+
 /* Whole content of a real file into an mmap'd buffer of *cap bytes,
  * bypassing every interposer and every trap. */
 static char *slurp(const char *path, size_t *len, size_t *cap)

@@ -1,9 +1,14 @@
 /*
  * ip_thread.c - threads created by the namespace's libraries.
  *
- * Each new thread starts in a trampoline that confines it to the context's
- * CPUs and registers it with libvlcs before the library's start routine
- * runs, and deregisters it however it ends (return or pthread_exit).
+ * Each new thread is started by the base libc and begins in a trampoline
+ * that confines it to the context's CPUs and registers it with libvlcs
+ * before the library's start routine runs; libvlcs deregisters it at its
+ * end, from a key destructor.  Ending in the base libc runs the thread's key
+ * destructors and frees its cache in the base allocator (a thread of the
+ * namespace's libc left 688 bytes of it behind), and pthread_exit unwinds
+ * with the base's unwinder (the namespace's libc would load libgcc_s into
+ * the namespace for good).
  */
 #define _GNU_SOURCE
 #include "ip.h"
@@ -20,22 +25,12 @@ struct start {
     const struct vlcs_ip_api *api;
 };
 
-static void thread_end(void *p)
-{
-    const struct vlcs_ip_api *a = p;
-    a->thread_end(a->ctx);
-}
-
 static void *trampoline(void *p)
 {
     struct start s = *(struct start *)p;
     free(p);
-    void *ret;
-    s.api->thread_begin(s.api->ctx);
-    pthread_cleanup_push(thread_end, (void *)s.api);
-    ret = s.fn(s.arg);
-    pthread_cleanup_pop(1);
-    return ret;
+    s.api->thread_begin(s.api->ctx, s.fn);
+    return s.fn(s.arg);
 }
 
 IP_EXPORT int pthread_create(pthread_t *th, const pthread_attr_t *attr, void *(*fn)(void *),
@@ -51,12 +46,45 @@ IP_EXPORT int pthread_create(pthread_t *th, const pthread_attr_t *attr, void *(*
     s->fn = fn;
     s->arg = arg;
     s->api = a;
-    int rc = next_pthread_create(th, attr, trampoline, s);
+    int rc = a->pthread_create(th, attr, trampoline, s);
     if (rc != 0)
         free(s);
     else
         a->thread_created(a->ctx);
     return rc;
+}
+
+IP_EXPORT __attribute__((noreturn)) void pthread_exit(void *ret)
+{
+    const struct vlcs_ip_api *a = vlcs_ip;
+    if (a != NULL)
+        a->pthread_exit(ret);
+    ((void (*)(void *))ip_next("pthread_exit"))(ret);
+    __builtin_unreachable();
+}
+
+IP_EXPORT int pthread_cancel(pthread_t th)
+{
+    const struct vlcs_ip_api *a = vlcs_ip;
+    if (a != NULL)
+        return a->pthread_cancel(th);
+    return ((int (*)(pthread_t))ip_next("pthread_cancel"))(th);
+}
+
+IP_EXPORT int pthread_join(pthread_t th, void **ret)
+{
+    const struct vlcs_ip_api *a = vlcs_ip;
+    if (a != NULL)
+        return a->pthread_join(th, ret);
+    return ((int (*)(pthread_t, void **))ip_next("pthread_join"))(th, ret);
+}
+
+IP_EXPORT int pthread_detach(pthread_t th)
+{
+    const struct vlcs_ip_api *a = vlcs_ip;
+    if (a != NULL)
+        return a->pthread_detach(th);
+    return ((int (*)(pthread_t))ip_next("pthread_detach"))(th);
 }
 
 /* Before binding, the namespace's libc serves keys; nothing of the user's
@@ -72,7 +100,7 @@ IP_EXPORT int pthread_key_create(pthread_key_t *key, void (*dtor)(void *))
 {
     const struct vlcs_ip_api *a = vlcs_ip;
     if (a != NULL)
-        return a->key_create(key, dtor);
+        return a->key_create(a->ctx, key, dtor);
     NEXT(key_create_fn, pthread_key_create);
     return next_pthread_key_create(key, dtor);
 }
@@ -81,7 +109,7 @@ IP_EXPORT int pthread_key_delete(pthread_key_t key)
 {
     const struct vlcs_ip_api *a = vlcs_ip;
     if (a != NULL)
-        return a->key_delete(key);
+        return a->key_delete(a->ctx, key);
     NEXT(key_delete_fn, pthread_key_delete);
     return next_pthread_key_delete(key);
 }

@@ -1,0 +1,343 @@
+/*
+ * unload.c - giving a destroyed context's namespace back to glibc.
+ *
+ * glibc allows at most 16 namespaces and reuses one once every object in it
+ * is unloaded, so a program that makes a context per request runs out
+ * unless destroyed contexts give theirs back.  Unmapping code is safe only
+ * once nothing can run it any more:
+ *
+ *   1. this thread's thread-specific data of the context's libraries is
+ *      destroyed, as if the thread exited (libgomp's pool of this thread
+ *      ends that way);
+ *   2. the thread pools vlcs knows how to stop are stopped (OpenBLAS);
+ *   3. every thread the context's libraries started has ended, and the
+ *      kernel has reaped it;
+ *   4. the keys its libraries created are deleted: no thread exit calls
+ *      their destructors any more;
+ *   5. every handle vlcs loaded is closed, and the namespace's first object.
+ *
+ * A step that cannot be done leaves the namespace loaded, as every
+ * destroyed context did before, and the reason names the libraries.
+ */
+#include "internal.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <link.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+/* ---- what a context loaded, and its threads that ended ------------------ */
+
+static int grow(void **arr, size_t *cap, size_t n, size_t elem)
+{
+    if (n < *cap)
+        return 0;
+    size_t ncap = *cap ? 2 * *cap : 8;
+    void *p = realloc(*arr, ncap * elem);
+    if (p == NULL)
+        return -1;
+    *arr = p;
+    *cap = ncap;
+    return 0;
+}
+
+int ns_note_handle(vlcs_ctx *c, void *h)
+{
+    if (grow((void **)&c->handles, &c->caphandles, c->nhandles, sizeof *c->handles) != 0)
+        return -1;
+    c->handles[c->nhandles++] = h;
+    return 0;
+}
+
+void ns_close_handle(vlcs_ctx *c, void *h)
+{
+    pthread_mutex_lock(&c->lock);
+    for (size_t i = c->nhandles; i-- > 0;)
+        if (c->handles[i] == h) {
+            c->handles[i] = c->handles[--c->nhandles];
+            break;
+        }
+    pthread_mutex_unlock(&c->lock);
+    dlclose(h);
+}
+
+static bool thread_gone(pid_t tid)
+{
+    return raw_syscall(SYS_tgkill, getpid(), tid, 0, 0, 0, 0) == -ESRCH;
+}
+
+void ns_note_ended(vlcs_ctx *c, pid_t tid)
+{
+    if (c->nended == c->capended) { /* keep only those still exiting */
+        size_t k = 0;
+        for (size_t i = 0; i < c->nended; i++)
+            if (!thread_gone(c->ended[i]))
+                c->ended[k++] = c->ended[i];
+        c->nended = k;
+    }
+    /* Out of memory: unloading then waits on the library threads alone. */
+    if (grow((void **)&c->ended, &c->capended, c->nended, sizeof *c->ended) == 0)
+        c->ended[c->nended++] = tid;
+}
+
+/* ---- thread-specific data keys of the context's libraries ---------------- */
+
+struct key_rec {
+    vlcs_ctx *ctx;
+    pthread_key_t key;
+    void (*dtor)(void *);
+};
+
+static pthread_mutex_t keys_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct key_rec *keys;
+static size_t nkeys, capkeys;
+
+int ns_key_create(vlcs_ctx *c, pthread_key_t *key, void (*dtor)(void *))
+{
+    int rc = pthread_key_create(key, dtor);
+    if (rc != 0)
+        return rc;
+    pthread_mutex_lock(&keys_lock);
+    rc = grow((void **)&keys, &capkeys, nkeys, sizeof *keys);
+    if (rc == 0)
+        keys[nkeys++] = (struct key_rec){c, *key, dtor};
+    pthread_mutex_unlock(&keys_lock);
+    if (rc != 0) {
+        pthread_key_delete(*key);
+        return ENOMEM;
+    }
+    return 0;
+}
+
+/* A key its namespace did not create (or that unloading deleted already)
+ * is not the namespace's to delete: the number may be another's now. */
+int ns_key_delete(vlcs_ctx *c, pthread_key_t key)
+{
+    bool ours = false;
+    pthread_mutex_lock(&keys_lock);
+    for (size_t i = 0; i < nkeys && !ours; i++)
+        if (keys[i].ctx == c && keys[i].key == key) {
+            keys[i] = keys[--nkeys];
+            ours = true;
+        }
+    pthread_mutex_unlock(&keys_lock);
+    return ours ? pthread_key_delete(key) : EINVAL;
+}
+
+/* The keys of c, copied: destructors may create or delete keys. */
+static size_t keys_of(vlcs_ctx *c, struct key_rec *out, size_t cap)
+{
+    size_t n = 0;
+    pthread_mutex_lock(&keys_lock);
+    for (size_t i = 0; i < nkeys && n < cap; i++)
+        if (keys[i].ctx == c)
+            out[n++] = keys[i];
+    pthread_mutex_unlock(&keys_lock);
+    return n;
+}
+
+#define MAX_NS_KEYS 256
+
+/* Step 1: what thread exit would do for this thread, in as many rounds. */
+static void run_this_threads_destructors(vlcs_ctx *c)
+{
+    struct key_rec k[MAX_NS_KEYS];
+    for (int round = 0; round < PTHREAD_DESTRUCTOR_ITERATIONS; round++) {
+        bool ran = false;
+        size_t n = keys_of(c, k, MAX_NS_KEYS);
+        for (size_t i = 0; i < n; i++) {
+            void *v = pthread_getspecific(k[i].key);
+            if (v != NULL && k[i].dtor != NULL) {
+                pthread_setspecific(k[i].key, NULL);
+                k[i].dtor(v);
+                ran = true;
+            }
+        }
+        if (!ran)
+            break;
+    }
+}
+
+/* Step 4. */
+static void delete_keys(vlcs_ctx *c)
+{
+    pthread_mutex_lock(&keys_lock);
+    for (size_t i = 0; i < nkeys;) {
+        if (keys[i].ctx == c) {
+            pthread_key_delete(keys[i].key);
+            keys[i] = keys[--nkeys];
+        } else {
+            i++;
+        }
+    }
+    pthread_mutex_unlock(&keys_lock);
+}
+
+/* ---- the context's library threads --------------------------------------- */
+
+/* Step 2: pools whose library has a call that ends their threads.  Calling
+ * it is what the library's own destructor would do at unload, early enough
+ * for step 3 to wait on the threads. */
+static const char *const pool_stoppers[] = {
+    "blas_thread_shutdown_", /* OpenBLAS: joins its workers; restarted on next use */
+};
+
+static void stop_known_pools(vlcs_ctx *c)
+{
+    void (*done[16])(void);
+    size_t ndone = 0;
+    for (size_t i = 0; i < c->nhandles; i++)
+        for (size_t s = 0; s < sizeof pool_stoppers / sizeof *pool_stoppers; s++) {
+            void (*stop)(void) = (void (*)(void))dlsym(c->handles[i], pool_stoppers[s]);
+            bool seen = stop == NULL;
+            for (size_t d = 0; d < ndone && !seen; d++)
+                seen = done[d] == stop;
+            if (seen)
+                continue;
+            stop();
+            if (ndone < sizeof done / sizeof *done)
+                done[ndone++] = stop;
+        }
+}
+
+static void pause_briefly(void)
+{
+    struct timespec ts = {0, 200 * 1000}; /* 0.2 ms */
+    nanosleep(&ts, NULL);
+}
+
+/* "libgomp.so.1 (3 threads)": whose threads still run, from their start routines. */
+static void name_running(vlcs_ctx *c, char *out, size_t size)
+{
+    void *starts[64];
+    pthread_mutex_lock(&c->lock);
+    size_t n = threads_created_starts(c, starts, 64);
+    pthread_mutex_unlock(&c->lock);
+    const char *names[64];
+    int counts[64];
+    size_t nn = 0;
+    for (size_t i = 0; i < n; i++) {
+        struct link_map *lm = object_at(starts[i]);
+        const char *name = lm && lm->l_name[0] ? base_name(lm->l_name) : "an unknown library";
+        size_t j = 0;
+        while (j < nn && strcmp(names[j], name) != 0)
+            j++;
+        if (j == nn) {
+            names[nn] = name;
+            counts[nn++] = 0;
+        }
+        counts[j]++;
+    }
+    size_t used = 0;
+    out[0] = '\0';
+    for (size_t j = 0; j < nn && used < size; j++)
+        used += (size_t)snprintf(out + used, size - used, "%s%s (%d thread%s)", j ? ", " : "",
+                                 names[j], counts[j], counts[j] == 1 ? "" : "s");
+}
+
+/* Step 3: threads stopping now get 100 ms of no progress before vlcs gives
+ * up; a thread that has ended gets 2 s to leave the kernel's lists. */
+static int wait_threads(vlcs_ctx *c, char *why, size_t size)
+{
+    int live = __atomic_load_n(&c->created_live, __ATOMIC_ACQUIRE), idle = 0;
+    while (live > 0 && idle < 500) {
+        pause_briefly();
+        int now = __atomic_load_n(&c->created_live, __ATOMIC_ACQUIRE);
+        idle = now < live ? 0 : idle + 1;
+        live = now;
+    }
+    if (live > 0) {
+        char who[512];
+        name_running(c, who, sizeof who);
+        snprintf(why, size,
+                 "threads started by its libraries still run: %s; vlcs stops OpenBLAS's and "
+                 "the destroying thread's OpenMP pool, so destroy it from the thread that ran "
+                 "its parallel code, or stop the pool first",
+                 who[0] ? who : "(not known)");
+        return -1;
+    }
+    pthread_mutex_lock(&c->lock);
+    for (size_t i = 0; i < c->nended; i++)
+        for (int tries = 0; !thread_gone(c->ended[i]); tries++) {
+            if (tries == 10000) {
+                pthread_mutex_unlock(&c->lock);
+                snprintf(why, size, "thread %d of its libraries did not finish exiting",
+                         (int)c->ended[i]);
+                return -1;
+            }
+            pause_briefly();
+        }
+    c->nended = 0;
+    pthread_mutex_unlock(&c->lock);
+    return 0;
+}
+
+/* ---- unloading ------------------------------------------------------------ */
+
+/* Objects of the namespace it was not created with, once vlcs closed its
+ * handles: someone else holds them (a library's own dlopen, or an object
+ * glibc will not unload).  Found through the first object, before closing
+ * it: glibc's dlmopen into a namespace number no longer in use returns an
+ * error with its loader lock still held. */
+static size_t name_remaining(vlcs_ctx *c, char *out, size_t size)
+{
+    struct link_map *lm = NULL;
+    size_t n = 0, used = 0;
+    out[0] = '\0';
+    if (dlinfo(c->ip_handle, RTLD_DI_LINKMAP, &lm) != 0 || lm == NULL)
+        return 0;
+    while (lm->l_prev)
+        lm = lm->l_prev;
+    for (; lm; lm = lm->l_next) {
+        bool start = false;
+        for (size_t i = 0; i < c->nns_start && !start; i++)
+            start = c->ns_start[i] == lm;
+        if (start)
+            continue;
+        n++;
+        if (used < size)
+            used += (size_t)snprintf(out + used, size - used, "%s%s", used ? ", " : "",
+                                     lm->l_name[0] ? base_name(lm->l_name) : "(unnamed)");
+    }
+    return n;
+}
+
+int ns_unload(vlcs_ctx *c, char *why, size_t size)
+{
+    if (c->pinned != NULL) {
+        snprintf(why, size, "%s", c->pinned);
+        return -1;
+    }
+    if (strict_active()) {
+        snprintf(why, size, "strict mode is on, and the filters that cover its code cannot be "
+                            "removed");
+        return -1;
+    }
+    run_this_threads_destructors(c);
+    stop_known_pools(c);
+    if (wait_threads(c, why, size) != 0)
+        return -1;
+    delete_keys(c);
+    /* Each load took a reference; closing in reverse runs destructors in
+     * the order a program's own dlclose calls would. */
+    while (c->nhandles > 0)
+        dlclose(c->handles[--c->nhandles]);
+    char left[512];
+    size_t nleft = name_remaining(c, left, sizeof left);
+    if (nleft > 0) {
+        snprintf(why, size, "%s %s loaded (opened by its libraries themselves and never closed, or "
+                            "marked not to be unloaded)",
+                 left, nleft > 1 ? "stay" : "stays");
+        return -1;
+    }
+    dlclose(c->ip_handle);
+    ns_forget(c);
+    shim_forget(c);
+    return 0;
+}
