@@ -96,11 +96,16 @@ fail_unregister:
     pthread_mutex_unlock(&shims_lock);
     /* A row the failed load filled in part must not be called through. */
     memset(table + (size_t)shim_slot_of(dflt) * n, 0, n * sizeof *table);
-    /* What the load brought into the default context stays mapped (its
-     * constructors ran and may have started threads), as for every
-     * destroyed context; nothing can reach it.  Succeeds: no one else has
-     * the context, so the load's error stays the one reported. */
-    vlcs_ctx_destroy(dflt);
+    /* What the load brought into the default context is unloaded when it
+     * can be (vlcs_ctx_destroy); nothing can reach it either way.  The
+     * load's error stays the one reported, even if the namespace stays. */
+    {
+        char saved[1024];
+        int code = vlcs_errcode();
+        snprintf(saved, sizeof saved, "%s", vlcs_error());
+        vlcs_ctx_destroy(dflt);
+        set_error(code, "%s", saved);
+    }
 fail_free:
     free(s);
     return -1;
