@@ -183,7 +183,6 @@ struct vlcs_ctx {
     size_t nhandles, caphandles;
     pid_t *ended; /* its library threads that ended and may still be exiting */
     size_t nended, capended;
-    const char *pinned; /* why the namespace must stay loaded, or NULL */
     void *ns_start[16]; /* the objects the namespace was created with (struct link_map *) */
     size_t nns_start;
 
@@ -205,12 +204,11 @@ HIDDEN void load_error(vlcs_ctx *c, const char *what, const char *dlerr);
 /* ---- namespaces (namespace.c) --------------------------------------------- */
 
 HIDDEN int ns_create(vlcs_ctx *c); /* with c->lock held */
-/* After the first load into a new namespace failed: the namespace goes
- * (glibc reuses it), the context is as before the load. */
+/* Closes the namespace's first object when nothing else is left in it (a
+ * failed first load, or a destroyed context's libraries all closed): the
+ * namespace goes, glibc reuses its number, and the context forgets it (its
+ * libc's environment copy freed, its fork handlers dropped). */
 HIDDEN void ns_teardown(vlcs_ctx *c);
-/* Everything in c's namespace is gone: forget it (its libc's environment
- * copy freed, its fork handlers dropped, its number free for reuse). */
-HIDDEN void ns_forget(vlcs_ctx *c);
 
 /* ---- giving a destroyed context's namespace back (unload.c) ---- */
 

@@ -245,8 +245,9 @@ fail:
     return -1;
 }
 
-void ns_forget(vlcs_ctx *c)
+void ns_teardown(vlcs_ctx *c)
 {
+    dlclose(c->ip_handle);
     __atomic_store_n(&c->ns_thread_init, NULL, __ATOMIC_RELEASE);
     c->has_ns = false;
     thread_ns_gone(c);
@@ -265,12 +266,6 @@ void ns_forget(vlcs_ctx *c)
     c->ns_environ_slot = NULL;
     c->ip_handle = NULL;
     fork_forget(c);
-}
-
-void ns_teardown(vlcs_ctx *c)
-{
-    dlclose(c->ip_handle);
-    ns_forget(c);
 }
 
 void ns_flush(vlcs_ctx *c) { c->ns_fflush(NULL); }

@@ -24,7 +24,6 @@
 #include <errno.h>
 #include <limits.h>
 #include <link.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -310,10 +309,6 @@ static size_t name_remaining(vlcs_ctx *c, char *out, size_t size)
 
 int ns_unload(vlcs_ctx *c, char *why, size_t size)
 {
-    if (c->pinned != NULL) {
-        snprintf(why, size, "%s", c->pinned);
-        return -1;
-    }
     if (strict_active()) {
         snprintf(why, size, "strict mode is on, and the filters that cover its code cannot be "
                             "removed");
@@ -336,8 +331,7 @@ int ns_unload(vlcs_ctx *c, char *why, size_t size)
                  left, nleft > 1 ? "stay" : "stays");
         return -1;
     }
-    dlclose(c->ip_handle);
-    ns_forget(c);
+    ns_teardown(c);
     shim_forget(c);
     return 0;
 }

@@ -9,15 +9,14 @@
 #include "check.h"
 
 #include <dirent.h>
-#include <stdbool.h>
 #include <malloc.h>
+#include <stdbool.h>
 #include <pthread.h>
 #include <unistd.h>
 
 typedef void (*dgemm_fn)(const char *, const char *, const int *, const int *, const int *,
                          const double *, const double *, const int *, const double *, const int *,
                          const double *, double *, const int *);
-
 
 static long count_lines(const char *path, const char *prefix)
 {
