@@ -275,6 +275,17 @@ VLCS_API vlcs_ctx *vlcs_current(void);
 VLCS_API int vlcs_ctx_thread_count(const vlcs_ctx *c);
 
 /**
+ * Keep the context's namespace loaded when it is destroyed: something outside
+ * the context still refers to its code or data (objects made by a Python
+ * extension module, a callback registered with the base).  reason, a short
+ * phrase, is what vlcs_ctx_destroy's message names; NULL takes the request
+ * back.  The Python package sets it for contexts that imported extension
+ * modules.
+ * @return 0, or -1 with vlcs_error() set (not a context, out of memory).
+ */
+VLCS_API int vlcs_ctx_keep_loaded(vlcs_ctx *c, const char *reason);
+
+/**
  * Destroy a context and give its namespace back to glibc, which then reuses
  * it (glibc has at most 16), so contexts can be made and destroyed without
  * end.  Its stdio buffers are flushed; the calling thread's thread-specific
@@ -289,7 +300,8 @@ VLCS_API int vlcs_ctx_thread_count(const vlcs_ctx *c);
  * but its namespace stays loaded, as if the process kept it, and 1 is
  * returned with vlcs_error() naming why: threads of its libraries still run
  * (a pool vlcs cannot stop, or an OpenMP pool of another thread), a library
- * opened another itself and never closed it, or strict mode is on.
+ * opened another itself and never closed it, vlcs_ctx_keep_loaded asked for
+ * it, or strict mode is on.
  *
  * @return 0; 1 (destroyed, namespace kept: see vlcs_error()); or -1 with
  *         vlcs_error() set: VLCS_E_INVALID (not a context), VLCS_E_DESTROYED

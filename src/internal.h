@@ -185,6 +185,7 @@ struct vlcs_ctx {
     size_t nended, capended;
     void *ns_start[16]; /* the objects the namespace was created with (struct link_map *) */
     size_t nns_start;
+    char *keep; /* vlcs_ctx_keep_loaded's reason: the namespace stays on destroy */
 
     /* The registry holds live contexts and destroyed ones whose namespace
      * stays (its code may still call into the context); the others' memory

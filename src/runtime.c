@@ -491,6 +491,7 @@ static void ctx_release(vlcs_ctx *c)
     free(c->members);
     free(c->handles);
     free(c->ended);
+    free(c->keep);
     registry_lock();
     for (vlcs_ctx **p = &all_contexts; *p; p = &(*p)->next_all)
         if (*p == c) {
@@ -502,6 +503,24 @@ static void ctx_release(vlcs_ctx *c)
     c->next_all = free_contexts;
     free_contexts = c;
     registry_unlock();
+}
+
+VLCS_API int vlcs_ctx_keep_loaded(vlcs_ctx *c, const char *reason)
+{
+    if (ctx_check(c, "keeping a namespace loaded") != 0)
+        return -1;
+    char *copy = NULL;
+    if (reason != NULL && (copy = strdup(*reason ? reason : "vlcs_ctx_keep_loaded")) == NULL) {
+        set_error(VLCS_E_SYSTEM, "Error keeping the namespace of context '%s' loaded: out of memory",
+                  c->name);
+        return -1;
+    }
+    pthread_mutex_lock(&c->lock);
+    char *old = c->keep;
+    c->keep = copy;
+    pthread_mutex_unlock(&c->lock);
+    free(old);
+    return 0;
 }
 
 VLCS_API int vlcs_ctx_destroy(vlcs_ctx *c)
@@ -531,7 +550,9 @@ VLCS_API int vlcs_ctx_destroy(vlcs_ctx *c)
     /* Unloading runs the libraries' destructors, which may join their
      * threads: those take c->lock on their way out. */
     char why[1024];
-    if (had_ns && ns_unload(c, why, sizeof why) != 0) {
+    if (had_ns && c->keep != NULL)
+        snprintf(why, sizeof why, "%s", c->keep);
+    if (had_ns && (c->keep != NULL || ns_unload(c, why, sizeof why) != 0)) {
         /* Its code may still run and call back into c: c stays, dead. */
         set_error(VLCS_E_BUSY, "Context '%s' is destroyed, but its namespace stays loaded: %s",
                   c->name, why);

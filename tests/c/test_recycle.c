@@ -194,6 +194,21 @@ int main(int argc, char **argv)
     pthread_barrier_wait(&done);
     pthread_join(t, NULL);
 
+    /* Asked to keep it: kept, with the caller's reason; taken back: unloaded. */
+    vlcs_ctx *w = vlcs_ctx_create("wanted");
+    CHECK(vlcs_ctx_load(w, DLOPENER_LIB) != NULL, "load");
+    CHECK_EQ(0, vlcs_ctx_keep_loaded(w, "a callback is registered"), "keep");
+    CHECK_EQ(0, vlcs_ctx_keep_loaded(w, NULL), "take back");
+    CHECK_EQ(0, vlcs_ctx_destroy(w), "unloaded once the request is taken back");
+    w = vlcs_ctx_create("wanted");
+    CHECK(vlcs_ctx_load(w, DLOPENER_LIB) != NULL, "load");
+    CHECK_EQ(0, vlcs_ctx_keep_loaded(w, "a callback is registered"), "keep");
+    CHECK_EQ(1, vlcs_ctx_destroy(w), "destroyed, namespace kept");
+    CHECK(strstr(vlcs_error(), "stays loaded: a callback is registered") != NULL,
+          "names the caller's reason: %s", vlcs_error());
+    CHECK_ERRC(VLCS_E_DESTROYED, vlcs_ctx_keep_loaded(w, "again"));
+    CHECK_ERRC(VLCS_E_INVALID, vlcs_ctx_keep_loaded(NULL, "x"));
+
     /* And requests go on. */
     for (int i = 0; i < 20; i++)
         request(1000000 + i, true);
