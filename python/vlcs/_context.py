@@ -14,6 +14,12 @@ the context's CPUs, as the C-level queries of its libraries do.
 1
 >>> ctx.submit(os.sched_getaffinity, 0).result()
 {0}
+>>> ctx.close()
+
+A closed context is gone: its modules are dropped and its namespace is
+given back to glibc (which has at most 16) unless extension modules were
+loaded into it.  ``with contextlib.closing(vlcs.VLC()) as ctx:`` ties a
+context's life to a block; :class:`vlcs.ContextPool` reuses contexts.
 """
 
 from __future__ import annotations
@@ -21,15 +27,18 @@ from __future__ import annotations
 import concurrent.futures
 import ctypes
 import functools
+import gc
 import os
 import threading
+import warnings
 import weakref
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from vlcs import _dlopen, _imports, _views, libraries
+from vlcs._errors import ContextDestroyedError
 from vlcs._extension import python_service
-from vlcs._lib import c_string, check, enter_binding, fail, lib
+from vlcs._lib import c_string, check, enter_binding, fail, last_error, lib
 from vlcs._linkmap import namespace_objects
 
 
@@ -67,6 +76,12 @@ def _after_fork_in_child() -> None:
     for c in list(_contexts.values()):
         c._lock = threading.Lock()
         c._executor = None
+
+
+class NamespaceKeptWarning(RuntimeWarning):
+    """A closed context's namespace stays loaded (the message says why):
+    glibc has at most 16, so a program that makes and closes such contexts
+    again and again should reuse them with :class:`vlcs.ContextPool`."""
 
 
 os.register_at_fork(after_in_child=_after_fork_in_child)
@@ -111,12 +126,18 @@ class VLC:
         handle = lib().vlcs_ctx_create(c_string(name, "name") if name is not None else None)
         if not handle:
             fail()
-        self._h = handle
+        self._handle: int | None = handle
+        self._name: str = lib().vlcs_ctx_name(handle).decode()
         self._lock = threading.Lock()
         self._executor: concurrent.futures.ThreadPoolExecutor | None = None
         self._env: dict[str, str | None] = {}
         self._libraries: list[str] = []
         self._any_handle: int | None = None  # a link_map of the namespace
+        # What may still refer to the namespace's code when it is closed:
+        # ctypes handles given out (alive or not), and native code loaded by
+        # imports or by the context's own ctypes calls (kept for good).
+        self._dlls: list[weakref.ref[ctypes.CDLL]] = []
+        self._native: list[str] = []
         if cpus is not None:
             self.set_allowed_cpus(cpus)
         for key, value in (env or {}).items():
@@ -126,6 +147,13 @@ class VLC:
         _views.install(_view_open)
         _dlopen.install()
         _imports.install(_thread_owner)
+
+    @property
+    def _h(self) -> int:
+        h = self._handle
+        if h is None:
+            raise ContextDestroyedError(f"context {self._name!r} is closed")
+        return h
 
     # --- the paper's API -------------------------------------------------------
     def set_allowed_cpus(self, cpus: str | Iterable[int]) -> None:
@@ -164,7 +192,12 @@ class VLC:
     # --- properties -------------------------------------------------------------
     @property
     def name(self) -> str:
-        return lib().vlcs_ctx_name(self._h).decode()
+        return self._name
+
+    @property
+    def closed(self) -> bool:
+        """Whether close() destroyed the context."""
+        return self._handle is None
 
     @property
     def cpus(self) -> list[int]:
@@ -205,7 +238,15 @@ class VLC:
 
     def _load(self, path: str) -> ctypes.CDLL:
         # Never handle=None: ctypes would dlopen the base's copy instead.
-        return ctypes.CDLL(path, handle=self._load_handle(path))
+        dll = ctypes.CDLL(path, handle=self._load_handle(path))
+        self._dlls.append(weakref.ref(dll))
+        return dll
+
+    def _keep_native(self, what: str) -> None:
+        """Native code of the namespace that Python objects may refer to for
+        as long as the process lives: close() keeps the namespace loaded."""
+        if what not in self._native:
+            self._native.append(what)
 
     @property
     def modules(self) -> list[str]:
@@ -220,7 +261,7 @@ class VLC:
     __exit__: Callable[..., None] = _ExitFunction()  # type: ignore[assignment]
 
     def executor(self, max_workers: int | None = None) -> concurrent.futures.Executor:
-        """A ThreadPoolExecutor whose threads live in this context.
+        """A ThreadPoolExecutor whose tasks run inside this context.
 
         max_workers defaults to the number of the context's CPUs.
         """
@@ -228,12 +269,7 @@ class VLC:
             self,
             max_workers=max_workers or len(self.cpus),
             thread_name_prefix=f"vlcs-{self.name}",
-            initializer=self._enter_for_good,
         )
-
-    def _enter_for_good(self) -> None:
-        # The worker stays inside until it exits (libvlcs leaves for it).
-        check(lib().vlcs_enter(self._h))
 
     def submit(
         self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any
@@ -305,13 +341,71 @@ class VLC:
         }
 
     def close(self) -> None:
-        """Stop the context's executor; the context stays usable."""
-        with self._lock:
+        """Destroy the context: wait for the tasks given to ``submit``, drop
+        its modules from every table, and give its namespace back to glibc,
+        which then reuses it.  Calling it again does nothing.
+
+        Whatever came from the context must no longer be used: its ctypes
+        handles are kept alive by the namespace only if still referenced.
+        When Python objects may still refer to native code of the namespace
+        (extension modules were imported, or the context's code loaded
+        libraries with ctypes) the namespace stays loaded for the rest of the
+        process and :class:`NamespaceKeptWarning` says so.  Raises
+        ContextBusyError, and changes nothing, while a thread is inside.
+
+        >>> import contextlib, vlcs
+        >>> with contextlib.closing(vlcs.VLC(cpus="0")) as ctx:
+        ...     ctx.load("libm.so.6").cos.restype = None
+        >>> ctx.closed
+        True
+        """
+        with self._lock:  # one closer; the others return at once
+            h, self._handle = self._handle, None
             ex, self._executor = self._executor, None
-        if ex is not None:
-            ex.shutdown(wait=True)
+        if h is None:
+            return
+        try:
+            if ex is not None:
+                ex.shutdown(wait=True)
+            check(lib().vlcs_ctx_keep_loaded(h, self._keep_reason()))
+            rc = lib().vlcs_ctx_destroy(h)
+            if rc < 0:
+                err = last_error()
+                lib().vlcs_ctx_keep_loaded(h, None)
+                raise err
+        except BaseException:
+            self._handle = h
+            raise
+        kept = lib().vlcs_error().decode(errors="replace") if rc == 1 else None
+        _contexts.pop(h, None)
+        _imports.forget(self._owner)
+        self._libraries.clear()
+        self._any_handle = None
+        if kept:
+            warnings.warn(
+                NamespaceKeptWarning(f"{kept}; reuse such contexts with vlcs.ContextPool"),
+                stacklevel=2,
+            )
+
+    def _keep_reason(self) -> bytes | None:
+        """Why the namespace must stay loaded, or None."""
+        if self._any_handle is None:
+            return None
+        parts = []
+        if self._native:
+            shown = ", ".join(self._native[:3])
+            more = f" and {len(self._native) - 3} more" if len(self._native) > 3 else ""
+            parts.append(f"Python objects may still use its native code ({shown}{more})")
+        if any(r() is not None for r in self._dlls):
+            gc.collect()  # handles in reference cycles of dropped code
+        alive = sorted({os.path.basename(d._name) for r in self._dlls if (d := r()) is not None})
+        if alive:
+            parts.append(f"ctypes handles from load() are still referenced ({', '.join(alive)})")
+        return "; ".join(parts).encode() if parts else None
 
     def __repr__(self) -> str:
+        if self.closed:
+            return f"<vlcs.VLC {self.name!r} closed>"
         return f"<vlcs.VLC {self.name!r} cpus={self.cpus}>"
 
 

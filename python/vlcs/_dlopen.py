@@ -45,10 +45,16 @@ def _dlopen(name: Any, mode: int = ctypes.DEFAULT_MODE) -> int:
             # lists the context's objects, CPU queries count its CPUs), then
             # the services (libpython) and libc.
             ctx = owner.ctx
+            ctx._keep_native("ctypes.CDLL(None)")
             return namespace_root(ctx._any_handle or ctx._load_handle("libc.so.6"))
+        # Handles made here are the context code's own CDLL objects, which
+        # its modules may keep: the namespace stays when the context closes.
         if mode & os.RTLD_NOLOAD:
-            return _loaded_in(owner.ctx, os.fsdecode(name))
-        return owner.ctx._load_handle(name)
+            handle = _loaded_in(owner.ctx, os.fsdecode(name))
+        else:
+            handle = owner.ctx._load_handle(name)
+        owner.ctx._keep_native(os.path.basename(os.fsdecode(name)))
+        return handle
     except VlcsError as e:
         if isinstance(e, OSError):
             raise

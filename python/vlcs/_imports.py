@@ -38,9 +38,9 @@ from types import TracebackType
 from typing import Any
 
 from vlcs import _extension, _loader, _modtable, _owners
-from vlcs._owners import BASE, Owner, resolve, share
+from vlcs._owners import BASE, Owner, forget, resolve, share
 
-__all__ = ["BASE", "Owner", "install", "modules_of", "share"]
+__all__ = ["BASE", "Owner", "forget", "install", "modules_of", "share"]
 
 _bootstrap: Any = sys.modules["_frozen_importlib"]
 

@@ -37,6 +37,7 @@ _SIGNATURES: dict[str, tuple[Any, list[Any]]] = {
     "vlcs_ctx_getenv": (_s, [_c, _s]),
     "vlcs_ctx_load": (_c, [_c, _s]),
     "vlcs_ctx_thread_count": (_i, [_c]),
+    "vlcs_ctx_keep_loaded": (_i, [_c, _s]),
     "vlcs_ctx_destroy": (_i, [_c]),
     "vlcs_enter": (_i, [_c]),
     "vlcs_leave": (_i, []),
@@ -123,9 +124,19 @@ def _error() -> str:
     return (lib().vlcs_error() or b"").decode(errors="replace")
 
 
+# glibc's namespaces are few: from Python the way out is closing or reusing contexts.
+_NAMESPACES_HINT = (
+    "; from Python, close() contexts no longer needed, or reuse contexts with vlcs.ContextPool "
+    "(a context that imported extension modules keeps its namespace when closed)"
+)
+
+
 def last_error() -> VlcsError:
     """The calling thread's last libvlcs failure as an exception of its code's class."""
-    return error_for(lib().vlcs_errcode(), _error())
+    text = _error()
+    if "glibc.rtld.nns is at most" in text:
+        text += _NAMESPACES_HINT
+    return error_for(lib().vlcs_errcode(), text)
 
 
 def fail() -> NoReturn:

@@ -126,7 +126,9 @@ def _find(owner: Owner, name: str, path: Any) -> ModuleSpec:
         spec.loader = _SharedCodeLoader(spec.loader.name, spec.loader.path)
     if owner.ctx is not None:
         if isinstance(spec.loader, ExtensionFileLoader):
-            spec.loader = ContextExtensionLoader(_loader_for(owner), spec.origin, owner.registries)
+            spec.loader = ContextExtensionLoader(
+                _loader_for(owner, name), spec.origin, owner.registries
+            )
         elif str(spec.origin).endswith(tuple(EXTENSION_SUFFIXES)):
             _warn_shared(name, f"its loader {spec.loader!r} cannot load into a namespace")
     return spec
@@ -174,9 +176,10 @@ class _SharedCodeLoader(SourceFileLoader):
         return code
 
 
-def _loader_for(owner: Owner) -> Any:
+def _loader_for(owner: Owner, name: str) -> Any:
     def load_into_context(path: str) -> Any:
         dll = owner.ctx._load(path)
+        owner.ctx._keep_native(name)
         _owners.register_object(dll._handle, owner)
         return dll
 

@@ -102,6 +102,23 @@ def drop(owner: Owner, name: str) -> None:
         owner_of.pop(id(getattr(dropped, "__dict__", None)), None)
 
 
+def forget(owner: Owner) -> list[Any]:
+    """A closed context's owner: every module out of its table and out of
+    the owner rules, its extension modules no longer on the native-stack
+    list, its binding registries dropped.  Returns the modules (for the
+    caller to let go of)."""
+    global _handles
+    with lock:
+        modules = list(owner.modules.values())
+        for name in list(owner.modules):
+            drop(owner, name)
+        for h in [h for h, o in _objects.items() if o is owner]:
+            del _objects[h]
+            _handles = None
+        owner.registries.clear()
+    return modules
+
+
 # --- deciding the owner -----------------------------------------------------------
 
 
