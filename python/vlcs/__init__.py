@@ -11,7 +11,7 @@ This package ships the native runtime (``libvlcs.so``, its headers, the
 True
 """
 
-from vlcs._context import VLC, Context, current, info
+from vlcs._context import VLC, Context, NamespaceKeptWarning, current, info
 from vlcs._errors import (
     ContextBusyError,
     ContextDestroyedError,
@@ -25,6 +25,7 @@ from vlcs._errors import (
 from vlcs._imports import share
 from vlcs._lib import init, service, strict_active
 from vlcs._paths import include_dir, library_path, native_dir, program_path
+from vlcs._pool import ContextPool
 from vlcs._version import __version__
 from vlcs.libraries import LibraryController, register
 
@@ -33,10 +34,12 @@ __all__ = [
     "Context",
     "ContextBusyError",
     "ContextDestroyedError",
+    "ContextPool",
     "Errcode",
     "InvalidArgumentError",
     "LibraryController",
     "LibraryNotFoundError",
+    "NamespaceKeptWarning",
     "UnsupportedPlatformError",
     "VlcsError",
     "VlcsLimitError",

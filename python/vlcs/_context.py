@@ -359,6 +359,9 @@ class VLC:
         >>> ctx.closed
         True
         """
+        self._close(warn=True)
+
+    def _close(self, warn: bool) -> None:
         with self._lock:  # one closer; the others return at once
             h, self._handle = self._handle, None
             ex, self._executor = self._executor, None
@@ -381,10 +384,10 @@ class VLC:
         _imports.forget(self._owner)
         self._libraries.clear()
         self._any_handle = None
-        if kept:
+        if kept and warn:
             warnings.warn(
                 NamespaceKeptWarning(f"{kept}; reuse such contexts with vlcs.ContextPool"),
-                stacklevel=2,
+                stacklevel=3,
             )
 
     def _keep_reason(self) -> bytes | None:

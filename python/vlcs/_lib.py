@@ -134,7 +134,7 @@ _NAMESPACES_HINT = (
 def last_error() -> VlcsError:
     """The calling thread's last libvlcs failure as an exception of its code's class."""
     text = _error()
-    if "glibc.rtld.nns is at most" in text:
+    if "glibc.rtld.nns is at most" in text or "static TLS block is full" in text:
         text += _NAMESPACES_HINT
     return error_for(lib().vlcs_errcode(), text)
 
