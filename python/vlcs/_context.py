@@ -29,6 +29,7 @@ import ctypes
 import functools
 import gc
 import os
+import sys
 import threading
 import warnings
 import weakref
@@ -127,6 +128,7 @@ class VLC:
         if not handle:
             fail()
         self._handle: int | None = handle
+        self._closing = False
         self._name: str = lib().vlcs_ctx_name(handle).decode()
         self._lock = threading.Lock()
         self._executor: concurrent.futures.ThreadPoolExecutor | None = None
@@ -341,16 +343,17 @@ class VLC:
         }
 
     def close(self) -> None:
-        """Destroy the context: wait for the tasks given to ``submit``, drop
-        its modules from every table, and give its namespace back to glibc,
-        which then reuses it.  Calling it again does nothing.
+        """Destroy the context: wait for the tasks given to ``submit``, give
+        its namespace back to glibc, which then reuses it, and drop its
+        modules from every table.  Calling it again does nothing; any other
+        use raises ContextDestroyedError.
 
-        Whatever came from the context must no longer be used: its ctypes
-        handles are kept alive by the namespace only if still referenced.
-        When Python objects may still refer to native code of the namespace
-        (extension modules were imported, or the context's code loaded
-        libraries with ctypes) the namespace stays loaded for the rest of the
-        process and :class:`NamespaceKeptWarning` says so.  Raises
+        When Python objects may still use native code of the namespace
+        (extension modules were imported, the context's code loaded libraries
+        with ctypes, or a handle from :meth:`load` is still referenced) the
+        namespace stays loaded for the rest of the process, its modules stay
+        for that code's own imports, and :class:`NamespaceKeptWarning` names
+        why: reuse such contexts with :class:`vlcs.ContextPool`.  Raises
         ContextBusyError, and changes nothing, while a thread is inside.
 
         >>> import contextlib, vlcs
@@ -363,25 +366,29 @@ class VLC:
 
     def _close(self, warn: bool) -> None:
         with self._lock:  # one closer; the others return at once
-            h, self._handle = self._handle, None
+            if self._handle is None or self._closing:
+                return
+            self._closing = True
             ex, self._executor = self._executor, None
-        if h is None:
-            return
         try:
             if ex is not None:
-                ex.shutdown(wait=True)
+                ex.shutdown(wait=True)  # its tasks still use the context
+            h = self._h
             check(lib().vlcs_ctx_keep_loaded(h, self._keep_reason()))
             rc = lib().vlcs_ctx_destroy(h)
             if rc < 0:
                 err = last_error()
                 lib().vlcs_ctx_keep_loaded(h, None)
                 raise err
-        except BaseException:
-            self._handle = h
-            raise
+            self._handle = None
+        finally:
+            self._closing = False
         kept = lib().vlcs_error().decode(errors="replace") if rc == 1 else None
         _contexts.pop(h, None)
-        _imports.forget(self._owner)
+        # A kept namespace's code may still run (an array of its numpy): its
+        # lazy imports must keep finding its modules, so they stay with it.
+        if not kept and _imports.forget(self._owner):
+            _clear_shared_caches()
         self._libraries.clear()
         self._any_handle = None
         if kept and warn:
@@ -433,6 +440,15 @@ class _ContextExecutor(concurrent.futures.ThreadPoolExecutor):
 def _inside(ctx: VLC, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any:
     with ctx:
         return fn(*args, **kwargs)
+
+
+def _clear_shared_caches() -> None:
+    """Caches of the shared standard library that hold a closed context's
+    objects: typing's (Generic[...] of the context's classes, 128 per
+    function) kept a hundred closed contexts' modules alive."""
+    typing = sys.modules.get("typing")
+    for clear in getattr(typing, "_cleanups", ()):
+        clear()
 
 
 def current() -> VLC | None:
