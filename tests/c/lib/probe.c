@@ -151,3 +151,19 @@ void probe_end_process(int how, int status)
         abort();
     }
 }
+
+/* fork() from this copy's code, as a library that starts helper processes
+ * does.  The child allocates from the heap every copy shares (the base's),
+ * whose locks the fork must have taken, and exits 0; a lock left held by a
+ * thread that did not survive the fork ends it by SIGALRM instead. */
+pid_t probe_fork_and_allocate(int blocks)
+{
+    pid_t pid = fork();
+    if (pid == 0) {
+        alarm(30);
+        for (int i = 0; i < blocks; i++)
+            free(malloc((size_t)(16 + (i * 97) % 8192)));
+        _exit(0);
+    }
+    return pid;
+}
