@@ -55,6 +55,12 @@ static void run(int how, int in_context, char *out, size_t size, int *wstatus)
 
 int main(void)
 {
+#if defined(__SANITIZE_THREAD__)
+    /* TSan's _exit interceptor flushes stdio, so its _exit and glibc's
+     * _Exit (not intercepted) differ in the base itself. */
+    printf("SKIP: under ThreadSanitizer _exit flushes stdio and _Exit does not\n");
+    return 77;
+#endif
     static const char *names[] = {"exit", "quick_exit", "_exit", "_Exit", "abort"};
     for (int how = 0; how < 5; how++) {
         char base[512], ctx[512];
