@@ -331,6 +331,11 @@ int ns_unload(vlcs_ctx *c, char *why, size_t size)
                  left, nleft > 1 ? "stay" : "stays");
         return -1;
     }
+    /* What the namespace's libc allocated for printf extensions (the
+     * interposer recorded it): nothing is left to read it. */
+    void (*release_printf)(void) = (void (*)(void))dlsym(c->ip_handle, "vlcs_ip_release_printf");
+    if (release_printf != NULL)
+        release_printf();
     ns_teardown(c);
     shim_forget(c);
     return 0;

@@ -13,6 +13,8 @@
 
 #include <dlfcn.h>
 #include <errno.h>
+#include <printf.h>
+#include <pthread.h>
 #include <stdalign.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -129,24 +131,131 @@ static void *bump_alloc(size_t size, size_t align)
     return bump + base;
 }
 
+/* ---- printf extensions ------------------------------------------------------
+ * libquadmath (OpenBLAS's libgfortran needs it) registers its %Q printf
+ * handlers with the namespace's libc.  The tables that libc makes for them
+ * come from the shared heap and only __libc_freeres would free them, so each
+ * unloaded namespace left 8 KiB behind.  The blocks allocated while a
+ * registration runs are recorded, and libvlcs has them freed
+ * (vlcs_ip_release_printf) once nothing but this library and the
+ * namespace's libc is left to read them. */
+#define MAX_RECORDED 32
+static pthread_mutex_t registering = PTHREAD_MUTEX_INITIALIZER;
+static unsigned long recorder; /* the registering thread's pthread_t, 0: none */
+static void *recorded[MAX_RECORDED]; /* more would be left behind, as before */
+static size_t nrecorded;
+
+static int recording(void)
+{
+    unsigned long r = __atomic_load_n(&recorder, __ATOMIC_RELAXED);
+    return r != 0 && r == (unsigned long)pthread_self();
+}
+
+static void *record(void *p)
+{
+    if (p != NULL && nrecorded < MAX_RECORDED)
+        recorded[nrecorded++] = p;
+    return p;
+}
+
+static void unrecord(void *p)
+{
+    for (size_t i = 0; i < nrecorded; i++)
+        if (recorded[i] == p) {
+            recorded[i] = recorded[--nrecorded];
+            return;
+        }
+}
+
+#define RECORDED(call)                                                                   \
+    do {                                                                                 \
+        pthread_mutex_lock(&registering);                                                \
+        __atomic_store_n(&recorder, (unsigned long)pthread_self(), __ATOMIC_RELAXED);    \
+        r = (call);                                                                      \
+        __atomic_store_n(&recorder, 0UL, __ATOMIC_RELAXED);                              \
+        pthread_mutex_unlock(&registering);                                              \
+    } while (0)
+
+typedef int (*specifier_fn)(int, printf_function *, printf_arginfo_size_function *);
+typedef int (*function_fn)(int, printf_function *, printf_arginfo_function *);
+typedef int (*modifier_fn)(const wchar_t *);
+typedef int (*type_fn)(printf_va_arg_function *);
+
+IP_EXPORT int register_printf_specifier(int spec, printf_function *render,
+                                        printf_arginfo_size_function *arginfo)
+{
+    NEXT(specifier_fn, register_printf_specifier)
+    int r;
+    RECORDED(next_register_printf_specifier(spec, render, arginfo));
+    return r;
+}
+
+IP_EXPORT int register_printf_function(int spec, printf_function *render,
+                                       printf_arginfo_function *arginfo)
+{
+    NEXT(function_fn, register_printf_function)
+    int r;
+    RECORDED(next_register_printf_function(spec, render, arginfo));
+    return r;
+}
+
+IP_EXPORT int register_printf_modifier(const wchar_t *str)
+{
+    NEXT(modifier_fn, register_printf_modifier)
+    int r;
+    RECORDED(next_register_printf_modifier(str));
+    return r;
+}
+
+IP_EXPORT int register_printf_type(printf_va_arg_function *fct)
+{
+    NEXT(type_fn, register_printf_type)
+    int r;
+    RECORDED(next_register_printf_type(fct));
+    return r;
+}
+
+/* Called by libvlcs when the namespace is about to go. */
+IP_EXPORT void vlcs_ip_release_printf(void)
+{
+    const struct vlcs_ip_api *a = api();
+    pthread_mutex_lock(&registering);
+    for (size_t i = 0; a != NULL && i < nrecorded; i++)
+        a->free(recorded[i]);
+    nrecorded = 0;
+    pthread_mutex_unlock(&registering);
+}
+
+/* ---- the allocator ------------------------------------------------------------ */
+
 IP_EXPORT void *malloc(size_t n)
 {
     const struct vlcs_ip_api *a = api();
-    return a ? a->malloc(n) : bump_alloc(n, 16);
+    if (a == NULL)
+        return bump_alloc(n, 16);
+    if (__builtin_expect(recording(), 0))
+        return record(a->malloc(n));
+    return a->malloc(n);
 }
 
 IP_EXPORT void free(void *p)
 {
     const struct vlcs_ip_api *a = api();
-    if (p != NULL && a != NULL && !in_bump(p))
+    if (p != NULL && a != NULL && !in_bump(p)) {
+        if (__builtin_expect(recording(), 0))
+            unrecord(p);
         a->free(p);
+    }
 }
 
 IP_EXPORT void *calloc(size_t n, size_t m)
 {
     const struct vlcs_ip_api *a = api();
-    if (a)
+    if (a) {
+        if (__builtin_expect(recording(), 0))
+            return record(a->calloc(n, m));
         return a->calloc(n, m);
+    }
     if (m != 0 && n > SIZE_MAX / m) {
         errno = ENOMEM;
         return NULL;
@@ -157,6 +266,14 @@ IP_EXPORT void *calloc(size_t n, size_t m)
 IP_EXPORT void *realloc(void *p, size_t n)
 {
     const struct vlcs_ip_api *a = api();
+    if (a != NULL && __builtin_expect(recording(), 0) && (p == NULL || !in_bump(p))) {
+        void *q = a->realloc(p, n);
+        if (q != NULL) {
+            unrecord(p);
+            record(q);
+        }
+        return q;
+    }
     if (p == NULL || !in_bump(p))
         return a ? a->realloc(p, n) : bump_alloc(n, 16);
     void *q = a ? a->malloc(n) : bump_alloc(n, 16);
