@@ -47,6 +47,14 @@ def _bench_python(args: argparse.Namespace) -> int:
     return 0
 
 
+def _bench_recycle(args: argparse.Namespace) -> int:
+    from vlcs_bench import recycle
+
+    result = recycle.run(requests=args.requests)
+    print(json.dumps(result, indent=2) if args.json else recycle.report(result))
+    return 1 if any("error" in w for w in result["ways"].values()) else 0
+
+
 def _bench_shim(args: argparse.Namespace) -> int:
     from vlcs_bench import tables
     from vlcs_bench.calls import run
@@ -100,6 +108,7 @@ _SUITES = {
     "strict": _bench_program,
     "shim": _bench_shim,
     "python": _bench_python,
+    "recycle": _bench_recycle,
 }
 
 
@@ -131,9 +140,10 @@ def _demo(args: argparse.Namespace) -> int:
 
 
 def add_bench_arguments(b: argparse.ArgumentParser) -> None:
-    b.add_argument("suite", help="all (the evaluation), core, strict, shim or python")
+    b.add_argument("suite", help="all (the evaluation), core, strict, shim, python or recycle")
     b.add_argument("--json", action="store_true", help="print JSON")
     b.add_argument("--repeats", type=int, default=5, help="repeats per side (python)")
+    b.add_argument("--requests", type=int, default=1000, help="recycle: requests per way")
     b.add_argument("--quick", action="store_true", help="all: smaller sizes (~5 min on 2 cores)")
     b.add_argument("--cases", help="all: which cases, e.g. 1,5 (default: every case)")
     b.add_argument("--out", default="vlcs-bench-results", help="all: folder for the report")
