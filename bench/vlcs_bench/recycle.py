@@ -129,12 +129,11 @@ def report(r: dict[str, Any]) -> str:
         if "error" in w:
             lines.append(f"{way:<12} error: {w['error']}")
             continue
-        kib = w["rss_kib_per_request"]
+        kib = "-" if w["rss_kib_per_request"] is None else f"{w['rss_kib_per_request']:.2f}"
         note = ""
         if w["failed"]:
             note = f"stopped at request {w['failed']['request']}: {w['failed']['error'][:90]}..."
         lines.append(
-            f"{way:<12} {w['ms_per_request']:>11.3f} {w['ratio_to_plain']:>8.1f} "
-            f"{kib if kib is None else format(kib, '.2f'):>12}  {note}"
+            f"{way:<12} {w['ms_per_request']:>11.3f} {w['ratio_to_plain']:>8.1f} {kib:>12}  {note}"
         )
     return "\n".join(lines)

@@ -1,4 +1,4 @@
-"""`vlcs bench core|strict|shim|python` and `vlcs demo`: each prints what its
+"""`vlcs bench core|strict|shim|python|recycle` and `vlcs demo`: each prints what its
 schema promises, with one bound a user would notice if broken."""
 
 from __future__ import annotations
@@ -54,6 +54,20 @@ def test_bench_shim_json_schema_and_call_bound():
     _numbers(calls["service_call"], "base_ns", "context_ns")
     # The bound: a call through a shim stays a call (well under a microsecond).
     assert calls["shim_call"]["shim_ns"] < 1000
+
+
+def test_bench_recycle_json_schema_and_what_each_way_shows():
+    r = vlcs_cmd("bench", "recycle", "--requests", "60", "--json")
+    assert r.returncode == 0, r.stderr
+    ways = json.loads(r.stdout)["ways"]
+    for way in ("plain", "pool", "close-C"):
+        _numbers(ways[way], "ms_per_request", "ratio_to_plain")
+        assert ways[way]["requests_done"] == 60 and ways[way]["failed"] is None, ways[way]
+    # A numpy context keeps its namespace when closed: glibc's limit ends
+    # that way, and the error points at the pool.
+    stopped = ways["close-numpy"]["failed"]
+    assert stopped is not None and stopped["request"] < 20
+    assert "vlcs.ContextPool" in stopped["error"]
 
 
 def test_python_demo_prints_the_table_and_saves_the_chart(tmp_path):
