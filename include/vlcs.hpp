@@ -117,7 +117,10 @@ public:
     std::string name() const { return vlcs_ctx_name(c_); }
     // Keep the namespace loaded when the context dies (something outside
     // still refers to its code); reason appears in vlcs_error().
-    void keep_loaded(const std::string &reason) { detail::check(vlcs_ctx_keep_loaded(c_, reason.c_str())); }
+    void keep_loaded(const std::string &reason)
+    {
+        detail::check(vlcs_ctx_keep_loaded(c_, reason.c_str()));
+    }
 
     // The calling thread runs in this context until the returned guard dies.
     [[nodiscard]] Scope enter() { return Scope(c_); }

@@ -516,6 +516,11 @@ VLCS_API int vlcs_ctx_keep_loaded(vlcs_ctx *c, const char *reason)
         return -1;
     }
     pthread_mutex_lock(&c->lock);
+    if (c->magic != CTX_ALIVE) { /* destroyed by another thread meanwhile */
+        pthread_mutex_unlock(&c->lock);
+        free(copy);
+        return ctx_check(c, "keeping a namespace loaded");
+    }
     char *old = c->keep;
     c->keep = copy;
     pthread_mutex_unlock(&c->lock);
@@ -543,16 +548,16 @@ VLCS_API int vlcs_ctx_destroy(vlcs_ctx *c)
     if (c->has_ns)
         ns_flush(c);
     env_pending_clear(c);
-    c->magic = CTX_DEAD; /* from here on no one enters or loads */
-    bool had_ns = c->has_ns;
+    c->magic = CTX_DEAD; /* from here on no one enters, loads or asks to keep */
+    bool had_ns = c->has_ns, keep = c->keep != NULL;
+    char why[1024];
+    if (keep)
+        snprintf(why, sizeof why, "%s", c->keep);
     pthread_mutex_unlock(&c->lock);
 
     /* Unloading runs the libraries' destructors, which may join their
      * threads: those take c->lock on their way out. */
-    char why[1024];
-    if (had_ns && c->keep != NULL)
-        snprintf(why, sizeof why, "%s", c->keep);
-    if (had_ns && (c->keep != NULL || ns_unload(c, why, sizeof why) != 0)) {
+    if (had_ns && (keep || ns_unload(c, why, sizeof why) != 0)) {
         /* Its code may still run and call back into c: c stays, dead. */
         set_error(VLCS_E_BUSY, "Context '%s' is destroyed, but its namespace stays loaded: %s",
                   c->name, why);

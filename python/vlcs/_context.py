@@ -77,6 +77,7 @@ def _after_fork_in_child() -> None:
     for c in list(_contexts.values()):
         c._lock = threading.Lock()
         c._executor = None
+        c._closing = False  # a close() of another thread did not come along
 
 
 class NamespaceKeptWarning(RuntimeWarning):
