@@ -12,10 +12,9 @@ import threading
 
 import pytest
 import vlcs
-from test_imports import needs, run_code
+from test_imports import needs, needs_two, run_code
 
 SOAK = int(os.environ.get("VLCS_SOAK_ROUNDS", "0"))
-needs_two = pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs 2 CPUs")
 
 # Resident memory in KiB, for the loops' flatness checks.
 RSS = 'rss = lambda: int(open("/proc/self/statm").read().split()[1]) * 4'
@@ -296,3 +295,61 @@ def test_pool_arguments_are_checked():
         vlcs.ContextPool(3, cpus=["0", "1"])
     assert vlcs.ContextPool(cpus=["0", "1"]).size == 2
     assert vlcs.ContextPool(2, cpus=[0, 1]).size == 2  # one CPU list for both
+
+
+# The work of one request of the stack test, for a pooled context and for a
+# plain interpreter: numpy, scipy, pandas and scikit-learn together.
+_STACK_WORK = """
+def work(i):
+    import numpy as np, pandas as pd, scipy.linalg as sl
+    from sklearn.linear_model import LinearRegression
+    rng = np.random.default_rng(i)
+    x = rng.random((50, 3))
+    y = x @ np.array([1.0, 2.0, 3.0])
+    return [round(float(sl.det(x.T @ x)), 9),
+            [round(float(c), 9) for c in LinearRegression().fit(x, y).coef_],
+            round(float(pd.DataFrame(x, columns=list("abc")).describe().loc["mean", "a"]), 9)]
+"""
+
+
+@needs_two
+@needs("pandas")
+@needs("sklearn", "pip install scikit-learn")
+def test_a_pool_serves_the_scientific_stack_and_the_base_is_untouched():
+    plain = run_code(_STACK_WORK + "import json; print(json.dumps([work(i) for i in range(6)]))")
+    r = run_code(
+        _STACK_WORK
+        + """
+import json, sys, warnings
+import vlcs
+pool = vlcs.ContextPool(cpus=["0", "1"], env={"OPENBLAS_NUM_THREADS": "1"})
+results = [f.result() for f in [pool.submit(work, i % 6) for i in range(120)]]
+made = pool.stats()["made"]
+pool.close()
+ctx = vlcs.VLC(cpus="0", name="plots")
+with ctx:
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    fig = plt.figure()
+    plt.plot([1, 2, 3])
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    ctx.close()
+print(json.dumps({
+    "per_request": results[:6],
+    "all_equal": all(results[i] == results[i % 6] for i in range(120)),
+    "made": made,
+    "warned": [str(w.message) for w in caught],
+    "base": [work(i) for i in range(6)],
+    "base_modules": sorted(k for k in ("numpy", "pandas", "sklearn", "matplotlib")
+                           if k in sys.modules),
+}))
+"""
+    )
+    assert r["per_request"] == plain and r["all_equal"]
+    assert r["made"] == 2
+    assert len(r["warned"]) == 1 and "matplotlib" in r["warned"][0]
+    # the base's own imports, after the contexts: the same answers as without vlcs
+    assert r["base"] == plain
+    assert r["base_modules"] == ["numpy", "pandas", "sklearn"]
