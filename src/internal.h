@@ -115,8 +115,9 @@ HIDDEN int dl_errcode(const char *dlerr);
 /* ---- contexts ------------------------------------------------------------ */
 
 /* An immutable snapshot of a context's CPU set.  Readers (interposed calls
- * on any thread) load the pointer without a lock; a change publishes a new
- * snapshot and keeps the old one alive until the context is destroyed. */
+ * on any thread) load the pointer without a lock; a change publishes the
+ * snapshot of the new set (made once per distinct set) and keeps every one
+ * alive until the context is destroyed. */
 struct cpuview {
     vmask mask;
     int count;
@@ -155,6 +156,7 @@ struct vlcs_ctx {
     int id;
     char name[64];
     struct cpuview *_Atomic view;
+    struct cpuview *views; /* every view made for it, newest first (->older): one per CPU set */
 
     struct envop *pending_env; /* applied when the namespace is created */
     struct member *members;
@@ -195,6 +197,9 @@ struct vlcs_ctx {
 
 HIDDEN int ctx_check(const vlcs_ctx *c, const char *doing);
 HIDDEN struct cpuview *ctx_view(const vlcs_ctx *c);
+/* Makes m the context's CPU set (with c->lock held): its view published,
+ * its threads moved.  0, or -1 when out of memory. */
+HIDDEN int ctx_switch_view(vlcs_ctx *c, const vmask *m);
 HIDDEN const vmask *process_mask(void);
 HIDDEN const char *interposer_path(void);
 /* The file name of a path: "libfoo.so" of "/usr/lib/libfoo.so". */

@@ -205,6 +205,7 @@ VLCS_API vlcs_ctx *vlcs_ctx_create(const char *name)
         return NULL;
     }
     atomic_init(&c->view, v);
+    c->views = v;
     c->gpu_first = -1;
     c->id = next_id++;
     if (name != NULL)
@@ -245,18 +246,30 @@ VLCS_API int vlcs_ctx_set_cpus(vlcs_ctx *c, const char *cpulist)
         return -1;
     }
     pthread_mutex_lock(&c->lock);
-    struct cpuview *old = ctx_view(c);
-    if (!mask_eq(&old->mask, &m)) {
-        struct cpuview *v = view_new(&m, old);
-        if (v == NULL) {
-            pthread_mutex_unlock(&c->lock);
-            set_error(VLCS_E_SYSTEM, "Error setting CPUs of context '%s': out of memory", c->name);
-            return -1;
-        }
-        atomic_store_explicit(&c->view, v, memory_order_release);
-        threads_move(c, &m);
-    }
+    int rc = ctx_switch_view(c, &m);
     pthread_mutex_unlock(&c->lock);
+    if (rc != 0)
+        set_error(VLCS_E_SYSTEM, "Error setting CPUs of context '%s': out of memory", c->name);
+    return rc;
+}
+
+int ctx_switch_view(vlcs_ctx *c, const vmask *m)
+{
+    if (mask_eq(&ctx_view(c)->mask, m))
+        return 0;
+    /* A set the context had before gets its old view back: a program that
+     * alternates between sets (elastic lending, a tuner) makes two views,
+     * not one per change. */
+    struct cpuview *v = c->views;
+    while (v != NULL && !mask_eq(&v->mask, m))
+        v = v->older;
+    if (v == NULL) {
+        if ((v = view_new(m, c->views)) == NULL)
+            return -1;
+        c->views = v;
+    }
+    atomic_store_explicit(&c->view, v, memory_order_release);
+    threads_move(c, m);
     return 0;
 }
 
@@ -483,7 +496,7 @@ VLCS_API void *vlcs_ctx_sym(void *lib, const char *symbol)
  * goes to the free list, zeroed but for its lock, id and name. */
 static void ctx_release(vlcs_ctx *c)
 {
-    for (struct cpuview *v = ctx_view(c), *older; v; v = older) {
+    for (struct cpuview *v = c->views, *older; v; v = older) {
         older = v->older;
         view_free_forged(v);
         free(v);

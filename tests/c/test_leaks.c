@@ -86,6 +86,23 @@ int main(int argc, char **argv)
     CHECK_EQ(1, count, "the thread ran on the context's CPU");
     report("library thread", heap() - before, 64);
 
+    /* A live context going back and forth between two sets (as elastic
+     * lending and tuners do), its forged cpuinfo read in each: one view per
+     * distinct set, made once. */
+    cpuinfo_fn cpuinfo = SYM(probe, cpuinfo_fn, "probe_cpuinfo");
+    char text[4096];
+    for (int i = 0; i < 2; i++) {
+        CHECK_EQ(0, vlcs_ctx_set_cpus(c, i ? "0" : "0-1"), "set_cpus");
+        CHECK(cpuinfo(text, sizeof text) > 0, "cpuinfo");
+    }
+    before = heap();
+    for (int i = 0; i < N; i++) {
+        CHECK_EQ(0, vlcs_ctx_set_cpus(c, i % 2 ? "0" : "0-1"), "set_cpus");
+        if (i % 100 < 2)
+            CHECK(cpuinfo(text, sizeof text) == (i % 2 ? 1 : 2), "cpuinfo follows the set");
+    }
+    report("set_cpus back and forth, context alive", heap() - before, 0);
+
     /* CPU sets: each change keeps the old view for readers still using it,
      * and the forged cpuinfo per view; all of it goes with the context. */
     views(100); /* glibc's first namespace of this number, vlcs's free list */
