@@ -70,6 +70,9 @@ void elastic_plan(const struct elastic_in *in, size_t n, vmask *out)
     if (wanted == 0 || total_weight == 0)
         return;
 
+    /* Borrowers past the 256th keep their homes: a process has at most 16
+     * namespaces, so more busy elastic contexts than that share libraries
+     * with none, and a plan for them is not worth a heap allocation. */
     enum { MAX = 256 };
     int quota[MAX];
     unsigned long rem[MAX];
