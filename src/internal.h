@@ -201,6 +201,9 @@ HIDDEN struct cpuview *ctx_view(const vlcs_ctx *c);
  * its threads moved.  0, or -1 when out of memory. */
 HIDDEN int ctx_switch_view(vlcs_ctx *c, const vmask *m);
 HIDDEN const vmask *process_mask(void);
+/* Room for one more element in a doubling array (*arr: *cap elements of
+ * elem bytes, n in use): 0, or -1 when out of memory (the array unchanged). */
+HIDDEN int array_grow(void **arr, size_t *cap, size_t n, size_t elem);
 HIDDEN const char *interposer_path(void);
 /* The file name of a path: "libfoo.so" of "/usr/lib/libfoo.so". */
 HIDDEN const char *base_name(const char *path);

@@ -32,6 +32,19 @@ VLCS_API const char *vlcs_version(void) { return VLCS_VERSION_STRING; }
 
 const vmask *process_mask(void) { return &allowed; }
 
+int array_grow(void **arr, size_t *cap, size_t n, size_t elem)
+{
+    if (n < *cap)
+        return 0;
+    size_t ncap = *cap ? 2 * *cap : 8;
+    void *p = realloc(*arr, ncap * elem);
+    if (p == NULL)
+        return -1;
+    *arr = p;
+    *cap = ncap;
+    return 0;
+}
+
 void registry_lock(void) { pthread_mutex_lock(&registry_mutex); }
 void registry_unlock(void) { pthread_mutex_unlock(&registry_mutex); }
 vlcs_ctx *registry_first(void) { return all_contexts; }

@@ -60,14 +60,8 @@ static struct member *member_add(vlcs_ctx *c, struct tstate *ts)
     struct member *m = member_find(c, ts);
     if (m)
         return m;
-    if (c->nmembers == c->capmembers) {
-        size_t cap = c->capmembers ? 2 * c->capmembers : 8;
-        struct member *n = realloc(c->members, cap * sizeof *n);
-        if (n == NULL)
-            return NULL;
-        c->members = n;
-        c->capmembers = cap;
-    }
+    if (array_grow((void **)&c->members, &c->capmembers, c->nmembers, sizeof *c->members) != 0)
+        return NULL;
     m = &c->members[c->nmembers++];
     memset(m, 0, sizeof *m);
     m->ts = ts;

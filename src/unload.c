@@ -33,22 +33,9 @@
 
 /* ---- what a context loaded, and its threads that ended ------------------ */
 
-static int grow(void **arr, size_t *cap, size_t n, size_t elem)
-{
-    if (n < *cap)
-        return 0;
-    size_t ncap = *cap ? 2 * *cap : 8;
-    void *p = realloc(*arr, ncap * elem);
-    if (p == NULL)
-        return -1;
-    *arr = p;
-    *cap = ncap;
-    return 0;
-}
-
 int ns_note_handle(vlcs_ctx *c, void *h)
 {
-    if (grow((void **)&c->handles, &c->caphandles, c->nhandles, sizeof *c->handles) != 0)
+    if (array_grow((void **)&c->handles, &c->caphandles, c->nhandles, sizeof *c->handles) != 0)
         return -1;
     c->handles[c->nhandles++] = h;
     return 0;
@@ -81,7 +68,7 @@ void ns_note_ended(vlcs_ctx *c, pid_t tid)
         c->nended = k;
     }
     /* Out of memory: unloading then waits on the library threads alone. */
-    if (grow((void **)&c->ended, &c->capended, c->nended, sizeof *c->ended) == 0)
+    if (array_grow((void **)&c->ended, &c->capended, c->nended, sizeof *c->ended) == 0)
         c->ended[c->nended++] = tid;
 }
 
@@ -103,7 +90,7 @@ int ns_key_create(vlcs_ctx *c, pthread_key_t *key, void (*dtor)(void *))
     if (rc != 0)
         return rc;
     pthread_mutex_lock(&keys_lock);
-    rc = grow((void **)&keys, &capkeys, nkeys, sizeof *keys);
+    rc = array_grow((void **)&keys, &capkeys, nkeys, sizeof *keys);
     if (rc == 0)
         keys[nkeys++] = (struct key_rec){c, *key, dtor};
     pthread_mutex_unlock(&keys_lock);
