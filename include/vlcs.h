@@ -137,7 +137,8 @@ VLCS_API const char *vlcs_ctx_name(const vlcs_ctx *c);
  * Set the CPUs of a context from a list in the taskset/cpuset format,
  * e.g. "0-3,8".  CPU ids are real ids.  May be called after libraries are
  * loaded: new threads and later enters use the new set, and threads of the
- * context that are running move to it at once.
+ * context that are running move to it at once.  Of an elastic context it
+ * sets the home CPUs (vlcs_ctx_set_elastic), which must lie in its bound.
  *
  * @return 0, or -1 with vlcs_error() set, VLCS_E_INVALID: malformed list
  *         ("3-1", "a", "", "1-"), or a CPU this process may not use.  The
@@ -146,11 +147,58 @@ VLCS_API const char *vlcs_ctx_name(const vlcs_ctx *c);
 VLCS_API int vlcs_ctx_set_cpus(vlcs_ctx *c, const char *cpulist);
 
 /**
- * Write the context's CPU list ("0-3,8") into buf.
+ * Write the context's CPU list ("0-3,8") into buf: where its threads run
+ * now, which for an elastic context changes as it borrows and lends.
  * @return the length of the full list (as snprintf), or -1 with
  *         vlcs_error() set.
  */
 VLCS_API int vlcs_ctx_get_cpus(const vlcs_ctx *c, char *buf, unsigned long size);
+
+/**
+ * Make a context elastic: while it is busy (a thread is inside it, from
+ * vlcs_enter to vlcs_leave) it may borrow the home CPUs of idle elastic
+ * contexts, up to `bound`; while it is idle its own home CPUs (those of
+ * vlcs_ctx_set_cpus) are lent to busy ones, and come back the moment a
+ * thread enters it: vlcs_enter returns with the borrowers shrunk.  A CPU in
+ * the home of a busy context is never lent.  Lent CPUs are split among the
+ * busy borrowers that can use them in proportion to their weights, as
+ * cgroups' cpu.weight splits time.
+ *
+ * Growing and shrinking reaches the libraries in the context: their threads
+ * move, OpenBLAS is resized with openblas_set_num_threads, and OpenMP
+ * teams follow the context's current CPUs (this call sets OMP_DYNAMIC=true
+ * and OMP_NUM_THREADS to the bound's size in the context, as
+ * vlcs_ctx_setenv would, and getloadavg() answers 0 inside it, so that the
+ * runtime's dynamic adjustment follows vlcs alone: make the context elastic
+ * before loading OpenMP code into it).  Other libraries keep their pool
+ * sizes; their threads move.
+ *
+ * @param bound   the CPUs it may grow to ("0-15"); it must contain the home
+ *                CPUs and only CPUs this process may use.  NULL or "" makes
+ *                the context static again, back on its home CPUs.
+ * @param weight  its share of lent CPUs; 0 means the size of its home.
+ * @return 0, or -1 with vlcs_error() set (VLCS_E_INVALID: malformed bound,
+ *         a CPU the process may not use, a home CPU outside the bound;
+ *         VLCS_E_LIMIT: more than 256 elastic contexts).  The context is
+ *         unchanged on error.
+ */
+VLCS_API int vlcs_ctx_set_elastic(vlcs_ctx *c, const char *bound, unsigned weight);
+
+/** Which CPU list vlcs_ctx_get_cpuset() writes. */
+typedef enum vlcs_cpuset {
+    VLCS_CPUSET_CURRENT = 0, /* where its threads run now (vlcs_ctx_get_cpus) */
+    VLCS_CPUSET_HOME = 1,    /* its own CPUs, as vlcs_ctx_set_cpus set them */
+    VLCS_CPUSET_BOUND = 2,   /* the most an elastic context may grow to; the home if static */
+    VLCS_CPUSET_LENT = 3,    /* its home CPUs that busy contexts borrow now */
+} vlcs_cpuset_t;
+
+/**
+ * Write one of the context's CPU lists ("0-3,8", "" when empty) into buf.
+ * @return the length of the full list (as snprintf), or -1 with
+ *         vlcs_error() set (VLCS_E_INVALID: not a context or an unknown
+ *         `which`).
+ */
+VLCS_API int vlcs_ctx_get_cpuset(const vlcs_ctx *c, int which, char *buf, unsigned long size);
 
 /**
  * Set the GPUs a context sees, e.g. "0,2" (ranges allowed; "" hides all).

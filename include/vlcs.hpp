@@ -101,6 +101,20 @@ public:
             detail::fail();
         return buf;
     }
+    /* Elastic: borrow idle elastic contexts' CPUs up to `bound` while busy
+     * ("" makes it static again); weight 0 = the home's size. */
+    void set_elastic(const std::string &bound, unsigned weight = 0)
+    {
+        detail::check(vlcs_ctx_set_elastic(c_, bound.c_str(), weight));
+    }
+    /* VLCS_CPUSET_CURRENT, _HOME, _BOUND or _LENT, as a CPU list. */
+    std::string cpuset(vlcs_cpuset_t which) const
+    {
+        char buf[4096];
+        if (vlcs_ctx_get_cpuset(c_, which, buf, sizeof buf) < 0)
+            detail::fail();
+        return buf;
+    }
     void set_gpus(const std::string &gpulist) { detail::check(vlcs_ctx_set_gpus(c_, gpulist.c_str())); }
     void setenv(const std::string &name, const std::string &value)
     {

@@ -66,11 +66,13 @@ static void on_child(void)
 
 static void install(void) { pthread_atfork(on_prepare, on_parent, on_child); }
 
+void fork_install(void) { pthread_once(&once, install); }
+
 int fork_register(vlcs_ctx *c, void (*prepare)(void), void (*parent)(void), void (*child)(void),
                   void *dso)
 {
     (void)dso; /* the namespace, not the object, is what goes away */
-    pthread_once(&once, install);
+    fork_install();
     struct handler *h = malloc(sizeof *h);
     if (h == NULL)
         return ENOMEM;

@@ -158,6 +158,15 @@ struct vlcs_ctx {
     struct cpuview *_Atomic view;
     struct cpuview *views; /* every view made for it, newest first (->older): one per CPU set */
 
+    /* elastic lending (elastic.c); written with elastic_lock() and c->lock held */
+    vmask home;      /* its own CPUs: where a static or idle context runs */
+    vmask bound;     /* the most an elastic context may grow to */
+    unsigned weight; /* its share of lent CPUs; 0: its home's size */
+    bool elastic;
+    void (**pool_resize)(int); /* resize functions of its libraries' pools (pools.c) */
+    size_t npool_resize, cappool_resize;
+    bool pools_known;          /* pool_resize matches the loaded libraries */
+
     struct envop *pending_env; /* applied when the namespace is created */
     struct member *members;
     size_t nmembers, capmembers;
@@ -210,6 +219,28 @@ HIDDEN const char *base_name(const char *path);
 /* Sets the error for a failed dlmopen, naming the platform limit if one was hit. */
 HIDDEN void load_error(vlcs_ctx *c, const char *what, const char *dlerr);
 
+/* ---- elastic contexts (elastic.c, pools.c; the plan: elastic_policy.c) ---- */
+
+/* The lock over every elastic context's home, bound and current CPUs;
+ * taken before registry_lock() and any c->lock. */
+HIDDEN void elastic_lock(void);
+HIDDEN void elastic_unlock(void);
+/* c became busy (its first thread entered) or idle (its last left); called
+ * with no lock held.  Lends and reclaims CPUs before it returns. */
+HIDDEN void elastic_busy_changed(vlcs_ctx *c, bool busy);
+/* A destroyed context stops lending and borrowing (no lock held). */
+HIDDEN void elastic_forget(vlcs_ctx *c);
+/* vlcs_ctx_set_cpus after its checks (no lock held): m becomes the home;
+ * a static context runs there, an elastic one where the plan says.
+ * 0, or -1 with the error set. */
+HIDDEN int elastic_set_home(vlcs_ctx *c, const vmask *m);
+/* getloadavg() inside c: -2 to ask the kernel, else the count answered. */
+HIDDEN int elastic_loadavg(vlcs_ctx *c, double *avg, int n);
+/* The functions that resize the thread pools vlcs knows in c's libraries
+ * (openblas_set_num_threads, ...), at most cap of them into out; with
+ * c->lock held.  They are to be called without it. */
+HIDDEN size_t pools_find(vlcs_ctx *c, void (**out)(int), size_t cap);
+
 /* ---- namespaces (namespace.c) --------------------------------------------- */
 
 HIDDEN int ns_create(vlcs_ctx *c); /* with c->lock held */
@@ -234,6 +265,10 @@ HIDDEN int ns_key_create(vlcs_ctx *c, pthread_key_t *key, void (*dtor)(void *));
 HIDDEN int ns_key_delete(vlcs_ctx *c, pthread_key_t key);
 
 /* ---- fork handlers of the namespaces' libraries (fork.c) ---- */
+/* Registers fork.c's own handlers with the base libc; at init, before
+ * runtime.c's, so that at fork the elastic and registry locks are taken
+ * before fork.c's (loading holds a c->lock while a library registers). */
+HIDDEN void fork_install(void);
 HIDDEN int fork_register(vlcs_ctx *c, void (*prepare)(void), void (*parent)(void),
                          void (*child)(void), void *dso);
 HIDDEN void fork_forget(vlcs_ctx *c); /* c's namespace went away */

@@ -17,7 +17,7 @@
 #include <stddef.h>
 #include <sys/types.h>
 
-#define VLCS_IP_ABI_VERSION 5
+#define VLCS_IP_ABI_VERSION 6
 
 struct vlcs_ctx;
 
@@ -45,6 +45,9 @@ struct vlcs_ip_api {
     void (*filter_mask)(struct vlcs_ctx *, size_t, cpu_set_t *);
     int (*clamp_mask)(struct vlcs_ctx *, size_t, const cpu_set_t *, size_t, cpu_set_t *);
     long (*ncpus)(struct vlcs_ctx *);
+    /* getloadavg(): -2 to ask the kernel, else what to return (elastic
+     * contexts answer 0 so that OpenMP's dynamic teams follow vlcs). */
+    int (*loadavg)(struct vlcs_ctx *, double *, int);
 
     /* Forged files: for a read-only open of /proc/cpuinfo, /proc/self/status
      * or /sys/devices/system/cpu/..., a file descriptor with the context's

@@ -92,6 +92,7 @@ static void api_fill(vlcs_ctx *c, struct vlcs_ip_api *a)
     a->filter_mask = view_filter_mask;
     a->clamp_mask = view_clamp_mask;
     a->ncpus = view_ncpus;
+    a->loadavg = elastic_loadavg;
     a->open_forged = view_open_forged;
     a->key_create = ns_key_create;
     a->key_delete = ns_key_delete;

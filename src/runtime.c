@@ -51,12 +51,21 @@ vlcs_ctx *registry_first(void) { return all_contexts; }
 vlcs_ctx *registry_next(vlcs_ctx *c) { return c->next_all; }
 
 /* fork: the child gets a registry no other thread was changing. */
-static void registry_prepare(void) { registry_lock(); }
-static void registry_parent(void) { registry_unlock(); }
+static void registry_prepare(void)
+{
+    elastic_lock();
+    registry_lock();
+}
+static void registry_parent(void)
+{
+    registry_unlock();
+    elastic_unlock();
+}
 static void registry_child(void)
 {
     thread_after_fork();
     pthread_mutex_init(&registry_mutex, NULL);
+    elastic_unlock(); /* the forking thread took it: its owner */
 }
 
 const char *interposer_path(void) { return ip_path; }
@@ -106,6 +115,7 @@ static void do_init(void)
     pthread_t t;
     if (pthread_create(&t, NULL, noop_thread, NULL) == 0)
         pthread_join(t, NULL);
+    fork_install();
     pthread_atfork(registry_prepare, registry_parent, registry_child);
 }
 
@@ -219,6 +229,7 @@ VLCS_API vlcs_ctx *vlcs_ctx_create(const char *name)
     }
     atomic_init(&c->view, v);
     c->views = v;
+    c->home = allowed;
     c->gpu_first = -1;
     c->id = next_id++;
     if (name != NULL)
@@ -258,12 +269,7 @@ VLCS_API int vlcs_ctx_set_cpus(vlcs_ctx *c, const char *cpulist)
                   c->name, outside, have);
         return -1;
     }
-    pthread_mutex_lock(&c->lock);
-    int rc = ctx_switch_view(c, &m);
-    pthread_mutex_unlock(&c->lock);
-    if (rc != 0)
-        set_error(VLCS_E_SYSTEM, "Error setting CPUs of context '%s': out of memory", c->name);
-    return rc;
+    return elastic_set_home(c, &m);
 }
 
 int ctx_switch_view(vlcs_ctx *c, const vmask *m)
@@ -515,6 +521,7 @@ static void ctx_release(vlcs_ctx *c)
         free(v);
     }
     free(c->members);
+    free(c->pool_resize);
     free(c->handles);
     free(c->ended);
     free(c->keep);
@@ -575,11 +582,15 @@ VLCS_API int vlcs_ctx_destroy(vlcs_ctx *c)
         ns_flush(c);
     env_pending_clear(c);
     c->magic = CTX_DEAD; /* from here on no one enters, loads or asks to keep */
-    bool had_ns = c->has_ns, keep = c->keep != NULL;
+    bool had_ns = c->has_ns, keep = c->keep != NULL, elastic = c->elastic;
     char why[1024];
     if (keep)
         snprintf(why, sizeof why, "%s", c->keep);
     pthread_mutex_unlock(&c->lock);
+    /* Its CPUs go back to their owners before its libraries go: a plan
+     * running now may still be resizing its pools. */
+    if (elastic)
+        elastic_forget(c);
 
     /* Unloading runs the libraries' destructors, which may join their
      * threads: those take c->lock on their way out. */

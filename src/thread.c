@@ -120,9 +120,12 @@ static void pop_frame(struct tstate *ts)
         member_drop_if_unused(c, m);
     }
     c->entered--;
+    bool idle = c->elastic && c->entered == 0;
     __atomic_store_n(&ts->depth, ts->depth - 1, __ATOMIC_RELEASE);
     pthread_mutex_unlock(&c->lock);
     publish_slot(ts);
+    if (idle)
+        elastic_busy_changed(c, false);
 }
 
 /* A thread that exits inside contexts leaves them, so that they can be
@@ -237,11 +240,15 @@ VLCS_API int vlcs_enter(vlcs_ctx *c)
     }
     m->entered++;
     c->entered++;
+    bool busy = c->elastic && c->entered == 1;
     ts->stack[ts->depth] = c;
     hooks_enter(c, ts->hook_saved[ts->depth]);
     __atomic_store_n(&ts->depth, ts->depth + 1, __ATOMIC_RELEASE);
     pthread_mutex_unlock(&c->lock);
     publish_slot(ts);
+    /* The context's CPUs are taken back (or more lent) before this returns. */
+    if (busy)
+        elastic_busy_changed(c, true);
     ns_thread_ready(c, ts);
     return 0;
 }

@@ -22,6 +22,7 @@ typedef int (*pthread_aff_fn)(pthread_t, size_t, cpu_set_t *);
 typedef int (*pthread_setaff_fn)(pthread_t, size_t, const cpu_set_t *);
 typedef long (*sysconf_fn)(int);
 typedef int (*nprocs_fn)(void);
+typedef int (*loadavg_fn)(double *, int);
 
 
 /* A thread of this process: the caller itself, or the process (pid). */
@@ -105,4 +106,16 @@ IP_EXPORT int get_nprocs_conf(void)
         return (int)a->ncpus(a->ctx);
     NEXT(nprocs_fn, get_nprocs_conf);
     return next_get_nprocs_conf();
+}
+
+IP_EXPORT int getloadavg(double loadavg[], int nelem)
+{
+    const struct vlcs_ip_api *a = vlcs_ip;
+    if (a != NULL) {
+        int rc = a->loadavg(a->ctx, loadavg, nelem);
+        if (rc != -2)
+            return rc;
+    }
+    NEXT(loadavg_fn, getloadavg);
+    return next_getloadavg(loadavg, nelem);
 }

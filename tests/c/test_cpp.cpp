@@ -46,6 +46,17 @@ int main()
     }
     EXPECT(vlcs::Runtime::current() == nullptr);
 
+    {
+        vlcs::Context e("e"), f("f");
+        e.set_allowed_cpus("0");
+        f.set_allowed_cpus("1");
+        e.set_elastic("0-1");
+        f.set_elastic("0-1");
+        auto in = f.enter(); // e idle: f borrows its CPU
+        EXPECT(f.allowed_cpus() == "0-1" && f.cpuset(VLCS_CPUSET_HOME) == "1");
+        EXPECT(e.cpuset(VLCS_CPUSET_LENT) == "0" && f.cpuset(VLCS_CPUSET_BOUND) == "0-1");
+    }
+
     bool threw = false;
     try {
         a.set_allowed_cpus("3-1");

@@ -1,0 +1,303 @@
+/*
+ * elastic.c - elastic contexts: idle contexts lend their CPUs to busy ones
+ * and take them back when a thread enters (issue 15).
+ *
+ * The decision is elastic_policy.c's, a pure function of who is busy; this
+ * file keeps the list of elastic contexts, runs the plan whenever one of
+ * them turns busy or idle (or changes its home or bound), and applies it:
+ * the view of every context whose CPUs changed is switched (its threads
+ * move), then its libraries' pools are resized (pools.c).  All of that
+ * happens under one lock, in the thread whose enter or leave caused it,
+ * before that call returns: an owner that enters finds its CPUs free.
+ *
+ * OpenMP teams are sized by the thread that starts a region, from its own
+ * setting, which no other thread can change; so an elastic context runs
+ * its OpenMP runtimes with dynamic adjustment (OMP_DYNAMIC=true) and the
+ * bound's size as the most (OMP_NUM_THREADS): libgomp then sizes each team
+ * by the CPUs the starting thread may run on, which vlcs keeps equal to the
+ * context's current set, less the load average, which inside an elastic
+ * context reads 0 (vlcs, not the load, decides what the context has).
+ */
+#include "elastic_policy.h"
+#include "internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define MAX_ELASTIC 256
+#define MAX_POOLS 16 /* resize functions per context (one per OpenBLAS copy) */
+
+static pthread_mutex_t elastic_mutex = PTHREAD_MUTEX_INITIALIZER;
+/* Everything below, under elastic_mutex.  The arrays are static rather than
+ * on the stack: a plan runs on any thread, and some library threads have
+ * small stacks. */
+static vlcs_ctx *members[MAX_ELASTIC];
+static size_t nmembers;
+static struct elastic_in plan_in[MAX_ELASTIC];
+static vmask plan_out[MAX_ELASTIC];
+
+void elastic_lock(void) { pthread_mutex_lock(&elastic_mutex); }
+void elastic_unlock(void) { pthread_mutex_unlock(&elastic_mutex); }
+
+/* ---- VLCS_TRACE=elastic ---------------------------------------------------- */
+
+static int trace_on = -1;
+
+static bool tracing(void)
+{
+    if (trace_on < 0) {
+        const char *t = getenv("VLCS_TRACE");
+        trace_on = t != NULL && strstr(t, "elastic") != NULL;
+    }
+    return trace_on;
+}
+
+/* One line per context whose CPUs changed, with a monotonic timestamp (the
+ * clock of perf and of Python's time.monotonic). */
+static void trace(const vlcs_ctx *c, const vmask *from, const vmask *to, const char *why,
+                  const vlcs_ctx *cause)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    char a[256], b[256], home[256], line[1024];
+    mask_format(from, a, sizeof a);
+    mask_format(to, b, sizeof b);
+    mask_format(&c->home, home, sizeof home);
+    const char *what = mask_count(to) > mask_count(from) ? "borrows" : "gives back";
+    int n = snprintf(line, sizeof line,
+                     "vlcs elastic %ld.%06ld: context '%s' %s: CPUs %s -> %s (home %s; '%s' %s)\n",
+                     (long)ts.tv_sec, ts.tv_nsec / 1000, c->name, what, a, b, home,
+                     cause->name, why);
+    if (n > 0)
+        (void)!write(STDERR_FILENO, line, (size_t)n < sizeof line ? (size_t)n : sizeof line - 1);
+}
+
+/* ---- the plan ------------------------------------------------------------ */
+
+static bool subset(const vmask *a, const vmask *b) { return mask_first_outside(a, b) < 0; }
+
+/* With elastic_mutex held: reads every elastic context's state, plans, and
+ * moves those whose CPUs change.  `cause` and `why` only name the event in
+ * the trace. */
+static void rebalance(const vlcs_ctx *cause, const char *why)
+{
+    size_t n = nmembers;
+    for (size_t i = 0; i < n; i++) {
+        vlcs_ctx *c = members[i];
+        pthread_mutex_lock(&c->lock);
+        plan_in[i].home = c->home;
+        plan_in[i].bound = c->bound;
+        plan_in[i].weight = c->weight;
+        plan_in[i].busy = c->entered > 0 && c->magic == CTX_ALIVE;
+        pthread_mutex_unlock(&c->lock);
+    }
+    elastic_plan(plan_in, n, plan_out);
+
+    for (size_t i = 0; i < n; i++) {
+        vlcs_ctx *c = members[i];
+        void (*resize[MAX_POOLS])(int);
+        size_t nresize = 0;
+        pthread_mutex_lock(&c->lock);
+        vmask from = ctx_view(c)->mask;
+        bool changed = !mask_eq(&from, &plan_out[i]);
+        /* Out of memory for a new view: the context stays where it is and
+         * the next plan tries again. */
+        if (changed && ctx_switch_view(c, &plan_out[i]) != 0)
+            changed = false;
+        if (changed && c->has_ns)
+            nresize = pools_find(c, resize, MAX_POOLS);
+        pthread_mutex_unlock(&c->lock);
+        if (!changed)
+            continue;
+        if (tracing())
+            trace(c, &from, &plan_out[i], why, cause);
+        /* Called without c->lock: a pool that grows starts threads, which
+         * register with c as they begin.  The context cannot be unloaded
+         * meanwhile: destroy waits for elastic_mutex (elastic_forget). */
+        int count = mask_count(&plan_out[i]);
+        for (size_t k = 0; k < nresize; k++)
+            resize[k](count);
+    }
+}
+
+void elastic_busy_changed(vlcs_ctx *c, bool busy)
+{
+    elastic_lock();
+    if (c->elastic)
+        rebalance(c, busy ? "entered" : "left");
+    elastic_unlock();
+}
+
+void elastic_forget(vlcs_ctx *c)
+{
+    elastic_lock();
+    for (size_t i = 0; i < nmembers; i++)
+        if (members[i] == c) {
+            members[i] = members[--nmembers];
+            pthread_mutex_lock(&c->lock);
+            c->elastic = false;
+            pthread_mutex_unlock(&c->lock);
+            rebalance(c, "destroyed");
+            break;
+        }
+    elastic_unlock();
+}
+
+int elastic_set_home(vlcs_ctx *c, const vmask *m)
+{
+    elastic_lock();
+    pthread_mutex_lock(&c->lock);
+    int rc = 0;
+    bool elastic = c->elastic;
+    if (elastic && !subset(m, &c->bound)) {
+        char bound[256];
+        mask_format(&c->bound, bound, sizeof bound);
+        set_error(VLCS_E_INVALID, "Error setting CPUs of context '%s': CPU %d is outside its elastic "
+                  "bound %s; widen the bound with vlcs_ctx_set_elastic first",
+                  c->name, mask_first_outside(m, &c->bound), bound);
+        rc = -1;
+    } else {
+        c->home = *m;
+        if (!elastic && ctx_switch_view(c, m) != 0) {
+            set_error(VLCS_E_SYSTEM, "Error setting CPUs of context '%s': out of memory", c->name);
+            rc = -1;
+        }
+    }
+    pthread_mutex_unlock(&c->lock);
+    if (rc == 0 && elastic)
+        rebalance(c, "moved home");
+    elastic_unlock();
+    return rc;
+}
+
+int elastic_loadavg(vlcs_ctx *c, double *avg, int n)
+{
+    if (!__atomic_load_n(&c->elastic, __ATOMIC_RELAXED))
+        return -2;
+    if (n < 0)
+        return -1;
+    if (n > 3)
+        n = 3;
+    for (int i = 0; i < n; i++)
+        avg[i] = 0.0;
+    return n;
+}
+
+/* ---- public ------------------------------------------------------------- */
+
+/* OpenMP runtimes follow the context's CPUs (see the top of this file). */
+static int set_openmp_env(vlcs_ctx *c, const vmask *bound)
+{
+    char n[16];
+    snprintf(n, sizeof n, "%d", mask_count(bound));
+    if (vlcs_ctx_setenv(c, "OMP_DYNAMIC", "true") != 0 || vlcs_ctx_setenv(c, "OMP_NUM_THREADS", n) != 0)
+        return -1;
+    return 0;
+}
+
+VLCS_API int vlcs_ctx_set_elastic(vlcs_ctx *c, const char *bound, unsigned weight)
+{
+    if (ctx_check(c, "making a context elastic") != 0)
+        return -1;
+    bool off = bound == NULL || *bound == '\0';
+    vmask b = {{0}};
+    if (!off) {
+        char why[256];
+        if (mask_parse(bound, &b, why, sizeof why) != 0) {
+            set_error(VLCS_E_INVALID, "Error making context '%s' elastic: %s", c->name, why);
+            return -1;
+        }
+        int outside = mask_first_outside(&b, process_mask());
+        if (outside >= 0) {
+            char have[256];
+            mask_format(process_mask(), have, sizeof have);
+            set_error(VLCS_E_INVALID, "Error making context '%s' elastic: CPU %d of the bound is not "
+                      "available to this process (it may use %s)",
+                      c->name, outside, have);
+            return -1;
+        }
+    }
+    elastic_lock();
+    pthread_mutex_lock(&c->lock);
+    int rc = 0;
+    if (c->magic != CTX_ALIVE) {
+        rc = -2;
+    } else if (!off && !subset(&c->home, &b)) {
+        char home[256];
+        mask_format(&c->home, home, sizeof home);
+        set_error(VLCS_E_INVALID, "Error making context '%s' elastic: its home CPUs %s are not all in "
+                  "the bound %s (CPU %d is missing); a bound contains the home",
+                  c->name, home, bound, mask_first_outside(&c->home, &b));
+        rc = -1;
+    } else if (!off && !c->elastic && nmembers == MAX_ELASTIC) {
+        set_error(VLCS_E_LIMIT, "Error making context '%s' elastic: %d contexts are elastic already, "
+                  "the most vlcs plans for",
+                  c->name, MAX_ELASTIC);
+        rc = -1;
+    }
+    bool was = c->elastic;
+    if (rc == 0) {
+        c->elastic = !off;
+        c->bound = off ? c->home : b;
+        c->weight = weight;
+        if (off && was) /* home again; its view was made when the home was set */
+            (void)ctx_switch_view(c, &c->home);
+    }
+    pthread_mutex_unlock(&c->lock);
+    if (rc == 0) {
+        if (!off && !was)
+            members[nmembers++] = c;
+        if (off && was)
+            for (size_t i = 0; i < nmembers; i++)
+                if (members[i] == c) {
+                    members[i] = members[--nmembers];
+                    break;
+                }
+        rebalance(c, off ? "made static" : "made elastic");
+    }
+    elastic_unlock();
+    if (rc == -2)
+        return ctx_check(c, "making a context elastic");
+    if (rc == 0 && !off)
+        rc = set_openmp_env(c, &b);
+    return rc;
+}
+
+VLCS_API int vlcs_ctx_get_cpuset(const vlcs_ctx *c, int which, char *buf, unsigned long size)
+{
+    if (ctx_check(c, "reading CPUs") != 0)
+        return -1;
+    if (which < VLCS_CPUSET_CURRENT || which > VLCS_CPUSET_LENT) {
+        set_error(VLCS_E_INVALID, "Error reading CPUs of context '%s': %d is not a vlcs_cpuset_t", c->name,
+                  which);
+        return -1;
+    }
+    vmask m = {{0}};
+    elastic_lock();
+    vlcs_ctx *self = (vlcs_ctx *)c;
+    pthread_mutex_lock(&self->lock);
+    if (which == VLCS_CPUSET_CURRENT)
+        m = ctx_view(c)->mask;
+    else if (which == VLCS_CPUSET_HOME)
+        m = c->home;
+    else if (which == VLCS_CPUSET_BOUND)
+        m = c->elastic ? c->bound : c->home;
+    vmask home = c->home;
+    bool lends = c->elastic;
+    pthread_mutex_unlock(&self->lock);
+    if (which == VLCS_CPUSET_LENT && lends)
+        for (size_t i = 0; i < nmembers; i++) {
+            if (members[i] == c)
+                continue;
+            const vmask *v = &ctx_view(members[i])->mask;
+            for (int w = 0; w < MASK_WORDS; w++)
+                m.w[w] |= home.w[w] & v->w[w];
+        }
+    elastic_unlock();
+    char list[4096];
+    mask_format(&m, list, sizeof list);
+    return snprintf(buf, size, "%s", list);
+}
