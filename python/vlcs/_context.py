@@ -111,9 +111,12 @@ class _ExitFunction:
 class VLC:
     """A virtual library context.
 
-    cpus: CPUs as "0-3,8" or ids (default: every CPU the process may use).
+    cpus: CPUs as "0-3,8" or ids (default: every CPU the process may use);
+        of an elastic context, its home.
     env: environment variables set in the context only.
     name: a label for messages and ``vlcs.info()``.
+    elastic: make the context elastic, growing up to these CPUs while
+        busy (see set_elastic); weight: its share of lent CPUs.
     """
 
     def __init__(
@@ -121,6 +124,9 @@ class VLC:
         cpus: str | Iterable[int] | None = None,
         env: Mapping[str, str] | None = None,
         name: str | None = None,
+        *,
+        elastic: str | Iterable[int] | None = None,
+        weight: int = 0,
     ) -> None:
         # Before the namespace exists, so that libpython's forwarder is in
         # its global scope (extension modules look for the C API there).
@@ -134,6 +140,7 @@ class VLC:
         self._lock = threading.Lock()
         self._executor: concurrent.futures.ThreadPoolExecutor | None = None
         self._env: dict[str, str | None] = {}
+        self._elastic = False
         self._libraries: list[str] = []
         self._any_handle: int | None = None  # a link_map of the namespace
         # What may still refer to the namespace's code when it is closed:
@@ -141,10 +148,19 @@ class VLC:
         # imports or by the context's own ctypes calls (kept for good).
         self._dlls: list[weakref.ref[ctypes.CDLL]] = []
         self._native: list[str] = []
-        if cpus is not None:
-            self.set_allowed_cpus(cpus)
-        for key, value in (env or {}).items():
-            self.setenv(key, value)
+        try:
+            if cpus is not None:
+                self.set_allowed_cpus(cpus)
+            if elastic is not None:
+                # before env: the user's OMP_NUM_THREADS wins over elastic's
+                self.set_elastic(elastic, weight)
+            for key, value in (env or {}).items():
+                self.setenv(key, value)
+        except BaseException:
+            # a refused argument leaves no context behind
+            self._handle = None
+            lib().vlcs_ctx_destroy(handle)
+            raise
         self._owner = _imports.Owner(self.name, self)
         _contexts[handle] = self
         _views.install(_view_open)
@@ -165,6 +181,38 @@ class VLC:
         Raises InvalidArgumentError (a ValueError) naming the offending value.
         """
         check(lib().vlcs_ctx_set_cpus(self._h, _cpu_list(cpus)))
+
+    def set_elastic(self, bound: str | Iterable[int] | None, weight: int = 0) -> None:
+        """Make the context elastic: while a thread is inside it, it borrows
+        the home CPUs of idle elastic contexts, up to ``bound`` (which must
+        contain its own CPUs); while idle, it lends its own, which come back
+        the moment a thread enters it (before ``with ctx:`` runs its body).
+        Lent CPUs are split among borrowers by ``weight`` (0: the size of
+        their homes).  ``None`` makes it static again.
+
+        Its libraries follow: threads move, OpenBLAS is resized, OpenMP
+        teams (torch's too) are sized by the current CPUs: this sets
+        OMP_DYNAMIC=true and OMP_NUM_THREADS=len(bound) in the context, so
+        make it elastic before importing OpenMP code into it.
+
+        >>> import vlcs
+        >>> a = vlcs.VLC(cpus="0", elastic="0-1")
+        >>> b = vlcs.VLC(cpus="1", elastic="0-1")
+        >>> with b:  # a is idle: b runs on both CPUs
+        ...     b.cpus, b.home_cpus, a.lent_cpus
+        ([0, 1], [1], [0])
+        >>> b.cpus  # idle again: home
+        [1]
+        """
+        if not isinstance(weight, int) or isinstance(weight, bool) or weight < 0:
+            raise ValueError(f"weight must be an int >= 0; got {weight!r}")
+        raw = None if bound is None else _cpu_list(bound)
+        check(lib().vlcs_ctx_set_elastic(self._h, raw, weight))
+        self._elastic = bound is not None
+        if bound is not None:
+            # as vlcs_ctx_set_elastic set them, for info() and the pool
+            for name in ("OMP_DYNAMIC", "OMP_NUM_THREADS"):
+                self._env[name] = self.getenv(name)
 
     def setenv(self, name: str, value: str) -> None:
         """Set an environment variable in the context only (value a str, as
@@ -202,12 +250,31 @@ class VLC:
         """Whether close() destroyed the context."""
         return self._handle is None
 
+    def _cpuset(self, which: int) -> list[int]:
+        buf = ctypes.create_string_buffer(8192)
+        check(lib().vlcs_ctx_get_cpuset(self._h, which, buf, len(buf)))
+        return _parse_list(buf.value.decode())
+
     @property
     def cpus(self) -> list[int]:
-        """The context's CPUs, as real ids."""
-        buf = ctypes.create_string_buffer(8192)
-        check(lib().vlcs_ctx_get_cpus(self._h, buf, len(buf)))
-        return _parse_list(buf.value.decode())
+        """The CPUs the context runs on now, as real ids (of an elastic
+        context: its home plus what it borrows)."""
+        return self._cpuset(0)
+
+    @property
+    def home_cpus(self) -> list[int]:
+        """Its own CPUs, as set_allowed_cpus set them."""
+        return self._cpuset(1)
+
+    @property
+    def elastic(self) -> list[int] | None:
+        """The CPUs an elastic context may grow to; None if it is static."""
+        return self._cpuset(2) if self._elastic else None
+
+    @property
+    def lent_cpus(self) -> list[int]:
+        """Its home CPUs that busy elastic contexts borrow now."""
+        return self._cpuset(3)
 
     @property
     def thread_count(self) -> int:
@@ -311,8 +378,11 @@ class VLC:
         if self._any_handle is None:
             return []
         with self:
-            pools = [c.info() for c in self._controllers()]
-        return [p for p in pools if p["num_threads"] is not None]
+            pools = [(c, c.info()) for c in self._controllers()]
+        if self._elastic:
+            for c, p in pools:
+                p["elastic"] = c.elastic
+        return [p for _, p in pools if p["num_threads"] is not None]
 
     def set_num_threads(self, n: int, user_api: str | None = None) -> list[str]:
         """Resize the thread pools of the context's libraries through their
@@ -333,9 +403,13 @@ class VLC:
 
     def info(self) -> dict[str, Any]:
         """What the context holds, JSON-able."""
+        elastic = self.elastic
         return {
             "name": self.name,
             "cpus": self.cpus,
+            "home_cpus": self.home_cpus,
+            "elastic": elastic,
+            "lent_cpus": self.lent_cpus if elastic is not None else [],
             "env": dict(self._env),
             "libraries": list(self._libraries),
             "python_packages": sorted({n.partition(".")[0] for n in self._owner.modules}),

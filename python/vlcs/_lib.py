@@ -32,6 +32,8 @@ _SIGNATURES: dict[str, tuple[Any, list[Any]]] = {
     "vlcs_ctx_name": (_s, [_c]),
     "vlcs_ctx_set_cpus": (_i, [_c, _s]),
     "vlcs_ctx_get_cpus": (_i, [_c, _s, ctypes.c_ulong]),
+    "vlcs_ctx_set_elastic": (_i, [_c, _s, ctypes.c_uint]),
+    "vlcs_ctx_get_cpuset": (_i, [_c, _i, _s, ctypes.c_ulong]),
     "vlcs_ctx_setenv": (_i, [_c, _s, _s]),
     "vlcs_ctx_unsetenv": (_i, [_c, _s]),
     "vlcs_ctx_getenv": (_s, [_c, _s]),

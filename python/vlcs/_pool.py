@@ -153,9 +153,11 @@ class ContextPool:
 
     def _restore(self, ctx: VLC) -> None:
         home = self._homes[self._slot_of[id(ctx)]]
+        if ctx._elastic:  # a user made it elastic: static again
+            ctx.set_elastic(None)
         if home is not None:
             ctx.set_allowed_cpus(home)
-        elif ctx.cpus != sorted(os.sched_getaffinity(0)):
+        elif ctx.home_cpus != sorted(os.sched_getaffinity(0)):
             ctx.set_allowed_cpus(sorted(os.sched_getaffinity(0)))
         for key, value in list(ctx._env.items()):
             want = self._env.get(key, os.environ.get(key))

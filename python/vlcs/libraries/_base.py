@@ -38,6 +38,10 @@ class LibraryController:
     #: why and how it should be shared, when one copy per process is right
     #: (shown by vlcs.info(); vlcs.service() does it)
     sharing: ClassVar[str] = ""
+    #: what its pool does when an elastic context grows or shrinks (shown
+    #: by VLC.threadpools() of elastic contexts); the runtime's C side
+    #: (src/pools.c, src/elastic.c) is what does it
+    elastic: ClassVar[str] = "its threads move; its pool keeps its size"
 
     def __init__(self, path: str, dll: ctypes.CDLL) -> None:
         self.path = path

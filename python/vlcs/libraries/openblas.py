@@ -17,3 +17,4 @@ class OpenBLAS(LibraryController):
     env_var = "OPENBLAS_NUM_THREADS"
     get_threads = _names("openblas_get_num_threads")
     set_threads = _names("openblas_set_num_threads")
+    elastic = "resized by vlcs to the current CPUs (openblas_set_num_threads)"

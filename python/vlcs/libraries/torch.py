@@ -13,3 +13,7 @@ class Torch(LibraryController):
     # at::get_num_threads() / at::set_num_threads(int), as the C++ ABI spells them
     get_threads = ("_ZN2at15get_num_threadsEv",)
     set_threads = ("_ZN2at15set_num_threadsEi",)
+    elastic = (
+        "intra-op teams sized by the current CPUs (its OpenMP, OMP_DYNAMIC); "
+        "get_num_threads() reports the bound"
+    )

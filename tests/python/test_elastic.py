@@ -1,0 +1,180 @@
+"""Elastic contexts from Python: ``VLC(cpus=..., elastic=...)`` borrows the
+CPUs of idle elastic contexts while a thread is inside it and gives them
+back the moment a thread enters their owner; the pools of numpy's and
+scipy's OpenBLAS, scikit-learn's OpenMP and torch follow, every thread of
+the context moves, and the base is untouched.
+
+Each case runs in a fresh interpreter (its contexts import numpy)."""
+
+from __future__ import annotations
+
+import pytest
+import vlcs
+from test_imports import needs, needs_two, run_code
+
+# Helpers for the fresh interpreters: the threads whose real affinity is
+# exactly `cpus`, and the pools a thread inside a context sees.
+HELPERS = """
+import os, threading
+def threads_on(cpus):
+    n = 0
+    for tid in os.listdir("/proc/self/task"):
+        try:
+            n += os.sched_getaffinity(int(tid)) == set(cpus)
+        except OSError:  # ended meanwhile
+            pass
+    return n
+def pools():
+    from threadpoolctl import threadpool_info
+    return sorted((p["internal_api"], p["num_threads"]) for p in threadpool_info())
+class Owner(threading.Thread):
+    # enters ctx, reports where it runs, and stays until released
+    def __init__(self, ctx):
+        super().__init__()
+        self.ctx, self.inside, self.release = ctx, threading.Event(), threading.Event()
+    def run(self):
+        with self.ctx:
+            self.affinity = sorted(os.sched_getaffinity(0))
+            self.inside.set()
+            self.release.wait()
+"""
+
+
+@needs_two
+@needs("scipy")
+@needs("sklearn")
+def test_numpy_scipy_sklearn_pools_follow_the_lent_cpus():
+    r = run_code(
+        HELPERS
+        + """
+import json
+import numpy as base_np, vlcs
+from threadpoolctl import threadpool_info
+base_pools = sorted((p["internal_api"], p["num_threads"]) for p in threadpool_info())
+a = vlcs.VLC(cpus="0", elastic="0-1", name="a")
+b = vlcs.VLC(cpus="1", elastic="0-1", name="b")
+out = {}
+with b:  # a is idle: b has both CPUs
+    import numpy as np, scipy.linalg, sklearn.cluster
+    x = np.random.default_rng(0).random((400, 400))
+    out["grown"] = {"cpus": b.cpus, "lent": a.lent_cpus, "pools": pools(),
+                    "affinity": sorted(os.sched_getaffinity(0))}
+    km = sklearn.cluster.KMeans(3, n_init=2, random_state=0).fit(x[:, :8])
+    owner = Owner(a)
+    owner.start()
+    owner.inside.wait()  # a busy: its CPU is back
+    out["shrunk"] = {"cpus": b.cpus, "lent": a.lent_cpus, "pools": pools(),
+                     "owner": owner.affinity,
+                     "on_cpu1": threads_on([1]), "b_threads": b.thread_count}
+    product = (x @ x).sum()
+    inverse = scipy.linalg.inv(x)
+    km2 = sklearn.cluster.KMeans(3, n_init=2, random_state=0).fit(x[:, :8])
+    owner.release.set()
+    owner.join()
+    out["regrown"] = {"cpus": b.cpus, "pools": pools()}
+    out["same_kmeans"] = bool((km.labels_ == km2.labels_).all())
+    out["inverse_ok"] = bool(np.allclose(inverse @ x, np.eye(400), atol=1e-8))
+out["idle"] = {"cpus": b.cpus, "home": b.home_cpus}
+bx = base_np.asarray(x)
+out["base"] = {
+    "distinct_numpy": base_np is not np,
+    "product": bool(base_np.isclose((bx @ bx).sum(), product)),
+    "pools": sorted((p["internal_api"], p["num_threads"]) for p in threadpool_info()) == base_pools,
+    "affinity": sorted(os.sched_getaffinity(0)),
+    "env": [k for k in ("OMP_DYNAMIC",) if k in os.environ],
+}
+print(json.dumps(out))
+"""
+    )
+    grown, shrunk = r["grown"], r["shrunk"]
+    assert grown["cpus"] == [0, 1] and grown["lent"] == [0] and grown["affinity"] == [0, 1]
+    # numpy's and scipy's OpenBLAS copies resized to both CPUs
+    assert [n for api, n in grown["pools"] if api == "openblas"] == [2, 2], grown["pools"]
+    assert shrunk["cpus"] == [1] and shrunk["lent"] == [] and shrunk["owner"] == [0]
+    assert [n for api, n in shrunk["pools"] if api == "openblas"] == [1, 1], shrunk["pools"]
+    # this thread and every thread b's libraries started run on CPU 1 alone
+    assert shrunk["on_cpu1"] == shrunk["b_threads"] + 1, shrunk
+    assert r["regrown"]["cpus"] == [0, 1]
+    assert [n for api, n in r["regrown"]["pools"] if api == "openblas"] == [2, 2]
+    assert r["same_kmeans"] and r["inverse_ok"]
+    assert r["idle"] == {"cpus": [1], "home": [1]}
+    assert r["base"] == {
+        "distinct_numpy": True,
+        "product": True,
+        "pools": True,
+        "affinity": [0, 1],
+        "env": [],
+    }
+
+
+@needs_two
+@needs("torch")
+def test_torch_runs_on_the_cpus_of_the_moment():
+    r = run_code(
+        HELPERS
+        + """
+import json, vlcs
+a = vlcs.VLC(cpus="0", elastic="0-1", name="a")
+b = vlcs.VLC(cpus="1", elastic="0-1", name="b")
+out = {}
+with b:
+    import torch
+    x = torch.rand(300, 300, generator=torch.Generator().manual_seed(0))
+    want = (x @ x).sum().item()
+    out["num_threads"] = torch.get_num_threads()
+    out["grown"] = sorted(os.sched_getaffinity(0))
+    owner = Owner(a)
+    owner.start()
+    owner.inside.wait()
+    got = (x @ x).sum().item()
+    torch.nn.functional.relu(torch.rand(1000, 1000)).sum()  # an intra-op parallel op
+    out["shrunk"] = {"cpus": b.cpus, "same": abs(got - want) < 1e-3 * abs(want),
+                     "on_cpu1": threads_on([1]), "b_threads": b.thread_count}
+    owner.release.set()
+    owner.join()
+print(json.dumps(out))
+"""
+    )
+    assert r["num_threads"] == 2  # OMP_NUM_THREADS: the bound's size
+    assert r["grown"] == [0, 1]
+    shrunk = r["shrunk"]
+    assert shrunk["cpus"] == [1] and shrunk["same"]
+    assert shrunk["b_threads"] >= 1 and shrunk["on_cpu1"] == shrunk["b_threads"] + 1, shrunk
+
+
+@needs_two
+def test_submitted_tasks_make_a_context_busy():
+    a = vlcs.VLC(cpus="0", elastic="0-1", name="ea")
+    b = vlcs.VLC(cpus="1", elastic="0-1", name="eb")
+    try:
+        import os
+
+        assert b.submit(lambda: sorted(os.sched_getaffinity(0))).result() == [0, 1]
+        assert b.cpus == [1] and a.lent_cpus == []
+        info = {c["name"]: c for c in vlcs.info()["contexts"]}
+        assert info["eb"]["elastic"] == [0, 1] and info["eb"]["home_cpus"] == [1]
+        b.set_elastic(None)
+        assert b.elastic is None
+        assert b.submit(lambda: sorted(os.sched_getaffinity(0))).result() == [1]
+    finally:
+        a.close()
+        b.close()
+    assert sorted(os.sched_getaffinity(0)) == [0, 1]
+
+
+def test_bad_elastic_input_is_refused_and_leaves_nothing():
+    before = len(vlcs.info()["contexts"])
+    with pytest.raises(vlcs.InvalidArgumentError, match="home CPUs 1 are not all in the bound 0"):
+        vlcs.VLC(cpus="1", elastic="0")
+    with pytest.raises(vlcs.InvalidArgumentError, match="not available to this process"):
+        vlcs.VLC(cpus="0", elastic="0-1000")
+    with pytest.raises(ValueError, match="weight"):
+        vlcs.VLC(cpus="0", elastic="0", weight=-1)
+    ctx = vlcs.VLC(cpus="0", elastic="0", name="bounded")
+    try:
+        with pytest.raises(vlcs.InvalidArgumentError, match="outside its elastic bound 0"):
+            ctx.set_allowed_cpus("1")
+        assert ctx.home_cpus == [0] and ctx.elastic == [0]
+    finally:
+        ctx.close()
+    assert len(vlcs.info()["contexts"]) == before
