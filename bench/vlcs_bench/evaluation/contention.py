@@ -100,28 +100,40 @@ def run(quick: bool) -> dict[str, Any]:
     ctx_lib = _bind(omp_ctx.load(str(path)))
     with blas_ctx:
         import numpy as np_c
+    # The same split, elastic: the first to finish lends its CPUs to the
+    # other (made elastic before loading, so libgomp starts with dynamic
+    # teams).
+    every = f"0-{n - 1}"
+    omp_el = vlcs.VLC(cpus=ca, elastic=every, name="openmp-elastic")
+    blas_el = vlcs.VLC(cpus=cb, elastic=every, name="openblas-elastic")
+    el_lib = _bind(omp_el.load(str(path)))
+    with blas_el:
+        import numpy as np_e
 
     size = 1200 if quick else 2000
     rng = np.random.default_rng(0)
     g = rng.random((size, size))
     spd = g @ g.T + size * np.eye(size)
     spd_c, g_c = np_c.asarray(spd), np_c.asarray(g)
+    spd_e, g_e = np_e.asarray(spd), np_e.asarray(g)
     sten = (140, 50) if quick else (180, 80)
     km = (200000, 8, 16, 40) if quick else (400000, 8, 16, 60)
     reps = 8 if quick else 16
 
-    pairs: list[tuple[str, Any, Any, Any]] = [
+    pairs: list[tuple[str, Any, Any, Any, Any]] = [
         (
             f"stencil3d {sten[0]}³ x{sten[1]} + numpy Cholesky {size}² x{reps}",
             lambda lib: lib.stencil3d(*sten),
             lambda: _cholesky(np, spd, reps),
             lambda: _cholesky(np_c, spd_c, reps),
+            lambda: _cholesky(np_e, spd_e, reps),
         ),
         (
             f"k-means {km[0]} points + numpy GEMM {size}² x{reps}",
             lambda lib: lib.kmeans(*km),
             lambda: _gemm(np, g, reps),
             lambda: _gemm(np_c, g_c, reps),
+            lambda: _gemm(np_e, g_e, reps),
         ),
     ]
     if not quick:
@@ -131,6 +143,8 @@ def run(quick: bool) -> dict[str, Any]:
 
         with blas_ctx:
             import torch as torch_c
+        with blas_el:
+            import torch as torch_e
         cells, steps = (400000, 60), 60
         pairs.append(
             (
@@ -138,11 +152,12 @@ def run(quick: bool) -> dict[str, Any]:
                 lambda lib: lib.cfd(*cells),
                 lambda: _train_mlp(torch, steps),
                 lambda: _train_mlp(torch_c, steps),
+                lambda: _train_mlp(torch_e, steps),
             )
         )
 
     groups = []
-    for title, omp_call, other, other_c in pairs:
+    for title, omp_call, other, other_c, other_e in pairs:
 
         def sequential(omp_call=omp_call, other=other) -> list[float]:
             return [omp_call(base), other()]
@@ -155,12 +170,18 @@ def run(quick: bool) -> dict[str, Any]:
             fb = blas_ctx.submit(other_c)
             return [fa.result(), fb.result()]
 
+        def elastic(omp_call=omp_call, other_e=other_e) -> list[float]:
+            fa = omp_el.submit(omp_call, el_lib)
+            fb = blas_el.submit(other_e)
+            return [fa.result(), fb.result()]
+
         grp = measure(
             title,
             [
                 Strategy("sequential, all cores each", sequential),
                 Strategy("composed on threads, no contexts", composed),
                 Strategy(f"vlcs contexts ({ca} | {cb})", contexts),
+                Strategy(f"vlcs elastic contexts ({ca} | {cb}, lending)", elastic),
             ],
             3 if quick else 5,
         )
@@ -187,7 +208,10 @@ def run(quick: bool) -> dict[str, Any]:
         "groups": groups,
         "notes": [
             "The CFD-like kernel + torch MLP composition runs in full mode only (it imports "
-            "torch twice); GESV is exercised by case 3's workloads.",
+            "torch three times); GESV is exercised by case 3's workloads.",
+            "Elastic contexts: the same homes, each may grow to every CPU; the task that "
+            "finishes first lends its CPUs to the other (OpenBLAS resized, libgomp's "
+            "dynamic teams, threads moved) until the next run enters it again.",
             f"OMP_WAIT_POLICY={os.environ.get('OMP_WAIT_POLICY', 'unset (libgomp default)')}.",
         ],
     }
