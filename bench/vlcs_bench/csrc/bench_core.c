@@ -249,6 +249,26 @@ int main(void)
     for (int b = 0; b < BATCHES; b++)
         v[b] = time_enter_leave(other, 2000);
     single("enter_leave_with_affinity_change", v, BATCHES, 0, 0);
+    if (ncpu > 1) {
+        /* An elastic owner reclaims its CPU from a busy borrower whose
+         * OpenBLAS is resized, and lends it again on leaving: two plans. */
+        vlcs_ctx *owner = vlcs_ctx_create("owner"), *borrower = vlcs_ctx_create("borrower");
+        char home[32], bound[32];
+        snprintf(home, sizeof home, "1-%d", ncpu - 1);
+        snprintf(bound, sizeof bound, "0-%d", ncpu - 1);
+        vlcs_ctx_set_cpus(owner, "0");
+        vlcs_ctx_set_cpus(borrower, home);
+        if (vlcs_ctx_set_elastic(owner, bound, 0) != 0 || vlcs_ctx_set_elastic(borrower, bound, 0) != 0 ||
+            vlcs_ctx_load(borrower, "libopenblas.so.0") == NULL) {
+            fprintf(stderr, "bench: %s\n", vlcs_error());
+            return 1;
+        }
+        vlcs_enter(borrower);
+        for (int b = 0; b < BATCHES; b++)
+            v[b] = time_enter_leave(owner, 2000);
+        vlcs_leave();
+        single("elastic_reclaim_and_lend", v, BATCHES, 1000000, 0);
+    }
     for (int b = 0; b < BATCHES; b++) {
         double t0 = now_ns();
         vlcs_ctx *n = vlcs_ctx_create(NULL);
