@@ -369,7 +369,8 @@ class VLC:
         """Thread pools of the context's copies of OpenBLAS, OpenMP, MKL,
         torch, oneTBB (every registered family, see vlcs.register), queried
         from inside the context: threadpoolctl, running in the base, cannot
-        see them.
+        see them.  Asking enters the context, so an elastic one answers
+        with the pools a thread inside it finds (grown while others idle).
 
         >>> import vlcs
         >>> vlcs.VLC(cpus="0").threadpools()
