@@ -118,6 +118,9 @@ def test_info_is_json_able_and_lists_contexts():
         {
             "name": "info-ctx",
             "cpus": [0],
+            "home_cpus": [0],
+            "elastic": None,
+            "lent_cpus": [],
             "env": {"X_VLCS": "1"},
             "libraries": ["libm.so.6"],
             "python_packages": [],
