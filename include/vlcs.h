@@ -86,6 +86,7 @@ VLCS_API int vlcs_init(void);
 typedef struct vlcs_opts {
     unsigned size; /* sizeof(vlcs_opts): lets later versions add fields */
     int strict;    /* 1: also answer raw syscalls (see below) */
+    int node;      /* 1: elastic contexts lend across the processes of the node (see below) */
 } vlcs_opts;
 
 /**
@@ -113,6 +114,25 @@ typedef struct vlcs_opts {
  *         on at the symbol level after a failure.
  */
 VLCS_API int vlcs_init_opts(const vlcs_opts *opts);
+
+/*
+ * Node-wide mode (opts.node = 1, or VLCS_NODE=1 in the environment read by
+ * vlcs_init()): the elastic contexts of every process on the machine that
+ * turned it on lend and reclaim CPUs through one ledger in shared memory,
+ * /dev/shm/vlcs-node-<uid> (VLCS_NODE_LEDGER names another file), with the
+ * same plan as inside one process (see vlcs_ctx_set_elastic): two jobs never
+ * oversubscribe the CPUs their elastic contexts own, and an idle one's
+ * CPUs go to the busy one.  Inside this process a reclaim is immediate; a
+ * borrower in another process gives CPUs back when its watcher thread wakes
+ * (microseconds).  A process that exits or is killed gives its CPUs back
+ * within 0.1 s.  Members must share a pid namespace; a forked child is no
+ * member.  It cannot be turned off.  Fails with VLCS_E_SYSTEM when the
+ * ledger cannot be opened (no /dev/shm), VLCS_E_INVALID when the file is
+ * not a ledger of this version; contexts keep lending within the process.
+ */
+
+/** The node ledger's path when node-wide mode is on, else NULL. */
+VLCS_API const char *vlcs_node_ledger(void);
 
 /** 1 when strict mode is on, else 0. */
 VLCS_API int vlcs_strict_active(void);

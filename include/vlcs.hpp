@@ -53,6 +53,17 @@ public:
     static const char *version() { return vlcs_version(); }
     // The context the calling thread is in, or nullptr.
     static vlcs_ctx *current() { return vlcs_current(); }
+    // Node-wide mode: elastic contexts lend across the node's processes
+    // (see vlcs_init_opts in vlcs.h).
+    static void join_node()
+    {
+        vlcs_opts o{};
+        o.size = sizeof o;
+        o.node = 1;
+        detail::check(vlcs_init_opts(&o));
+    }
+    // The ledger's path, or nullptr when node-wide mode is off.
+    static const char *node_ledger() { return vlcs_node_ledger(); }
 };
 
 // Leaves the context when it goes out of scope.

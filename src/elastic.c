@@ -38,6 +38,7 @@ static vlcs_ctx *members[MAX_ELASTIC];
 static size_t nmembers;
 static struct elastic_in plan_in[MAX_ELASTIC];
 static vmask plan_out[MAX_ELASTIC];
+static uint64_t plan_keys[MAX_ELASTIC];
 
 void elastic_lock(void) { pthread_mutex_lock(&elastic_mutex); }
 void elastic_unlock(void) { pthread_mutex_unlock(&elastic_mutex); }
@@ -67,10 +68,14 @@ static void trace(const vlcs_ctx *c, const vmask *from, const vmask *to, const c
     mask_format(to, b, sizeof b);
     mask_format(&c->home, home, sizeof home);
     const char *what = mask_count(to) > mask_count(from) ? "borrows" : "gives back";
+    char reason[160];
+    if (cause != NULL)
+        snprintf(reason, sizeof reason, "'%s' %s", cause->name, why);
+    else
+        snprintf(reason, sizeof reason, "%s", why);
     int n = snprintf(line, sizeof line,
-                     "vlcs elastic %ld.%06ld: context '%s' %s: CPUs %s -> %s (home %s; '%s' %s)\n",
-                     (long)ts.tv_sec, ts.tv_nsec / 1000, c->name, what, a, b, home,
-                     cause->name, why);
+                     "vlcs elastic %ld.%06ld: context '%s' %s: CPUs %s -> %s (home %s; %s)\n",
+                     (long)ts.tv_sec, ts.tv_nsec / 1000, c->name, what, a, b, home, reason);
     if (n > 0)
         (void)!write(STDERR_FILENO, line, (size_t)n < sizeof line ? (size_t)n : sizeof line - 1);
 }
@@ -79,10 +84,8 @@ static void trace(const vlcs_ctx *c, const vmask *from, const vmask *to, const c
 
 static bool subset(const vmask *a, const vmask *b) { return mask_first_outside(a, b) < 0; }
 
-/* With elastic_mutex held: reads every elastic context's state, plans, and
- * moves those whose CPUs change.  `cause` and `why` only name the event in
- * the trace. */
-static void rebalance(const vlcs_ctx *cause, const char *why)
+/* With elastic_mutex held: each member's state, into plan_in and keys. */
+static size_t gather(uint64_t *keys)
 {
     size_t n = nmembers;
     for (size_t i = 0; i < n; i++) {
@@ -93,9 +96,15 @@ static void rebalance(const vlcs_ctx *cause, const char *why)
         plan_in[i].weight = c->weight;
         plan_in[i].busy = c->entered > 0 && c->magic == CTX_ALIVE;
         pthread_mutex_unlock(&c->lock);
+        keys[i] = (uint64_t)(uintptr_t)c;
     }
-    elastic_plan(plan_in, n, plan_out);
+    return n;
+}
 
+/* With elastic_mutex held: moves each member to plan_out[i].  `cause` (NULL:
+ * another process) and `why` only name the event in the trace. */
+static void apply(size_t n, const vlcs_ctx *cause, const char *why)
+{
     for (size_t i = 0; i < n; i++) {
         vlcs_ctx *c = members[i];
         void (*resize[MAX_POOLS])(int);
@@ -123,6 +132,38 @@ static void rebalance(const vlcs_ctx *cause, const char *why)
     }
 }
 
+/* With elastic_mutex held: plans (with the whole node when node-wide mode
+ * is on) and moves those whose CPUs change. */
+static void rebalance(const vlcs_ctx *cause, const char *why)
+{
+    size_t n = gather(plan_keys);
+    if (node_active())
+        node_plan(plan_keys, plan_in, n, plan_out);
+    else
+        elastic_plan(plan_in, n, plan_out);
+    apply(n, cause, why);
+}
+
+void elastic_node_changed(uint32_t generation)
+{
+    elastic_lock();
+    if (!node_planned_here(generation)) {
+        size_t n = gather(plan_keys);
+        for (size_t i = 0; i < n; i++)
+            plan_out[i] = plan_in[i].home;
+        node_read(plan_keys, n, plan_out);
+        apply(n, NULL, "planned in another process");
+    }
+    elastic_unlock();
+}
+
+void elastic_node_joined(void)
+{
+    elastic_lock();
+    rebalance(NULL, "this process joined the node");
+    elastic_unlock();
+}
+
 void elastic_busy_changed(vlcs_ctx *c, bool busy)
 {
     elastic_lock();
@@ -138,7 +179,7 @@ void elastic_forget(vlcs_ctx *c)
         if (members[i] == c) {
             members[i] = members[--nmembers];
             pthread_mutex_lock(&c->lock);
-            c->elastic = false;
+            __atomic_store_n(&c->elastic, false, __ATOMIC_RELAXED);
             pthread_mutex_unlock(&c->lock);
             rebalance(c, "destroyed");
             break;
@@ -240,7 +281,7 @@ VLCS_API int vlcs_ctx_set_elastic(vlcs_ctx *c, const char *bound, unsigned weigh
     }
     bool was = c->elastic;
     if (rc == 0) {
-        c->elastic = !off;
+        __atomic_store_n(&c->elastic, !off, __ATOMIC_RELAXED);
         c->bound = off ? c->home : b;
         c->weight = weight;
         if (off && was) /* home again; its view was made when the home was set */
@@ -288,7 +329,9 @@ VLCS_API int vlcs_ctx_get_cpuset(const vlcs_ctx *c, int which, char *buf, unsign
     vmask home = c->home;
     bool lends = c->elastic;
     pthread_mutex_unlock(&self->lock);
-    if (which == VLCS_CPUSET_LENT && lends)
+    if (which == VLCS_CPUSET_LENT && lends && node_active())
+        node_lent((uint64_t)(uintptr_t)c, &home, &m);
+    else if (which == VLCS_CPUSET_LENT && lends)
         for (size_t i = 0; i < nmembers; i++) {
             if (members[i] == c)
                 continue;

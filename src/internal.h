@@ -241,6 +241,30 @@ HIDDEN int elastic_loadavg(vlcs_ctx *c, double *avg, int n);
  * c->lock held.  They are to be called without it. */
 HIDDEN size_t pools_find(vlcs_ctx *c, void (**out)(int), size_t cap);
 
+/* ---- node-wide lending (node.c) ------------------------------------------ */
+
+struct elastic_in; /* elastic_policy.h */
+/* Joins the node's ledger and starts the watcher: VLCS_OK, or a
+ * vlcs_errcode_t with err set (nothing changed). */
+HIDDEN int node_enable(char *err, size_t errsize);
+HIDDEN bool node_active(void);
+HIDDEN void node_after_fork(void); /* a child is no member */
+/* With elastic_lock() held: publishes this process's elastic contexts
+ * (keys[i] names in[i]), plans over the node's, stores and announces the
+ * plan; out[i] is keys[i]'s share. */
+HIDDEN void node_plan(const uint64_t *keys, const struct elastic_in *in, size_t n, vmask *out);
+/* With elastic_lock() held: the latest plan's shares of keys[i] into out[i]
+ * (left alone for a key the ledger has no slot for). */
+HIDDEN void node_read(const uint64_t *keys, size_t n, vmask *out);
+/* Adds to out the CPUs of home that another member of the node runs on. */
+HIDDEN void node_lent(uint64_t key, const vmask *home, vmask *out);
+/* Whether this process's own plan produced that generation. */
+HIDDEN bool node_planned_here(uint32_t generation);
+/* elastic.c, called by node.c: another process planned (the watcher), or
+ * this process joined and publishes its contexts. */
+HIDDEN void elastic_node_changed(uint32_t generation);
+HIDDEN void elastic_node_joined(void);
+
 /* ---- namespaces (namespace.c) --------------------------------------------- */
 
 HIDDEN int ns_create(vlcs_ctx *c); /* with c->lock held */

@@ -64,6 +64,7 @@ static void registry_parent(void)
 static void registry_child(void)
 {
     thread_after_fork();
+    node_after_fork();
     pthread_mutex_init(&registry_mutex, NULL);
     elastic_unlock(); /* the forking thread took it: its owner */
 }
@@ -135,11 +136,17 @@ VLCS_API int vlcs_init(void)
     if (!atomic_exchange(&env_strict_done, true)) {
         const char *s = getenv("VLCS_STRICT");
         if (s != NULL && strcmp(s, "1") == 0) {
-            vlcs_opts o = {sizeof o, 1};
+            vlcs_opts o = {.size = sizeof o, .strict = 1};
             if (vlcs_init_opts(&o) != 0) {
                 /* The symbol layer works on; say why strict mode does not. */
                 fprintf(stderr, "vlcs: VLCS_STRICT=1 ignored: %s\n", vlcs_error());
             }
+        }
+        s = getenv("VLCS_NODE");
+        if (s != NULL && strcmp(s, "1") == 0) {
+            vlcs_opts o = {.size = sizeof o, .node = 1};
+            if (vlcs_init_opts(&o) != 0)
+                fprintf(stderr, "vlcs: VLCS_NODE=1 ignored: %s\n", vlcs_error());
         }
     }
     return 0;
@@ -160,6 +167,18 @@ VLCS_API int vlcs_init_opts(const vlcs_opts *opts)
             set_error(code, "Error enabling strict mode: %s; contexts keep working without it", why);
             return -1;
         }
+    }
+    /* `node` came after `strict`: a caller built against an older vlcs.h
+     * passes a smaller size. */
+    if (opts->size >= offsetof(vlcs_opts, node) + sizeof opts->node && opts->node) {
+        char why[PATH_MAX + 256];
+        int code = node_enable(why, sizeof why);
+        if (code != VLCS_OK) {
+            set_error(code, "Error turning node-wide mode on: %s; elastic contexts keep lending "
+                      "within this process", why);
+            return -1;
+        }
+        elastic_node_joined();
     }
     return 0;
 }

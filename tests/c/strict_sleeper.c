@@ -14,7 +14,7 @@ __attribute__((noinline)) static void vlcs_waiting_in_strict_mode(void)
 
 int main(void)
 {
-    vlcs_opts o = {sizeof o, 1};
+    vlcs_opts o = {.size = sizeof o, .strict = 1};
     if (vlcs_init_opts(&o) != 0) {
         fprintf(stderr, "%s\n", vlcs_error());
         return 1;

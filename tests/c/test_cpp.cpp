@@ -3,6 +3,7 @@
 #include "vlcs.hpp"
 
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <thread>
 #include <vector>
@@ -73,6 +74,14 @@ int main()
                 e.code() == VLCS_E_NOT_FOUND;
     }
     EXPECT(threw);
+    threw = false;
+    setenv("VLCS_NODE_LEDGER", "/nonexistent-vlcs-dir/ledger", 1);
+    try {
+        vlcs::Runtime::join_node();
+    } catch (const vlcs::Error &e) {
+        threw = std::strstr(e.what(), "node ledger") != nullptr && e.code() == VLCS_E_SYSTEM;
+    }
+    EXPECT(threw && vlcs::Runtime::node_ledger() == nullptr);
     std::printf("ok - c++ wrapper\n");
     return 0;
 }

@@ -49,7 +49,7 @@ int main(int argc, char **argv)
     /* An application's own SIGSYS handler, installed before vlcs's. */
     signal(SIGSYS, app_handler);
     if (!plain) {
-        vlcs_opts o = {sizeof o, 1};
+        vlcs_opts o = {.size = sizeof o, .strict = 1};
         CHECK_EQ(0, vlcs_init_opts(&o), "enable strict mode");
         CHECK_EQ(1, vlcs_strict_active(), "strict mode is on");
         CHECK_EQ(0, vlcs_init_opts(&o), "enabling twice is fine");

@@ -33,7 +33,7 @@ int main(void)
         printf("SKIP: needs 2 CPUs\n");
         return 77;
     }
-    vlcs_opts o = {sizeof o, 1};
+    vlcs_opts o = {.size = sizeof o, .strict = 1};
     if (vlcs_init_opts(&o) != 0) {
         printf("SKIP: strict mode unavailable here: %s\n", vlcs_error());
         return 77;

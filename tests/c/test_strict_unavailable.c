@@ -27,7 +27,7 @@ int main(void)
     CHECK_EQ(0, prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no_new_privs");
     CHECK_EQ(0, prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog), "the container's filter");
 
-    vlcs_opts o = {sizeof o, 1};
+    vlcs_opts o = {.size = sizeof o, .strict = 1};
     CHECK_ERR(vlcs_init_opts(&o), "seccomp is not allowed here");
     CHECK_CODE(VLCS_E_UNSUPPORTED, "seccomp refused");
     CHECK(strstr(vlcs_error(), "contexts keep working") != NULL, "says what still works");

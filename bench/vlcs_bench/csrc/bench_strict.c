@@ -77,7 +77,7 @@ static void measure(int strict, const char *file, double out[NFIG])
     if (strict == 2) {
         install_floor_filters();
     } else if (strict) {
-        vlcs_opts o = {sizeof o, 1};
+        vlcs_opts o = {.size = sizeof o, .strict = 1};
         if (vlcs_init_opts(&o) != 0) {
             fprintf(stderr, "bench: %s\n", vlcs_error());
             _exit(2);
