@@ -23,7 +23,7 @@ from vlcs._errors import (
     VlcsLimitError,
 )
 from vlcs._imports import share
-from vlcs._lib import init, service, strict_active
+from vlcs._lib import init, node_ledger, service, strict_active
 from vlcs._paths import include_dir, library_path, native_dir, program_path
 from vlcs._pool import ContextPool
 from vlcs._version import __version__
@@ -50,6 +50,7 @@ __all__ = [
     "init",
     "library_path",
     "native_dir",
+    "node_ledger",
     "program_path",
     "register",
     "service",

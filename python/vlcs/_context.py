@@ -539,12 +539,13 @@ def info() -> dict[str, Any]:
     >>> import json, vlcs
     >>> _ = json.dumps(vlcs.info())
     """
-    from vlcs._lib import strict_active
+    from vlcs._lib import node_ledger, strict_active
     from vlcs._version import __version__
 
     return {
         "version": __version__,
         "strict": strict_active(),
+        "node_ledger": node_ledger(),
         "cpus_usable": sorted(_views.real_sched_getaffinity(0)),
         "contexts": [c.info() for c in list(_contexts.values())],
     }

@@ -17,7 +17,7 @@ _i = ctypes.c_int
 
 
 class _Opts(ctypes.Structure):
-    _fields_ = [("size", ctypes.c_uint), ("strict", ctypes.c_int)]
+    _fields_ = [("size", ctypes.c_uint), ("strict", ctypes.c_int), ("node", ctypes.c_int)]
 
 
 # name -> (return type, argument types), as in vlcs.h
@@ -27,6 +27,7 @@ _SIGNATURES: dict[str, tuple[Any, list[Any]]] = {
     "vlcs_errcode": (_i, []),
     "vlcs_init_opts": (_i, [ctypes.POINTER(_Opts)]),
     "vlcs_strict_active": (_i, []),
+    "vlcs_node_ledger": (_s, []),
     "vlcs_service_add": (_i, [_s]),
     "vlcs_ctx_create": (_c, [_s]),
     "vlcs_ctx_name": (_s, [_c]),
@@ -153,26 +154,43 @@ def check(rc: int) -> int:
     return rc
 
 
-def init(strict: bool = False) -> None:
-    """Initialise vlcs; ``strict=True`` also turns on strict mode.
+def init(strict: bool = False, node: bool = False) -> None:
+    """Initialise vlcs; ``strict=True`` also turns on strict mode,
+    ``node=True`` node-wide lending.
 
     Strict mode answers raw syscalls made by code in contexts (see vlcs.h);
     it cannot be turned off.  Raises UnsupportedPlatformError (a VlcsError)
     with the reason when it is not available here (no seccomp, a container
     policy); contexts keep working.
 
+    Node-wide mode makes the elastic contexts of every process on the
+    machine that turned it on (``vlcs.init(node=True)`` or ``VLCS_NODE=1``)
+    lend and reclaim CPUs through one ledger in shared memory
+    (``/dev/shm/vlcs-node-<uid>``, or the file ``VLCS_NODE_LEDGER`` names):
+    an idle job's CPUs go to a busy one, and come back when it has work or
+    dies.  Raises VlcsError when the ledger cannot be opened; elastic
+    contexts keep lending within the process.
+
     >>> import vlcs
     >>> vlcs.init()
     >>> vlcs.strict_active()
     False
+    >>> vlcs.node_ledger() is None
+    True
     """
-    opts = _Opts(ctypes.sizeof(_Opts), 1 if strict else 0)
+    opts = _Opts(ctypes.sizeof(_Opts), 1 if strict else 0, 1 if node else 0)
     check(lib().vlcs_init_opts(ctypes.byref(opts)))
 
 
 def strict_active() -> bool:
     """Whether strict mode is on in this process."""
     return bool(lib().vlcs_strict_active())
+
+
+def node_ledger() -> str | None:
+    """The node ledger's path when node-wide mode is on, else None."""
+    p = lib().vlcs_node_ledger()
+    return os.fsdecode(p) if p is not None else None
 
 
 def service(library: str) -> None:

@@ -291,6 +291,23 @@ static void bad_input(const char *dir)
     unlink(path);
 }
 
+static char dir[256], ledger[300];
+static pid_t driver;
+
+/* Also on a failed check (exit(1)): no ledger is left in /dev/shm. */
+static void clean(void)
+{
+    if (getpid() != driver)
+        return;
+    unlink(ledger);
+    char path[512];
+    snprintf(path, sizeof path, "%s/not-a-ledger", dir);
+    unlink(path);
+    snprintf(path, sizeof path, "%s/ledger-fork", dir);
+    unlink(path);
+    rmdir(dir);
+}
+
 int main(int argc, char **argv)
 {
     if (argc == 5 && strcmp(argv[1], "member") == 0)
@@ -299,15 +316,14 @@ int main(int argc, char **argv)
         printf("SKIP: needs 2 CPUs\n");
         return 77;
     }
-    char dir[256], ledger[300];
+    driver = getpid();
     snprintf(dir, sizeof dir, "/dev/shm/vlcs-test-node-%d", (int)getpid());
     CHECK(mkdir(dir, 0700) == 0, "mkdir %s", dir);
+    atexit(clean);
     snprintf(ledger, sizeof ledger, "%s/ledger", dir);
     setenv("VLCS_NODE_LEDGER", ledger, 1); /* the members' */
     two_processes();
-    unlink(ledger);
     bad_input(dir);
-    rmdir(dir);
     PASS("node");
     return 0;
 }
