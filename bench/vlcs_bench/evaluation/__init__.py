@@ -39,6 +39,8 @@ CASES: dict[int, str] = {
     6: "thread_unsafe",
     7: "tuning",
     8: "versus_mpi",
+    9: "four_tasks",
+    10: "node_wide",
 }
 
 

@@ -50,6 +50,18 @@ def _python(quick: bool) -> dict[str, Any]:
         import numpy as np_small
     a_big = np_big.asarray(a)
     xs_small = [np_small.asarray(x) for x in xs[:64]] * (count // 64)
+    # The same homes, elastic: whichever finishes first lends its CPUs to
+    # the other (OpenBLAS takes a new count at its next call, so the large
+    # GEMM, one call, keeps the count it started with).
+    every = f"0-{n - 1}"
+    big_el = vlcs.VLC(cpus=cb, elastic=every, name="big-elastic")
+    small_el = vlcs.VLC(cpus=cs, elastic=every, name="small-elastic")
+    with big_el:
+        import numpy as np_big_el
+    with small_el:
+        import numpy as np_small_el
+    a_big_el = np_big_el.asarray(a)
+    xs_small_el = [np_small_el.asarray(x) for x in xs[:64]] * (count // 64)
 
     def sequential() -> list[float]:
         return [_big(np, a), _small(np, xs)]
@@ -64,6 +76,11 @@ def _python(quick: bool) -> dict[str, Any]:
     def contexts() -> list[float]:
         fb = big_ctx.submit(_big, np_big, a_big)
         fs = small_ctx.submit(_small, np_small, xs_small)
+        return [fb.result(), fs.result()]
+
+    def elastic() -> list[float]:
+        fb = big_el.submit(_big, np_big_el, a_big_el)
+        fs = small_el.submit(_small, np_small_el, xs_small_el)
         return [fb.result(), fs.result()]
 
     # The makespan lower bound: the work measured on one core each, spread
@@ -86,6 +103,7 @@ def _python(quick: bool) -> dict[str, Any]:
             Strategy("threads, one OpenBLAS", threads),
             Strategy(f"threads + threadpoolctl ({max(1, n // 2)} each)", limited),
             Strategy(f"vlcs contexts ({cb} | {cs})", contexts),
+            Strategy(f"vlcs elastic contexts ({cb} | {cs}, lending)", elastic),
         ],
         repeats=3 if quick else 5,
         ideal_s=ideal,

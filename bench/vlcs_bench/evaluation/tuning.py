@@ -51,12 +51,21 @@ def run(quick: bool) -> dict[str, Any]:
     steps = 12 if quick else 30
     lens = (96, 24)
     ca, cb = split_cpus(n, max(1, round(n * lens[0] / sum(lens))))
-    say("tuning: importing torch into two contexts")
+    say("tuning: importing torch into four contexts (two static, two elastic)")
     a, b = vlcs.VLC(cpus=ca, name="long"), vlcs.VLC(cpus=cb, name="short")
     with a:
         import torch as torch_a
     with b:
         import torch as torch_b
+    # The same homes, elastic: when the short training ends, the long one
+    # grows to every CPU (torch's OpenMP pool runs dynamic teams in them).
+    every = f"0-{n - 1}"
+    ea = vlcs.VLC(cpus=ca, elastic=every, name="long-elastic")
+    eb = vlcs.VLC(cpus=cb, elastic=every, name="short-elastic")
+    with ea:
+        import torch as torch_ea
+    with eb:
+        import torch as torch_eb
     default_threads = torch.get_num_threads()
 
     def sequential() -> list[float]:
@@ -79,6 +88,11 @@ def run(quick: bool) -> dict[str, Any]:
         fb = b.submit(train, torch_b, lens[1], steps)
         return [fa.result(), fb.result()]
 
+    def elastic() -> list[float]:
+        fa = ea.submit(train, torch_ea, lens[0], steps)
+        fb = eb.submit(train, torch_eb, lens[1], steps)
+        return [fa.result(), fb.result()]
+
     group = measure(
         f"two GRU trainings, sequence lengths {lens[0]} and {lens[1]}, {steps} steps",
         [
@@ -86,11 +100,13 @@ def run(quick: bool) -> dict[str, Any]:
             Strategy("concurrent, torch defaults", concurrent_default),
             Strategy(f"concurrent, set_num_threads({max(1, n // 2)})", equal_split),
             Strategy(f"vlcs contexts, tailored cores ({ca} | {cb})", contexts),
+            Strategy(f"vlcs elastic contexts ({ca} | {cb}, lending)", elastic),
         ],
         3 if quick else 5,
         ideal_speedup=min(2.0, n),
         note="Ideal: the 2x ceiling of two tasks on two cores (unequal tasks cannot reach "
-        "it with a whole-core split on 2 cores). Losses are compared to 4 digits: thread "
+        "it with a whole-core split on 2 cores). Elastic contexts: the same homes, each may "
+        "grow to every CPU while the other is idle. Losses are compared to 4 digits: thread "
         "counts change the order of floating-point sums.",
     )
 
@@ -98,7 +114,6 @@ def run(quick: bool) -> dict[str, Any]:
     # to every CPU, for each pair of per-copy thread counts (each copy's own
     # setting).
     say("tuning: thread-split heatmap")
-    every = f"0-{n - 1}"
     a.set_allowed_cpus(every)
     b.set_allowed_cpus(every)
     values = []
