@@ -55,7 +55,8 @@ def run(quick: bool) -> dict[str, Any]:
     # One context per task, elastic from the start (libgomp reads
     # OMP_DYNAMIC when it loads); the static strategy turns lending off.
     ctx = {
-        name: vlcs.VLC(cpus=c, elastic=every, name=name) for name, c in zip(names, cpus, strict=True)
+        name: vlcs.VLC(cpus=c, elastic=every, name=name)
+        for name, c in zip(names, cpus, strict=True)
     }
     stencil_lib = _bind(ctx["stencil"].load(str(path)))
     kmeans_lib = _bind(ctx["kmeans"].load(str(path)))
