@@ -124,7 +124,7 @@ VLCS_API int vlcs_init_opts(const vlcs_opts *opts);
  * oversubscribe the CPUs their elastic contexts own, and an idle one's
  * CPUs go to the busy one.  Inside this process a reclaim is immediate; a
  * borrower in another process gives CPUs back when its watcher thread wakes
- * (microseconds).  A process that exits or is killed gives its CPUs back
+ * (microseconds).  A process that exits, is killed or execs gives its CPUs back
  * within 0.1 s.  Members must share a pid namespace; a forked child is no
  * member.  It cannot be turned off.  Fails with VLCS_E_SYSTEM when the
  * ledger cannot be opened (no /dev/shm), VLCS_E_INVALID when the file is

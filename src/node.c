@@ -20,11 +20,13 @@
  *     slots' shares (moves threads, resizes pools) when another process
  *     planned;
  *   - the watcher's wait times out every REAP_MS; it then checks the owners
- *     of the other slots, and a process that is gone (no /proc entry, a
- *     zombie, or a pid reused by a process started later) loses its slots:
+ *     of the other slots (each member holds a record lock the kernel drops
+ *     when it exits, dies or execs), and one that is gone loses its slots:
  *     a process killed with SIGKILL gives its CPUs back within REAP_MS.
  *
- * A process that exits normally leaves at once (atexit).  A forked child
+ * A process that exits normally leaves at once (atexit).  A pid reused by a
+ * new member takes over nothing: the dead one's slots have keys it does not
+ * know, and its first plan frees them.  A forked child
  * does not inherit membership: its elastic contexts lend within itself.
  * Members must share a pid namespace (one container), since slots are
  * owned by pids.
@@ -57,7 +59,6 @@
 struct slot {
     int32_t pid; /* 0: free */
     uint32_t weight;
-    uint64_t start; /* the owner's start time (clock ticks after boot): against pid reuse */
     uint64_t key;   /* the owner's name for the context */
     uint32_t busy;
     uint32_t pad;
@@ -81,7 +82,6 @@ struct ledger {
 static struct ledger *L;   /* set once, at join; read without lock after */
 static _Atomic bool active; /* false again in a forked child */
 static pid_t self;
-static uint64_t self_start;
 static char ledger_path[PATH_MAX];
 /* The generation this process's own last plan produced (elastic_lock):
  * the watcher skips it, its shares were applied already. */
@@ -98,51 +98,29 @@ VLCS_API const char *vlcs_node_ledger(void) { return node_active() ? ledger_path
 
 /* ---- members' liveness ---------------------------------------------------- */
 
-/* Field 22 of /proc/<pid>/stat, the start time; 0 when it cannot be read.
- * *zombie: the process has ended and only waits to be reaped. */
-static uint64_t start_time(pid_t pid, bool *gone)
+/* Each member holds a POSIX record lock on one byte of the ledger file, at
+ * LIVE_BASE + its pid, through a descriptor opened close-on-exec.  The
+ * kernel drops such a lock when the process exits, is killed, or execs
+ * another program (the descriptor closes), and a forked child never holds
+ * its parent's; so "is the lock still held" answers "is that member still
+ * there" without /proc, zombies and exec'd programs included.  The bytes
+ * lie past the end of the file, where locks are allowed. */
+#define LIVE_BASE ((off_t)1 << 32)
+
+static int live_fd = -1;
+
+static int hold_live_lock(void)
 {
-    char path[64], buf[1024];
-    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
-    *gone = false;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) {
-        *gone = errno == ENOENT || errno == ESRCH;
-        return 0;
-    }
-    ssize_t n = read(fd, buf, sizeof buf - 1);
-    close(fd);
-    if (n <= 0) {
-        *gone = n == 0 || errno == ESRCH;
-        return 0;
-    }
-    buf[n] = '\0';
-    /* The command name may hold spaces and parentheses: fields restart after
-     * the last ')'. */
-    const char *p = strrchr(buf, ')');
-    if (p == NULL || p[1] == '\0')
-        return 0;
-    p += 2;
-    if (*p == 'Z' || *p == 'X') {
-        *gone = true;
-        return 0;
-    }
-    for (int field = 3; field < 22 && *p; field++) {
-        p = strchr(p, ' ');
-        if (p == NULL)
-            return 0;
-        p++;
-    }
-    return strtoull(p, NULL, 10);
+    struct flock l = {.l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = LIVE_BASE + self, .l_len = 1};
+    return fcntl(live_fd, F_SETLK, &l);
 }
 
 static bool member_gone(const struct slot *s)
 {
-    if (kill(s->pid, 0) != 0 && errno == ESRCH)
-        return true;
-    bool gone;
-    uint64_t start = start_time(s->pid, &gone);
-    return gone || (start != 0 && s->start != 0 && start != s->start);
+    struct flock l = {.l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = LIVE_BASE + s->pid, .l_len = 1};
+    if (fcntl(live_fd, F_GETLK, &l) != 0)
+        return false; /* cannot tell: keep it */
+    return l.l_type == F_UNLCK;
 }
 
 /* ---- the ledger ------------------------------------------------------------ */
@@ -164,18 +142,32 @@ static int reap_locked(void)
     return freed;
 }
 
+static uint32_t replan_locked(void);
+
+/* Set under the ledger lock when a plan was stored: the unlocking thread
+ * wakes the other members. */
+static bool wake_pending;
+
 static void ledger_lock(void)
 {
     int rc = pthread_mutex_lock(&L->lock);
     if (rc == EOWNERDEAD) {
         /* Its owner died inside: its slots may be half written, but they are
-         * its own, and it is gone. */
-        reap_locked();
+         * its own, and it is gone; the others get a plan without it. */
         pthread_mutex_consistent(&L->lock);
+        reap_locked();
+        replan_locked();
     }
 }
 
-static void ledger_unlock(void) { pthread_mutex_unlock(&L->lock); }
+static void ledger_unlock(void)
+{
+    bool wake = wake_pending;
+    wake_pending = false;
+    pthread_mutex_unlock(&L->lock);
+    if (wake)
+        syscall(SYS_futex, &L->generation, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
+}
 
 /* Plans over every slot and stores the shares; with the ledger lock held.
  * Returns the new generation, to be woken after unlocking. */
@@ -211,12 +203,8 @@ static uint32_t replan_locked(void)
     elastic_plan(node_in, n + any_freed, node_out);
     for (size_t k = 0; k < n; k++)
         L->slot[index[k]].current = node_out[k];
+    wake_pending = true;
     return atomic_fetch_add_explicit(&L->generation, 1, memory_order_release) + 1;
-}
-
-static void wake_all(void)
-{
-    syscall(SYS_futex, &L->generation, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
 }
 
 static struct slot *own_slot(uint64_t key)
@@ -248,7 +236,6 @@ void node_plan(const uint64_t *keys, const struct elastic_in *in, size_t n, vmas
             if (L->slot[i].pid == 0) {
                 s = &L->slot[i];
                 s->key = keys[k];
-                s->start = self_start;
                 s->pid = self;
             }
         if (s == NULL) /* the node's ledger is full: this one stays home */
@@ -264,7 +251,6 @@ void node_plan(const uint64_t *keys, const struct elastic_in *in, size_t n, vmas
         out[k] = s != NULL ? s->current : in[k].home;
     }
     ledger_unlock();
-    wake_all();
 }
 
 void node_read(const uint64_t *keys, size_t n, vmask *out)
@@ -307,11 +293,12 @@ static void *watch(void *arg)
             seen = now;
             elastic_node_changed(now);
         } else if (rc != 0 && errno == ETIMEDOUT) {
+            /* A plan without the departed; this process applies it too, at
+             * the next turn (it is not marked as its own). */
             ledger_lock();
-            uint32_t gen = reap_locked() > 0 ? replan_locked() : 0;
+            if (reap_locked() > 0)
+                replan_locked();
             ledger_unlock();
-            if (gen != 0)
-                wake_all(); /* this process applies it too, at the next turn */
         }
     }
     return NULL;
@@ -332,7 +319,6 @@ static void leave(void)
         }
     replan_locked();
     ledger_unlock();
-    wake_all();
 }
 
 void node_after_fork(void) { atomic_store(&active, false); }
@@ -405,7 +391,10 @@ static int ledger_open(char *err, size_t errsize)
     L = l;
 out:
     flock(fd, LOCK_UN);
-    close(fd); /* the mapping stays */
+    if (code == VLCS_OK)
+        live_fd = fd; /* the mapping stays; the descriptor carries the liveness lock */
+    else
+        close(fd);
     return code;
 }
 
@@ -426,8 +415,16 @@ int node_enable(char *err, size_t errsize)
     if (code != VLCS_OK)
         goto out;
     self = getpid();
-    bool gone;
-    self_start = start_time(self, &gone);
+    if (hold_live_lock() != 0) {
+        snprintf(err, errsize, "cannot lock a byte of the node ledger %s: %s", ledger_path,
+                 strerror(errno));
+        close(live_fd);
+        live_fd = -1;
+        munmap(L, sizeof *L);
+        L = NULL;
+        code = VLCS_E_SYSTEM;
+        goto out;
+    }
     atomic_store_explicit(&active, true, memory_order_release);
     /* The watcher blocks every signal: they are the program's. */
     sigset_t all, old;
@@ -438,6 +435,8 @@ int node_enable(char *err, size_t errsize)
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     if (rc != 0) {
         atomic_store(&active, false);
+        close(live_fd); /* drops the lock */
+        live_fd = -1;
         munmap(L, sizeof *L);
         L = NULL;
         snprintf(err, errsize, "cannot start the node watcher thread: %s", strerror(rc));

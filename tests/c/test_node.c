@@ -2,8 +2,9 @@
  * home is one CPU and whose bound is both, share the node through the
  * ledger.  While one idles, the other runs on both CPUs with Debian's
  * OpenBLAS grown to 2 threads; when the first enters its context, the
- * second shrinks; a member killed with SIGKILL (left a zombie, then reaped)
- * or exiting while busy gives its CPU back within a second.  Bad input:
+ * second shrinks; a member killed with SIGKILL (left a zombie, then reaped),
+ * exiting while busy, or exec'ing another program while busy gives its CPU
+ * back within a second.  Bad input:
  * no shared memory, a file that is not a ledger, a forked child. */
 #define _GNU_SOURCE
 #include "check.h"
@@ -114,6 +115,11 @@ static int member(const char *name, const char *home, const char *bound)
                 printf("ok %.0f\n", now_us() - t0);
             else
                 printf("timeout %s\n", cur);
+        } else if (strcmp(line, "exec\n") == 0) {
+            /* Another program, same pid, inside the context when told so:
+             * it is no member any more. */
+            execl("/bin/sleep", "sleep", "120", (char *)NULL);
+            printf("exec failed\n");
         } else if (strcmp(line, "quit\n") == 0) {
             printf("bye\n");
             fflush(stdout);
@@ -224,6 +230,19 @@ static void two_processes(void)
     waited(&b, 2, "a2's CPU comes back at its exit");
     CHECK_EQ(a2.pid, waitpid(a2.pid, &st, 0), "reap");
     CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "a2 exited cleanly");
+
+    /* A member that execs another program while busy is no member. */
+    struct proc a3 = spawn("a3", "0");
+    CHECK_STR("0 1 1", ask(&a3, "enter"), "a3 enters");
+    waited(&b, 1, "b shrinks for a3");
+    fprintf(a3.in, "exec\n");
+    fflush(a3.in);
+    waited(&b, 2, "a3's CPU comes back once it runs another program (same pid, alive)");
+    CHECK_EQ(0, kill(a3.pid, 0), "a3's pid still runs: sleep");
+    kill(a3.pid, SIGKILL);
+    CHECK_EQ(a3.pid, waitpid(a3.pid, &st, 0), "reap");
+    fclose(a3.in);
+    fclose(a3.out);
 
     CHECK_STR("left", ask(&b, "leave"), "b leaves");
     CHECK_STR("1 1 3", ask(&b, "state"), "idle: home");
