@@ -214,6 +214,23 @@ int elastic_set_home(vlcs_ctx *c, const vmask *m)
     return rc;
 }
 
+void elastic_loaded(vlcs_ctx *c, void *handle)
+{
+    if (!__atomic_load_n(&c->elastic, __ATOMIC_RELAXED))
+        return;
+    void (*resize[MAX_POOLS])(int);
+    size_t n = pools_in(handle, resize, MAX_POOLS);
+    if (n == 0)
+        return;
+    /* Under the plan's lock, so that a plan running meanwhile cannot be
+     * undone by an older count. */
+    elastic_lock();
+    int count = mask_count(&ctx_view(c)->mask);
+    for (size_t k = 0; k < n; k++)
+        resize[k](count);
+    elastic_unlock();
+}
+
 int elastic_loadavg(vlcs_ctx *c, double *avg, int n)
 {
     if (!__atomic_load_n(&c->elastic, __ATOMIC_RELAXED))
@@ -229,12 +246,17 @@ int elastic_loadavg(vlcs_ctx *c, double *avg, int n)
 
 /* ---- public ------------------------------------------------------------- */
 
-/* OpenMP runtimes follow the context's CPUs (see the top of this file). */
+/* OpenMP runtimes follow the context's CPUs (see the top of this file);
+ * oneMKL takes the count vlcs gives it. */
 static int set_openmp_env(vlcs_ctx *c, const vmask *bound)
 {
     char n[16];
     snprintf(n, sizeof n, "%d", mask_count(bound));
     if (vlcs_ctx_setenv(c, "OMP_DYNAMIC", "true") != 0 || vlcs_ctx_setenv(c, "OMP_NUM_THREADS", n) != 0)
+        return -1;
+    /* oneMKL otherwise caps its count at the cores it saw when it started;
+     * vlcs sets the count itself (pools.c). */
+    if (vlcs_ctx_setenv(c, "MKL_DYNAMIC", "FALSE") != 0)
         return -1;
     return 0;
 }

@@ -240,6 +240,11 @@ HIDDEN int elastic_loadavg(vlcs_ctx *c, double *avg, int n);
  * (openblas_set_num_threads, ...), at most cap of them into out; with
  * c->lock held.  They are to be called without it. */
 HIDDEN size_t pools_find(vlcs_ctx *c, void (**out)(int), size_t cap);
+/* The same functions found from one handle (no lock needed). */
+HIDDEN size_t pools_in(void *handle, void (**out)(int), size_t cap);
+/* A library was loaded into c (no lock held): in an elastic context, its
+ * pools start at the context's current CPUs, whatever they read at load. */
+HIDDEN void elastic_loaded(vlcs_ctx *c, void *handle);
 
 /* ---- node-wide lending (node.c) ------------------------------------------ */
 

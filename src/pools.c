@@ -2,7 +2,7 @@
  * pools.c - the thread pools of libraries that vlcs resizes itself, through
  * each library's own call, when an elastic context grows or shrinks.
  *
- * One row per family: the functions that set its pool size (void f(int)),
+ * One list of the functions that set a pool's size (void f(int)),
  * in every spelling its builds export.  They are looked up in the handles
  * the context loaded (dlsym searches each one's dependencies too), once
  * per change of its libraries.  OpenMP is not here: its team size is the
@@ -20,6 +20,8 @@ static const char *const resize_symbols[] = {
     "openblas_set_num_threads64_",
     "scipy_openblas_set_num_threads",
     "scipy_openblas_set_num_threads64_",
+    /* oneMKL: its global setting (not the thread-local _Local one). */
+    "MKL_Set_Num_Threads",
 };
 
 #define NSYMS (sizeof resize_symbols / sizeof *resize_symbols)
@@ -47,6 +49,18 @@ static void rescan(vlcs_ctx *c)
             c->pool_resize[c->npool_resize++] = f;
         }
     c->pools_known = true;
+}
+
+size_t pools_in(void *handle, void (**out)(int), size_t cap)
+{
+    size_t n = 0;
+    for (size_t s = 0; s < NSYMS && n < cap; s++) {
+        void (*f)(int);
+        *(void **)&f = dlsym(handle, resize_symbols[s]);
+        if (f != NULL && !seen(out, n, f))
+            out[n++] = f;
+    }
+    return n;
 }
 
 size_t pools_find(vlcs_ctx *c, void (**out)(int), size_t cap)

@@ -501,6 +501,8 @@ VLCS_API void *vlcs_ctx_load(vlcs_ctx *c, const char *path)
 out:
     pthread_mutex_unlock(&c->lock);
     services_unlock();
+    if (h != NULL)
+        elastic_loaded(c, h);
     return h;
 }
 

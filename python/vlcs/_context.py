@@ -357,11 +357,12 @@ class VLC:
 
     def _controllers(self, user_api: str | None = None) -> list[libraries.LibraryController]:
         """A controller for each known library copy in the context (call inside it)."""
-        out = []
+        out: list[libraries.LibraryController] = []
         for path in self.libraries():
             for cls in libraries.controllers():
                 if cls.matches(path) and user_api in (None, cls.user_api, cls.name):
-                    out.append(cls(path, self._load(path)))
+                    if not (cls.one_per_context and any(type(c) is cls for c in out)):
+                        out.append(cls(path, self._load(path)))
                     break
         return out
 

@@ -178,3 +178,87 @@ def test_bad_elastic_input_is_refused_and_leaves_nothing():
     finally:
         ctx.close()
     assert len(vlcs.info()["contexts"]) == before
+
+
+def _mkl_lib() -> str | None:
+    """The directory of oneMKL's layered libraries (the `mkl` wheel), or None."""
+    import sys
+    from pathlib import Path
+
+    lib = Path(sys.prefix) / "lib"
+    return str(lib) if (lib / "libmkl_core.so.2").exists() else None
+
+
+@needs_two
+@pytest.mark.skipif(_mkl_lib() is None, reason="oneMKL (pip install mkl) is not installed")
+def test_mkl_follows_the_lent_cpus(tmp_path):
+    # A library linked against oneMKL's layered libraries with GNU OpenMP
+    # threading, as MKL builds of numpy and applications are; loaded into an
+    # elastic context, MKL's own thread count follows its CPUs.
+    import subprocess
+
+    lib = _mkl_lib()
+    probe = tmp_path / "libmklprobe.so"
+    src = tmp_path / "probe.c"
+    src.write_text("void mkl_probe_anchor(void) {}\n")
+    subprocess.run(
+        [
+            "cc",
+            "-shared",
+            "-fPIC",
+            str(src),
+            "-o",
+            str(probe),
+            f"-L{lib}",
+            f"-Wl,-rpath,{lib}",
+            "-Wl,--no-as-needed",
+            "-l:libmkl_gnu_thread.so.2",
+            "-l:libmkl_intel_lp64.so.2",
+            "-l:libmkl_core.so.2",
+            "-lgomp",
+        ],
+        check=True,
+    )
+    r = run_code(
+        HELPERS
+        + f"""
+import ctypes, json
+import numpy as np, vlcs
+a = vlcs.VLC(cpus="0", elastic="0-1", name="a")
+b = vlcs.VLC(cpus="1", elastic="0-1", name="b")
+mkl = b.load({str(probe)!r})
+# the operands are made in the base, before any context is entered: base
+# numpy's lazily imported numpy.random, first touched inside a context,
+# would be imported by the context
+x = np.random.default_rng(0).random((300, 300))
+want = x @ x
+def gemm(n=300):
+    c = np.zeros((n, n))
+    r = ctypes.byref
+    i, one, zero = ctypes.c_int(n), ctypes.c_double(1), ctypes.c_double(0)
+    p = lambda m: m.ctypes.data_as(ctypes.POINTER(ctypes.c_double))
+    mkl.dgemm_(b"N", b"N", r(i), r(i), r(i), r(one), p(x), r(i), p(x), r(i), r(zero), p(c), r(i))
+    # column-major x is x.T, and c read back row-major is the transpose: x @ x
+    return bool(np.allclose(c, want, atol=1e-9))
+out = {{"idle": mkl.MKL_Get_Max_Threads()}}
+with b:
+    out["grown"] = [mkl.MKL_Get_Max_Threads(), sorted(os.sched_getaffinity(0)), gemm()]
+    owner = Owner(a)
+    owner.start()
+    owner.inside.wait()
+    out["shrunk"] = [mkl.MKL_Get_Max_Threads(), sorted(os.sched_getaffinity(0)), gemm(),
+                     threads_on([1]) == b.thread_count + 1]
+    owner.release.set()
+    owner.join()
+    out["regrown"] = mkl.MKL_Get_Max_Threads()
+out["pools"] = {{p["api"]: p["elastic"] for p in b.threadpools()}}
+out["base"] = [sorted(os.sched_getaffinity(0)), os.environ.get("OMP_DYNAMIC")]
+print(json.dumps(out))
+"""
+    )
+    assert r["idle"] == 1, "loaded while idle: MKL sized to the home"
+    assert r["grown"] == [2, [0, 1], True], "b borrows a's CPU: MKL at 2 threads, right product"
+    assert r["shrunk"] == [1, [1], True, True], "a entered: MKL back to 1, every thread on CPU 1"
+    assert r["regrown"] == 2
+    assert "MKL_Set_Num_Threads" in r["pools"].get("mkl", ""), r["pools"]
+    assert r["base"] == [[0, 1], None], "the base thread and environment are untouched"

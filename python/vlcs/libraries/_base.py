@@ -42,6 +42,9 @@ class LibraryController:
     #: by VLC.threadpools() of elastic contexts); the runtime's C side
     #: (src/pools.c, src/elastic.c) is what does it
     elastic: ClassVar[str] = "its threads move; its pool keeps its size"
+    #: one pool per context however many of its files are loaded (oneMKL:
+    #: libmkl_rt and the libmkl_core it loads share one setting)
+    one_per_context: ClassVar[bool] = False
 
     def __init__(self, path: str, dll: ctypes.CDLL) -> None:
         self.path = path
