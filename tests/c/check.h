@@ -102,4 +102,34 @@ static inline void *must_sym(void *lib, const char *name)
 }
 
 #define PASS(name) printf("ok - %s\n", name)
+/* A dgemm_ (Fortran BLAS) of the copy `lib` on n x n operands, checked at
+ * 16 entries against the plain product: 1 when right. */
+typedef void (*check_dgemm_fn)(const char *, const char *, const int *, const int *, const int *,
+                               const double *, const double *, const int *, const double *,
+                               const int *, const double *, double *, const int *);
+static inline int dgemm_right(void *lib, int n)
+{
+    double *a = malloc(sizeof(double) * (size_t)n * (size_t)n);
+    double *b = malloc(sizeof(double) * (size_t)n * (size_t)n);
+    double *c = malloc(sizeof(double) * (size_t)n * (size_t)n);
+    for (int i = 0; i < n * n; i++) {
+        a[i] = (i % 7) * 0.5;
+        b[i] = (i % 5) * 0.25;
+    }
+    double one = 1, zero = 0;
+    SYM(lib, check_dgemm_fn, "dgemm_")("N", "N", &n, &n, &n, &one, a, &n, b, &n, &zero, c, &n);
+    int ok = 1;
+    for (int j = 0; j < n; j += n / 4)
+        for (int i = 0; i < n; i += n / 4) {
+            double sum = 0;
+            for (int k = 0; k < n; k++)
+                sum += a[i + k * n] * b[k + j * n];
+            ok &= c[i + j * n] - sum < 1e-9 && sum - c[i + j * n] < 1e-9;
+        }
+    free(a);
+    free(b);
+    free(c);
+    return ok;
+}
+
 #endif

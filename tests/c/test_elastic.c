@@ -15,9 +15,6 @@
 
 typedef int (*nthreads_fn)(void);
 typedef int (*region_fn)(unsigned long *);
-typedef void (*dgemm_fn)(const char *, const char *, const int *, const int *, const int *,
-                         const double *, const double *, const int *, const double *,
-                         const int *, const double *, double *, const int *);
 
 static const char *cpus(const vlcs_ctx *c, int which)
 {
@@ -56,28 +53,7 @@ static int threads_on(unsigned long mask)
 }
 
 /* A dgemm in the copy `lib`, checked against the plain product. */
-static void gemm(void *lib, int n)
-{
-    double *a = malloc(sizeof(double) * (size_t)n * (size_t)n);
-    double *b = malloc(sizeof(double) * (size_t)n * (size_t)n);
-    double *c = malloc(sizeof(double) * (size_t)n * (size_t)n);
-    for (int i = 0; i < n * n; i++) {
-        a[i] = (i % 7) * 0.5;
-        b[i] = (i % 5) * 0.25;
-    }
-    double one = 1, zero = 0;
-    SYM(lib, dgemm_fn, "dgemm_")("N", "N", &n, &n, &n, &one, a, &n, b, &n, &zero, c, &n);
-    for (int j = 0; j < n; j += n / 4)
-        for (int i = 0; i < n; i += n / 4) {
-            double s = 0;
-            for (int k = 0; k < n; k++)
-                s += a[i + k * n] * b[k + j * n];
-            CHECK(c[i + j * n] - s < 1e-9 && s - c[i + j * n] < 1e-9, "product at %d,%d", i, j);
-        }
-    free(a);
-    free(b);
-    free(c);
-}
+static void gemm(void *lib, int n) { CHECK(dgemm_right(lib, n), "the product of a %dx%d dgemm", n, n); }
 
 /* A second thread enters the lender and stays until told to leave. */
 static pthread_barrier_t entered, go;

@@ -21,9 +21,6 @@
 #include <unistd.h>
 
 typedef int (*nthreads_fn)(void);
-typedef void (*dgemm_fn)(const char *, const char *, const int *, const int *, const int *,
-                         const double *, const double *, const int *, const double *,
-                         const int *, const double *, double *, const int *);
 
 static double now_us(void)
 {
@@ -45,31 +42,6 @@ static unsigned long my_affinity(void)
 }
 
 /* ---- a member process, driven line by line over stdin/stdout ------------ */
-
-static int gemm_ok(void *lib, int n)
-{
-    double *a = malloc(sizeof(double) * (size_t)n * (size_t)n);
-    double *b = malloc(sizeof(double) * (size_t)n * (size_t)n);
-    double *c = malloc(sizeof(double) * (size_t)n * (size_t)n);
-    for (int i = 0; i < n * n; i++) {
-        a[i] = (i % 7) * 0.5;
-        b[i] = (i % 5) * 0.25;
-    }
-    double one = 1, zero = 0;
-    SYM(lib, dgemm_fn, "dgemm_")("N", "N", &n, &n, &n, &one, a, &n, b, &n, &zero, c, &n);
-    int ok = 1;
-    for (int j = 0; j < n; j += n / 4)
-        for (int i = 0; i < n; i += n / 4) {
-            double s = 0;
-            for (int k = 0; k < n; k++)
-                s += a[i + k * n] * b[k + j * n];
-            ok &= c[i + j * n] - s < 1e-9 && s - c[i + j * n] < 1e-9;
-        }
-    free(a);
-    free(b);
-    free(c);
-    return ok;
-}
 
 static int member(const char *name, const char *home, const char *bound)
 {
@@ -99,7 +71,7 @@ static int member(const char *name, const char *home, const char *bound)
         } else if (strcmp(line, "state\n") == 0) {
             printf("%s %d %lu\n", cur, threads(), my_affinity());
         } else if (strcmp(line, "gemm\n") == 0) {
-            printf("%s\n", gemm_ok(blas, 400) ? "right" : "wrong");
+            printf("%s\n", dgemm_right(blas, 400) ? "right" : "wrong");
         } else if (sscanf(line, "wait %d", &want) == 1) {
             /* A condition awaited with a deadline: the other process's
              * change reaches this one through its watcher thread. */
