@@ -109,9 +109,9 @@ typedef void (*check_dgemm_fn)(const char *, const char *, const int *, const in
                                const int *, const double *, double *, const int *);
 static inline int dgemm_right(void *lib, int n)
 {
-    double *a = malloc(sizeof(double) * (size_t)n * (size_t)n);
-    double *b = malloc(sizeof(double) * (size_t)n * (size_t)n);
-    double *c = malloc(sizeof(double) * (size_t)n * (size_t)n);
+    /* casts: test_tbb.cpp includes this header too */
+    size_t bytes = sizeof(double) * (size_t)n * (size_t)n;
+    double *a = (double *)malloc(bytes), *b = (double *)malloc(bytes), *c = (double *)malloc(bytes);
     for (int i = 0; i < n * n; i++) {
         a[i] = (i % 7) * 0.5;
         b[i] = (i % 5) * 0.25;
