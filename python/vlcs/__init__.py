@@ -26,6 +26,7 @@ from vlcs._imports import share
 from vlcs._lib import init, node_ledger, service, strict_active
 from vlcs._paths import include_dir, library_path, native_dir, program_path
 from vlcs._pool import ContextPool
+from vlcs._tune import Task, TuneError, tune
 from vlcs._version import __version__
 from vlcs.libraries import LibraryController, register
 
@@ -35,6 +36,8 @@ __all__ = [
     "ContextBusyError",
     "ContextDestroyedError",
     "ContextPool",
+    "Task",
+    "TuneError",
     "Errcode",
     "InvalidArgumentError",
     "LibraryController",
@@ -56,4 +59,5 @@ __all__ = [
     "service",
     "share",
     "strict_active",
+    "tune",
 ]

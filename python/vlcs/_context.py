@@ -182,6 +182,37 @@ class VLC:
         """
         check(lib().vlcs_ctx_set_cpus(self._h, _cpu_list(cpus)))
 
+    @classmethod
+    def from_plan(cls, plan: str | os.PathLike[str] | Mapping[str, Any], task: str) -> VLC:
+        """The context ``vlcs tune`` chose for `task`: its CPUs and environment.
+
+        ValueError when the plan has no such task or was made on a machine
+        whose CPUs this process cannot use.
+
+        >>> import vlcs
+        >>> plan = {"version": 1, "tasks": [{"name": "a", "cpus": "0", "env": {}}]}
+        >>> vlcs.VLC.from_plan(plan, "a").cpus
+        [0]
+        """
+        import json
+
+        doc = dict(plan) if isinstance(plan, Mapping) else json.loads(open(plan).read())
+        if doc.get("version") != 1 or not isinstance(doc.get("tasks"), list):
+            raise ValueError(f"{plan!r} is not a plan written by vlcs tune")
+        entry = next((t for t in doc["tasks"] if t.get("name") == task), None)
+        if entry is None:
+            names = [t.get("name") for t in doc["tasks"]]
+            raise ValueError(f"the plan has no task {task!r}; its tasks: {names}")
+        usable = set(_views.real_sched_getaffinity(0))
+        missing = sorted(set(_parse_list(entry["cpus"])) - usable)
+        if missing:
+            host = doc.get("machine", {}).get("hostname", "another machine")
+            raise ValueError(
+                f"the plan gives task {task!r} CPUs {entry['cpus']}, but this process cannot use "
+                f"CPU {missing[0]}: it was made on {host}; tune again here"
+            )
+        return cls(cpus=entry["cpus"], env=entry.get("env") or None, name=task[:40])
+
     def set_elastic(self, bound: str | Iterable[int] | None, weight: int = 0) -> None:
         """Make the context elastic: while a thread is inside it, it borrows
         the home CPUs of idle elastic contexts, up to ``bound`` (which must

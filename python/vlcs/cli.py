@@ -4,6 +4,8 @@ vlcs run [--static-tls BYTES] -- PROGRAM [ARGS...]
 vlcs info [--cflags] [--libs] [--json]
 vlcs shim LIBRARY -o DIR [--json]
 vlcs check PKG [PKG...] [--json] [--timeout S]
+vlcs tune TASKS.toml [--cpus LIST] [--method smart|grid] [--step N] [--overlap]
+          [--repeats N] [--timeout S] [--out DIR] [--json]
 vlcs bench all [--quick] [--cases N,M] [--out DIR] [--json]   (package vlcs-bench)
 vlcs bench core|strict|shim|python [--json]                   (package vlcs-bench)
 vlcs demo [python|gemm]                                       (package vlcs-bench)
@@ -109,6 +111,38 @@ def _check(args: argparse.Namespace) -> int:
     return run(args.packages, as_json=args.json, timeout=args.timeout)
 
 
+def _tune(args: argparse.Namespace) -> int:
+    from vlcs._errors import VlcsError
+    from vlcs._tune import TuneError, load_tasks, tune
+
+    try:
+        plan = tune(
+            load_tasks(args.tasks),
+            args.cpus,
+            args.method,
+            step=args.step,
+            overlap=args.overlap,
+            repeats=args.repeats,
+            timeout=args.timeout,
+            out=args.out,
+        )
+    except (TuneError, VlcsError) as e:
+        print(f"vlcs tune: {e}", file=sys.stderr)
+        return 2
+    if args.json:
+        print(json.dumps(plan, indent=2))
+    else:
+        for t in plan["tasks"]:
+            print(f"{t['name']:20} CPUs {t['cpus']}")
+        print(
+            f"makespan {plan['makespan_s']:.3f} s (sharing every CPU "
+            f"{plan['baselines']['shared_s']:.3f} s, one after another "
+            f"{plan['baselines']['sequential_s']:.3f} s); {plan['runs']} runs of the grid's "
+            f"{plan['grid_runs']}; plan in {Path(args.out) / 'plan.json'}"
+        )
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="vlcs", description="Virtual Library Contexts for Linux.")
     p.add_argument("--version", action="version", version=f"vlcs {__version__}")
@@ -157,6 +191,25 @@ def build_parser() -> argparse.ArgumentParser:
         "--timeout", type=float, default=300.0, metavar="S", help="seconds per package (300)"
     )
     c.set_defaults(func=_check)
+
+    t = sub.add_parser(
+        "tune",
+        help="find the CPU partition of concurrent tasks (the auto-tuner)",
+        description="Measure the tasks of TASKS (TOML [[task]] tables or JSON) running at once "
+        "in CPU partitions, each trial in a fresh process, and write the best plan "
+        "(plan.json, report.md, heatmap.png for two tasks). smart fits each task's scaling "
+        "from a few runs alone and measures only the promising partitions; grid measures all.",
+    )
+    t.add_argument("tasks", help="the tasks file, e.g. tasks.toml")
+    t.add_argument("--cpus", help='the CPUs to split, e.g. "0-15" (default: all usable)')
+    t.add_argument("--method", choices=("smart", "grid"), default="smart")
+    t.add_argument("--step", type=int, default=1, help="CPU counts in multiples of N (1)")
+    t.add_argument("--overlap", action="store_true", help="allow tasks to share CPUs")
+    t.add_argument("--repeats", type=int, default=1, help="runs per configuration (1)")
+    t.add_argument("--timeout", type=float, default=600.0, metavar="S", help="seconds per trial")
+    t.add_argument("--out", default="tune", help="folder for plan.json, report.md (./tune)")
+    t.add_argument("--json", action="store_true", help="print the plan as JSON")
+    t.set_defaults(func=_tune)
 
     return p
 

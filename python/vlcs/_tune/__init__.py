@@ -1,0 +1,487 @@
+"""``vlcs tune``: find the CPU partition of concurrent tasks, and say what
+finding it cost (the paper's auto-tuner, with a search that needs a
+fraction of the grid's runs).
+
+The search (space.py) is a pure function of a ``measure`` callback; this
+module turns tasks into trials (trial.py: each a fresh process under
+``vlcs-run``, with a timeout), caches what was measured so an interrupted
+tuning resumes, shows progress, and writes plan.json, report.md and, for
+two tasks, the heatmap.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import json
+import os
+import platform
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from vlcs._tune import space as _space
+from vlcs._tune.space import Counts, format_cpus
+
+METHODS = ("smart", "grid")
+
+
+class TuneError(ValueError):
+    """A tuning that cannot start: bad tasks, CPUs or options."""
+
+
+@dataclass
+class Task:
+    """A task to tune: a Python function run inside a context, or a program
+    run as its own process confined to its CPUs.
+
+    call: "module:function" (or a function importable by that name);
+    args: its keyword arguments; command: argv of a program; env: variables
+    for the task, where "{cpus}" becomes its CPU count and "{cpulist}" its
+    CPU list.
+
+    >>> Task("solver", command=["./solver"], env={"OMP_NUM_THREADS": "{cpus}"}).kind
+    'command'
+    """
+
+    name: str
+    call: str | Callable[..., Any] | None = None
+    args: Mapping[str, Any] = field(default_factory=dict)
+    command: Sequence[str] | None = None
+    env: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def kind(self) -> str:
+        return "call" if self.call is not None else "command"
+
+    def spec(self) -> dict[str, Any]:
+        """The JSON form a trial process gets; TuneError when it cannot run."""
+        if (self.call is None) == (self.command is None):
+            raise TuneError(f"task '{self.name}': give exactly one of call and command")
+        out: dict[str, Any] = {"name": self.name, "env": {k: str(v) for k, v in self.env.items()}}
+        if self.call is not None:
+            out["call"] = _call_name(self.name, self.call)
+            out["args"] = dict(self.args)
+            try:
+                json.dumps(out["args"])
+            except TypeError as e:
+                raise TuneError(f"task '{self.name}': args must be JSON values ({e})") from None
+        else:
+            argv = [str(a) for a in (self.command or [])]
+            if not argv:
+                raise TuneError(f"task '{self.name}': command is empty")
+            if shutil.which(argv[0]) is None:
+                raise TuneError(f"task '{self.name}': program {argv[0]!r} not found")
+            out["command"] = argv
+        return out
+
+
+def _call_name(task: str, call: str | Callable[..., Any]) -> str:
+    if callable(call):
+        module, qualname = getattr(call, "__module__", None), getattr(call, "__qualname__", "")
+        if not module or module == "__main__" or "<" in qualname:
+            raise TuneError(
+                f"task '{task}': {call!r} cannot be imported by a fresh process; define it at "
+                "the top level of a module"
+            )
+        call = f"{module}:{qualname}"
+    module, sep, function = call.partition(":")
+    if not sep or not module or not function:
+        raise TuneError(f"task '{task}': call must be 'module:function'; got {call!r}")
+    try:
+        found = importlib.util.find_spec(module)
+    except (ImportError, ValueError):
+        found = None
+    if found is None:
+        raise TuneError(
+            f"task '{task}': module {module!r} not found on sys.path (the current directory "
+            "and PYTHONPATH)"
+        )
+    return call
+
+
+def load_tasks(path: str | Path) -> list[Task]:
+    """Tasks from a TOML (``[[task]]`` tables) or JSON ({"task": [...]}) file."""
+    p = Path(path)
+    try:
+        text = p.read_text()
+    except OSError as e:
+        raise TuneError(f"cannot read {p}: {e.strerror}") from None
+    try:
+        if p.suffix == ".json":
+            doc = json.loads(text)
+        else:
+            try:
+                import tomllib
+            except ModuleNotFoundError:  # Python 3.10
+                try:
+                    import tomli as tomllib
+                except ModuleNotFoundError:
+                    raise TuneError(
+                        f"{p}: reading TOML on Python {platform.python_version()} needs tomli "
+                        "(pip install tomli), or give the tasks as JSON"
+                    ) from None
+            doc = tomllib.loads(text)
+    except (ValueError, TypeError) as e:
+        raise TuneError(f"{p}: {e}") from None
+    entries = doc.get("task")
+    if not isinstance(entries, list) or not entries:
+        raise TuneError(f"{p}: no [[task]] entries")
+    tasks = []
+    for i, t in enumerate(entries):
+        unknown = set(t) - {"name", "call", "args", "command", "env"}
+        if unknown:
+            raise TuneError(f"{p}: task {i + 1}: unknown keys {sorted(unknown)}")
+        tasks.append(
+            Task(
+                t.get("name", f"task{i + 1}"),
+                t.get("call"),
+                t.get("args", {}),
+                t.get("command"),
+                t.get("env", {}),
+            )
+        )
+    return tasks
+
+
+def machine() -> dict[str, Any]:
+    """What a plan records of the machine it was made on."""
+    model = ""
+    try:
+        with open("/proc/cpuinfo") as f:
+            model = next(
+                (ln.split(":", 1)[1].strip() for ln in f if ln.startswith("model name")), ""
+            )
+    except OSError:
+        pass
+    return {
+        "hostname": platform.node(),
+        "cpu_model": model,
+        "cpus_usable": sorted(os.sched_getaffinity(0)),
+    }
+
+
+class _Trials:
+    """Runs trials in fresh processes, with a cache on disk and progress."""
+
+    def __init__(
+        self,
+        tasks: list[dict[str, Any]],
+        cpus: list[int],
+        out: Path | None,
+        repeats: int,
+        timeout: float,
+        progress: bool,
+    ) -> None:
+        self.tasks, self.cpus, self.repeats, self.timeout = tasks, cpus, repeats, timeout
+        self.progress = progress
+        self.key = hashlib.sha1(json.dumps([tasks, cpus], sort_keys=True).encode()).hexdigest()[:12]
+        self.cache: dict[str, dict[str, Any]] = {}
+        self.cache_path = out / "trials.jsonl" if out else None
+        if self.cache_path and self.cache_path.exists():
+            for line in self.cache_path.read_text().splitlines():
+                try:
+                    rec = json.loads(line)
+                except ValueError:
+                    continue  # a line cut by an interruption
+                if rec.get("tuning") == self.key:
+                    self.cache[rec["config"]] = rec
+        self.runs = 0  # trial runs this tuning needed (cached ones included)
+        self.started = time.monotonic()
+        self.best: tuple[float, str] | None = None
+        self.total: int | None = None
+        self.failures: dict[str, str] = {}
+
+    def _say(self, text: str) -> None:
+        if self.progress:
+            print(f"vlcs tune: {text}", file=sys.stderr, flush=True)
+
+    def _count(self) -> str:
+        return f"{self.runs}/{self.total}" if self.total else str(self.runs)
+
+    def _once(self, mode: str, lists: list[list[int]], only: int | None) -> dict[str, Any]:
+        spec = {
+            "tasks": self.tasks,
+            "mode": mode,
+            "cpus": lists,
+            "only": only,
+            "path": [p for p in sys.path if p],
+        }
+        from vlcs._paths import program_path
+
+        argv = [str(program_path("vlcs-run")), "--", sys.executable, "-m", "vlcs._tune.trial"]
+        p = subprocess.Popen(
+            argv,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            start_new_session=True,
+        )
+        try:
+            out, err = p.communicate(json.dumps(spec), timeout=self.timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(p.pid, signal.SIGKILL)  # its programs too
+            p.communicate()
+            return {"error": f"timed out after {self.timeout:g} s"}
+        lines = out.strip().splitlines()
+        if p.returncode != 0 or not lines:
+            tail = (err.strip().splitlines() or ["no message"])[-1]
+            return {"error": f"the trial process exited with status {p.returncode}: {tail}"}
+        return json.loads(lines[-1])
+
+    def measure(
+        self, label: str, mode: str, lists: list[list[int]], only: int | None = None
+    ) -> float:
+        """Median makespan of `repeats` runs (cached); inf for a failed trial."""
+        rec = self.cache.get(label)
+        if rec is None:
+            times: list[float] = []
+            each: list[list[float]] = []
+            error = None
+            for _ in range(self.repeats):
+                r = self._once(mode, lists, only)
+                if "error" in r:
+                    error = r["error"]
+                    break
+                times.append(r["makespan"])
+                each.append(r["each"])
+            rec = {
+                "tuning": self.key,
+                "config": label,
+                "times": times,
+                "each": each,
+                "error": error,
+            }
+            self.cache[label] = rec
+            if self.cache_path:
+                with self.cache_path.open("a") as f:
+                    f.write(json.dumps(rec) + "\n")
+        self.runs += 1
+        if rec["error"]:
+            self.failures[label] = rec["error"]
+            self._say(f"[{self._count()}] {label}: FAILED: {rec['error']}")
+            return float("inf")
+        t = statistics.median(rec["times"])
+        if only is None and mode == "split" and (self.best is None or t < self.best[0]):
+            self.best = (t, label)
+        best = f"best {self.best[0]:.3f} s ({self.best[1]})" if self.best else "no best yet"
+        self._say(
+            f"[{self._count()}] {label}: {t:.3f} s; "
+            f"{best}; {time.monotonic() - self.started:.0f} s elapsed"
+        )
+        return t
+
+    def spread(self, label: str) -> list[float]:
+        rec = self.cache.get(label)
+        return [min(rec["times"]), max(rec["times"])] if rec and rec["times"] else []
+
+
+def _label(names: list[str], lists: list[list[int]]) -> str:
+    return " | ".join(f"{n}={format_cpus(c)}" for n, c in zip(names, lists, strict=True))
+
+
+def tune(
+    tasks: Sequence[Task],
+    cpus: str | Sequence[int] | None = None,
+    method: str = "smart",
+    *,
+    step: int = 1,
+    overlap: bool = False,
+    repeats: int = 1,
+    timeout: float = 600.0,
+    out: str | Path | None = None,
+    progress: bool = True,
+) -> dict[str, Any]:
+    """Find the CPU partition that runs `tasks` at once fastest.
+
+    Returns the plan (also written to out/plan.json with out/report.md and,
+    for two tasks, out/heatmap.png): each task's CPU list and environment,
+    the makespans measured, the baselines (all tasks sharing every CPU;
+    one after another), the runs used and the grid's size.
+
+    >>> import vlcs
+    >>> vlcs.tune([], cpus="0")
+    Traceback (most recent call last):
+    ...
+    vlcs._tune.TuneError: give at least two tasks to tune (got 0)
+    """
+    from vlcs._context import VLC
+
+    if method not in METHODS:
+        raise TuneError(f"method must be one of {', '.join(METHODS)}; got {method!r}")
+    tasks = list(tasks)
+    if len(tasks) < 2:
+        raise TuneError(f"give at least two tasks to tune (got {len(tasks)})")
+    names = [t.name for t in tasks]
+    if len(set(names)) != len(names):
+        raise TuneError(f"task names must differ; got {names}")
+    if step < 1 or repeats < 1 or timeout <= 0:
+        raise TuneError("step and repeats must be at least 1 and timeout positive")
+    specs = [t.spec() for t in tasks]
+    if cpus is None:
+        cpu_ids = sorted(os.sched_getaffinity(0))
+    else:
+        probe = VLC(cpus=cpus, name="tune-cpus")  # vlcs's own parser and checks
+        cpu_ids = sorted(probe.cpus)
+        probe.close()
+    n = len(cpu_ids)
+    if n < len(tasks) and not overlap:
+        raise TuneError(f"{len(tasks)} tasks need at least as many CPUs without --overlap; got {n}")
+    outdir = Path(out) if out is not None else None
+    if outdir:
+        outdir.mkdir(parents=True, exist_ok=True)
+
+    trials = _Trials(specs, cpu_ids, outdir, repeats, timeout, progress)
+    grid_space = _space.configurations(n, len(tasks), step, overlap)
+    results: dict[Counts, float] = {}
+
+    def measure(cfg: Counts) -> float:
+        lists = _space.cpu_lists(cpu_ids, cfg)
+        results[cfg] = trials.measure(_label(names, lists), "split", lists)
+        return results[cfg]
+
+    def measure_alone(task: int, count: int) -> float:
+        lists = [cpu_ids[:count] if i == task else [cpu_ids[0]] for i in range(len(tasks))]
+        return trials.measure(
+            f"{names[task]}={format_cpus(cpu_ids[:count])} alone", "split", lists, task
+        )
+
+    every = [cpu_ids] * len(tasks)
+    small = _grid_is_cheaper(len(grid_space), n, len(tasks))
+    trials.total = (len(grid_space) if method == "grid" or small else len(grid_space) // 3) + 2
+    t0 = time.monotonic()
+    shared = trials.measure("shared: every task on " + format_cpus(cpu_ids), "shared", every)
+    sequential = trials.measure("sequential on " + format_cpus(cpu_ids), "sequential", every)
+    if method == "grid" or small:
+        # A grid no larger than three profiles is cheaper measured whole.
+        found = _space.grid(grid_space, measure)
+    else:
+        found = _space.smart(grid_space, n, len(tasks), measure, measure_alone)
+    wall = time.monotonic() - t0
+    if found.best_s == float("inf"):
+        raise TuneError(
+            "every trial failed: " + "; ".join(f"{k}: {v}" for k, v in trials.failures.items())
+        )
+    best_lists = _space.cpu_lists(cpu_ids, found.best)
+    plan: dict[str, Any] = {
+        "version": 1,
+        "method": method,
+        "searched": "grid" if method == "grid" or small else "smart",
+        "machine": machine(),
+        "cpus": format_cpus(cpu_ids),
+        "tasks": [
+            {
+                "name": t.name,
+                "cpus": format_cpus(c),
+                "env": {k: _space.fill(v, c) for k, v in s["env"].items()},
+            }
+            for t, s, c in zip(tasks, specs, best_lists, strict=True)
+        ],
+        "makespan_s": found.best_s,
+        "spread_s": trials.spread(_label(names, best_lists)),
+        "baselines": {"shared_s": shared, "sequential_s": sequential},
+        "runs": found.runs + 2,
+        "grid_runs": len(grid_space) + 2,
+        "repeats": repeats,
+        "tuning_s": wall,
+        "prediction_error": found.prediction_error,
+        "measured": [
+            {
+                "config": list(cfg),
+                "cpus": [format_cpus(c) for c in _space.cpu_lists(cpu_ids, cfg)],
+                "makespan_s": t,
+                **({"predicted_s": found.predicted[cfg]} if cfg in found.predicted else {}),
+            }
+            for cfg, t in sorted(found.measured.items())
+        ],
+        "failures": trials.failures,
+    }
+    if outdir:
+        (outdir / "plan.json").write_text(json.dumps(plan, indent=2) + "\n")
+        _report(plan, outdir, names, n, found)
+    return plan
+
+
+def _grid_is_cheaper(configurations: int, ncpus: int, ntasks: int) -> bool:
+    """Whether measuring every configuration costs no more than three
+    profiles (each task alone on a few CPU counts): then `smart` does that."""
+    return configurations <= 3 * len(_space.profile_counts(ncpus)) * ntasks
+
+
+def _report(
+    plan: dict[str, Any], out: Path, names: list[str], n: int, found: _space.SearchResult
+) -> None:
+    lines = [
+        f"# vlcs tune: {' + '.join(names)}",
+        "",
+        f"Method {plan['method']}: {plan['runs']} trial runs (the grid: {plan['grid_runs']}), "
+        f"{plan['tuning_s']:.0f} s, {plan['repeats']} repeat(s) each; CPUs {plan['cpus']} on "
+        f"{plan['machine']['hostname']} ({plan['machine']['cpu_model']}).",
+        "",
+        "| task | CPUs | environment |",
+        "|---|---|---|",
+        *[
+            f"| {t['name']} | {t['cpus']} | {' '.join(f'{k}={v}' for k, v in t['env'].items())} |"
+            for t in plan["tasks"]
+        ],
+        "",
+        f"Makespan {plan['makespan_s']:.3f} s; all tasks sharing every CPU "
+        f"{plan['baselines']['shared_s']:.3f} s; one after another "
+        f"{plan['baselines']['sequential_s']:.3f} s.",
+    ]
+    if plan["prediction_error"] is not None:
+        lines += [
+            "",
+            "Predicted versus measured makespan: "
+            f"{100 * plan['prediction_error']:.0f} % mean error.",
+        ]
+    lines += ["", "| configuration | measured s | predicted s |", "|---|---|---|"]
+    for m in plan["measured"]:
+        pred = f"{m['predicted_s']:.3f}" if "predicted_s" in m else ""
+        lines.append(f"| {' | '.join(m['cpus'])} | {m['makespan_s']:.3f} | {pred} |")
+    if plan["failures"]:
+        lines += ["", "Failed trials:", *[f"- {k}: {v}" for k, v in plan["failures"].items()]]
+    if len(names) == 2 and _heatmap(plan, out / "heatmap.png", names, n, found):
+        lines += ["", "![makespan by CPUs per task](heatmap.png)"]
+    (out / "report.md").write_text("\n".join(lines) + "\n")
+
+
+def _heatmap(
+    plan: dict[str, Any], path: Path, names: list[str], n: int, found: _space.SearchResult
+) -> bool:
+    """Cells: the makespan of (CPUs of task 1, CPUs of task 2), blank where
+    not measured; the optimum boxed.  False when matplotlib is missing."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+        from matplotlib.patches import Rectangle
+    except ImportError:
+        return False
+    values = [[float("nan")] * n for _ in range(n)]
+    for cfg, t in found.measured.items():
+        if t != float("inf"):
+            values[cfg[1] - 1][cfg[0] - 1] = t
+    fig, ax = plt.subplots(figsize=(1.2 + 0.45 * n, 1 + 0.45 * n))
+    im = ax.imshow(values, origin="lower", cmap="viridis_r")
+    ax.set_xticks(range(n), [str(i + 1) for i in range(n)])
+    ax.set_yticks(range(n), [str(i + 1) for i in range(n)])
+    ax.set_xlabel(f"CPUs of {names[0]}")
+    ax.set_ylabel(f"CPUs of {names[1]}")
+    a, b = found.best
+    ax.add_patch(Rectangle((a - 1.5, b - 1.5), 1, 1, fill=False, edgecolor="red", linewidth=2.5))
+    fig.colorbar(im, ax=ax, label="makespan (s)")
+    ax.set_title(f"{plan['method']}: {plan['runs']} runs, best {plan['makespan_s']:.3f} s")
+    fig.tight_layout()
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
+    return True

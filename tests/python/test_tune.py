@@ -1,0 +1,286 @@
+"""``vlcs tune``: the search over CPU partitions (with tasks of known
+scaling, so the optimum is known), and real tunings on this machine's CPUs:
+an OpenBLAS GEMM series and an OpenMP stencil as Python functions in
+contexts, a C++ program as a command; the plan, its report and heatmap,
+``VLC.from_plan``, resuming from the cache, and bad input."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+import vlcs
+from test_imports import needs_two, run_code
+from vlcs._tune import space
+
+DATA = Path(__file__).with_name("data")
+
+
+# ---- the search, with tasks of known scaling -------------------------------
+
+
+def model(serial: list[float], parallel: list[float]):
+    """measure() of tasks that take serial + parallel / cpus seconds, and
+    contend when CPUs are shared (overlap): the slowest task decides."""
+
+    def measure(cfg: tuple[int, ...]) -> float:
+        return max(s + p / c for s, p, c in zip(serial, parallel, cfg, strict=True))
+
+    def alone(task: int, count: int) -> float:
+        return serial[task] + parallel[task] / count
+
+    return measure, alone
+
+
+CASES = [
+    ([0.1, 0.1], [8.0, 2.0], 16),  # unequal: the large one gets most CPUs
+    ([0.5, 0.05], [4.0, 4.0], 16),  # one with a serial part
+    ([0.2, 0.2, 0.2], [6.0, 3.0, 1.0], 12),  # three tasks
+    ([0.0, 1.0], [12.0, 0.5], 24),  # the paper's 24 cores
+]
+
+
+@pytest.mark.parametrize(("serial", "parallel", "n"), CASES)
+def test_grid_measures_every_configuration_once_and_finds_the_optimum(serial, parallel, n):
+    measure, _ = model(serial, parallel)
+    calls: list[tuple[int, ...]] = []
+    grid_space = space.configurations(n, len(serial))
+    r = space.grid(grid_space, lambda c: calls.append(c) or measure(c))
+    assert sorted(calls) == sorted(grid_space) and len(set(calls)) == len(calls)
+    assert r.best_s == min(measure(c) for c in grid_space)
+    assert all(sum(c) <= n and min(c) >= 1 for c in grid_space)
+
+
+@pytest.mark.parametrize(("serial", "parallel", "n"), CASES)
+def test_smart_is_within_5_percent_of_the_grid_with_a_third_of_its_runs(serial, parallel, n):
+    measure, alone = model(serial, parallel)
+    grid_space = space.configurations(n, len(serial))
+    best = space.grid(grid_space, measure).best_s
+    r = space.smart(grid_space, n, len(serial), measure, alone)
+    assert r.runs <= len(grid_space) / 3, (r.runs, len(grid_space))
+    assert r.best_s <= best * 1.05, (r.best, r.best_s, best)
+    assert r.prediction_error is not None and r.prediction_error < 0.01  # Amdahl tasks
+
+
+def test_smart_survives_a_model_that_is_wrong():
+    # Contention the model does not know: tasks slow each other down by
+    # how many CPUs the other holds; smart still ends within its budget and
+    # its answer is the best of what it measured.
+    serial, parallel, n = [0.1, 0.1], [8.0, 4.0], 16
+
+    def measure(cfg):
+        a, b = cfg
+        return max(
+            serial[0] + parallel[0] / a * (1 + b / 32), serial[1] + parallel[1] / b * (1 + a / 32)
+        )
+
+    grid_space = space.configurations(n, 2)
+    r = space.smart(grid_space, n, 2, measure, lambda t, c: serial[t] + parallel[t] / c)
+    assert r.runs <= len(grid_space) / 3
+    assert r.best_s == min(r.measured.values())
+    assert r.best_s <= space.grid(grid_space, measure).best_s * 1.10
+
+
+def test_space_steps_overlap_and_cpu_lists():
+    assert space.configurations(8, 2, step=4) == [(1, 1), (1, 4), (4, 1), (4, 4)]
+    assert (6, 6) in space.configurations(8, 2, overlap=True)
+    assert space.cpu_lists([0, 1, 2, 3, 8, 9], (2, 4)) == [[0, 1], [2, 3, 8, 9]]
+    assert space.format_cpus([3, 0, 1, 2, 8, 10, 11]) == "0-3,8,10-11"
+
+
+# ---- real tunings -------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def kernels(tmp_path_factory) -> dict[str, str]:
+    """An OpenMP stencil library and a C++ program, compiled for the tests."""
+    d = tmp_path_factory.mktemp("kernels")
+    stencil = d / "libstencil.so"
+    subprocess.run(
+        [
+            "cc",
+            "-O2",
+            "-fopenmp",
+            "-shared",
+            "-fPIC",
+            str(DATA / "tune_stencil.c"),
+            "-o",
+            str(stencil),
+        ],
+        check=True,
+    )
+    program = d / "spin"
+    subprocess.run(
+        ["c++", "-O2", "-fopenmp", str(DATA / "tune_spin.cpp"), "-o", str(program)], check=True
+    )
+    return {"stencil": str(stencil), "program": str(program)}
+
+
+def _tasks(kernels: dict[str, str]) -> list[vlcs.Task]:
+    return [
+        vlcs.Task("gemm", call="tune_tasks:gemm_series", args={"n": 400, "reps": 6}),
+        vlcs.Task(
+            "stencil",
+            call="tune_tasks:stencil",
+            args={"library": kernels["stencil"], "n": 80, "iters": 30},
+        ),
+    ]
+
+
+@pytest.fixture
+def data_on_path(monkeypatch):
+    monkeypatch.syspath_prepend(str(DATA))
+
+
+@needs_two
+def test_grid_tuning_of_real_tasks_writes_a_plan_that_from_plan_reproduces(
+    kernels, data_on_path, tmp_path, capsys
+):
+    plan = vlcs.tune(_tasks(kernels), cpus="0-1", method="grid", out=tmp_path)
+    # 2 CPUs, 2 tasks, disjoint: one partition, plus the two baselines
+    assert plan["runs"] == plan["grid_runs"] == 3
+    assert [t["cpus"] for t in plan["tasks"]] == ["0", "1"]
+    assert plan["makespan_s"] > 0 and plan["baselines"]["sequential_s"] > 0
+    assert json.loads((tmp_path / "plan.json").read_text()) == json.loads(json.dumps(plan))
+    report = (tmp_path / "report.md").read_text()
+    assert "| gemm | 0 |" in report and "heatmap.png" in report
+    assert (tmp_path / "heatmap.png").read_bytes()[:4] == b"\x89PNG"
+    assert "vlcs tune: [1/3]" in capsys.readouterr().err  # progress
+    ctx = vlcs.VLC.from_plan(tmp_path / "plan.json", "stencil")
+    assert ctx.cpus == [1]
+    # resuming: every trial comes from the cache, none runs again
+    again = vlcs.tune(_tasks(kernels), cpus="0-1", method="grid", out=tmp_path, progress=False)
+    assert again["makespan_s"] == plan["makespan_s"]
+    assert len((tmp_path / "trials.jsonl").read_text().splitlines()) == 3
+
+
+@needs_two
+def test_smart_profiles_each_task_alone_and_predicts(kernels, data_on_path, monkeypatch):
+    # On 2 CPUs the grid is one partition and smart measures it whole; made
+    # to search anyway, it runs each task alone on 1 and 2 CPUs, fits, and
+    # says how far its prediction was from what it measured.
+    import vlcs._tune as t
+
+    monkeypatch.setattr(t, "_grid_is_cheaper", lambda *a: False)
+    plan = vlcs.tune(_tasks(kernels), cpus="0-1", method="smart", progress=False)
+    assert plan["searched"] == "smart"
+    assert plan["runs"] == 2 + 2 * 2 + 1  # baselines, profiles, the one partition
+    assert plan["prediction_error"] is not None and plan["prediction_error"] >= 0
+    assert plan["measured"][0]["predicted_s"] > 0
+    assert [t["cpus"] for t in plan["tasks"]] == ["0", "1"]
+
+
+@needs_two
+def test_cli_tunes_a_function_and_a_program_with_placeholders(kernels, tmp_path):
+    tasks = tmp_path / "tasks.toml"
+    tasks.write_text(
+        textwrap.dedent(
+            f"""
+            [[task]]
+            name = "gemm"
+            call = "tune_tasks:gemm_series"
+            args = {{ n = 300, reps = 4 }}
+
+            [[task]]
+            name = "spin"
+            command = ["{kernels["program"]}", "20000000", "{{cpulist}}"]
+            env = {{ OMP_NUM_THREADS = "{{cpus}}" }}
+            """
+        )
+    )
+    env = {**os.environ, "PYTHONPATH": str(DATA)}
+    p = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "vlcs",
+            "tune",
+            str(tasks),
+            "--cpus",
+            "0-1",
+            "--out",
+            str(tmp_path / "o"),
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
+    )
+    assert p.returncode == 0, p.stderr[-3000:]
+    plan = json.loads(p.stdout)
+    spin = next(t for t in plan["tasks"] if t["name"] == "spin")
+    assert spin["env"] == {"OMP_NUM_THREADS": "1"}, "{cpus} filled with the chosen count"
+    assert not plan["failures"]
+
+
+@needs_two
+def test_bad_input_is_refused_and_a_failing_trial_is_reported(kernels, data_on_path, tmp_path):
+    with pytest.raises(vlcs.TuneError, match="module 'no_such_module' not found"):
+        vlcs.tune(
+            [vlcs.Task("a", call="no_such_module:f"), vlcs.Task("b", call="tune_tasks:gemm_series")]
+        )
+    with pytest.raises(vlcs.TuneError, match="program 'no-such-program' not found"):
+        vlcs.tune([vlcs.Task("a", command=["no-such-program"]), vlcs.Task("b", command=["true"])])
+    with pytest.raises(vlcs.VlcsError, match="not available|may use"):
+        vlcs.tune(
+            [vlcs.Task("a", command=["true"]), vlcs.Task("b", command=["true"])], cpus="0-1023"
+        )
+    with pytest.raises(vlcs.TuneError, match="cannot be imported by a fresh process"):
+        vlcs.tune([vlcs.Task("a", call=lambda: 0), vlcs.Task("b", command=["true"])])
+    # a task that fails in every trial: reported, and the tuning says why
+    with pytest.raises(vlcs.TuneError, match="every trial failed.*ZeroDivisionError"):
+        vlcs.tune(
+            [vlcs.Task("a", call="tune_tasks:fails"), vlcs.Task("b", command=["true"])],
+            cpus="0-1",
+            progress=False,
+        )
+    # one that hangs: each trial's timeout, its processes killed
+    with pytest.raises(vlcs.TuneError, match="timed out after 1 s"):
+        vlcs.tune(
+            [vlcs.Task("a", command=["sleep", "61.5"]), vlcs.Task("b", command=["true"])],
+            cpus="0-1",
+            method="grid",
+            timeout=1,
+            progress=False,
+        )
+    left = subprocess.run(["pgrep", "-f", "sleep 61.5"], capture_output=True, text=True)
+    assert left.stdout == "", "a timed-out trial's programs are killed"
+
+
+def test_from_plan_refuses_another_machines_cpus_and_unknown_tasks(tmp_path):
+    plan = {
+        "version": 1,
+        "machine": {"hostname": "bignode"},
+        "tasks": [{"name": "a", "cpus": "0-1023", "env": {}}],
+    }
+    with pytest.raises(ValueError, match="cannot use CPU .* made on bignode"):
+        vlcs.VLC.from_plan(plan, "a")
+    with pytest.raises(ValueError, match="no task 'b'"):
+        vlcs.VLC.from_plan(plan, "b")
+    with pytest.raises(ValueError, match="not a plan"):
+        vlcs.VLC.from_plan({"tasks": 3}, "a")
+
+
+def test_base_untouched_after_a_tuning_in_this_process(kernels, data_on_path):
+    # The trials run in other processes: this interpreter imported nothing
+    # of the tasks (a numpy task leaves no numpy here) and its affinity and
+    # environment are its own.
+    r = run_code(
+        f"""
+        import json, os, sys, vlcs
+        sys.path.insert(0, {str(DATA)!r})
+        before = sorted(os.sched_getaffinity(0))
+        vlcs.tune([vlcs.Task("a", call="tune_tasks:gemm_series", args={{"n": 200, "reps": 2}}),
+                   vlcs.Task("b", command=["true"])], method="grid", progress=False)
+        after = sorted(os.sched_getaffinity(0))
+        print(json.dumps({{"numpy": "numpy" in sys.modules, "affinity": after == before,
+                           "env": [k for k in os.environ if k.startswith("OMP_")]}}))
+        """
+    )
+    assert r == {"numpy": False, "affinity": True, "env": []}
