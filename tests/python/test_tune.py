@@ -6,6 +6,7 @@ contexts, a C++ program as a command; the plan, its report and heatmap,
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import subprocess
@@ -148,8 +149,12 @@ def test_grid_tuning_of_real_tasks_writes_a_plan_that_from_plan_reproduces(
     assert plan["makespan_s"] > 0 and plan["baselines"]["sequential_s"] > 0
     assert json.loads((tmp_path / "plan.json").read_text()) == json.loads(json.dumps(plan))
     report = (tmp_path / "report.md").read_text()
-    assert "| gemm | 0 |" in report and "heatmap.png" in report
-    assert (tmp_path / "heatmap.png").read_bytes()[:4] == b"\x89PNG"
+    assert "| gemm | 0 |" in report
+    if importlib.util.find_spec("matplotlib") is not None:
+        assert "heatmap.png" in report
+        assert (tmp_path / "heatmap.png").read_bytes()[:4] == b"\x89PNG"
+    else:  # the report says nothing of a chart it could not draw
+        assert "heatmap" not in report and not (tmp_path / "heatmap.png").exists()
     assert "vlcs tune: [1/3]" in capsys.readouterr().err  # progress
     ctx = vlcs.VLC.from_plan(tmp_path / "plan.json", "stencil")
     assert ctx.cpus == [1]
@@ -177,22 +182,33 @@ def test_smart_profiles_each_task_alone_and_predicts(kernels, data_on_path, monk
 
 @needs_two
 def test_cli_tunes_a_function_and_a_program_with_placeholders(kernels, tmp_path):
-    tasks = tmp_path / "tasks.toml"
-    tasks.write_text(
-        textwrap.dedent(
-            f"""
-            [[task]]
-            name = "gemm"
-            call = "tune_tasks:gemm_series"
-            args = {{ n = 300, reps = 4 }}
+    gemm = {"name": "gemm", "call": "tune_tasks:gemm_series", "args": {"n": 300, "reps": 4}}
+    spin = {
+        "name": "spin",
+        "command": [kernels["program"], "20000000", "{cpulist}"],
+        "env": {"OMP_NUM_THREADS": "{cpus}"},
+    }
+    program = kernels["program"]
+    if sys.version_info >= (3, 11):  # tomllib
+        tasks = tmp_path / "tasks.toml"
+        tasks.write_text(
+            textwrap.dedent(
+                f"""
+                [[task]]
+                name = "gemm"
+                call = "tune_tasks:gemm_series"
+                args = {{ n = 300, reps = 4 }}
 
-            [[task]]
-            name = "spin"
-            command = ["{kernels["program"]}", "20000000", "{{cpulist}}"]
-            env = {{ OMP_NUM_THREADS = "{{cpus}}" }}
-            """
+                [[task]]
+                name = "spin"
+                command = ["{program}", "20000000", "{{cpulist}}"]
+                env = {{ OMP_NUM_THREADS = "{{cpus}}" }}
+                """
+            )
         )
-    )
+    else:
+        tasks = tmp_path / "tasks.json"
+        tasks.write_text(json.dumps({"task": [gemm, spin]}))
     env = {**os.environ, "PYTHONPATH": str(DATA)}
     p = subprocess.run(
         [
