@@ -422,7 +422,13 @@ def _report(
     lines = [
         f"# vlcs tune: {' + '.join(names)}",
         "",
-        f"Method {plan['method']}: {plan['runs']} trial runs (the grid: {plan['grid_runs']}), "
+        f"Method {plan['method']}"
+        + (
+            " (the grid is smaller than three profiles: measured whole)"
+            if plan["method"] == "smart" and plan["searched"] == "grid"
+            else ""
+        )
+        + f": {plan['runs']} trial runs (the grid: {plan['grid_runs']}), "
         f"{plan['tuning_s']:.0f} s, {plan['repeats']} repeat(s) each; CPUs {plan['cpus']} on "
         f"{plan['machine']['hostname']} ({plan['machine']['cpu_model']}).",
         "",
@@ -446,7 +452,8 @@ def _report(
     lines += ["", "| configuration | measured s | predicted s |", "|---|---|---|"]
     for m in plan["measured"]:
         pred = f"{m['predicted_s']:.3f}" if "predicted_s" in m else ""
-        lines.append(f"| {' | '.join(m['cpus'])} | {m['makespan_s']:.3f} | {pred} |")
+        split = ", ".join(f"{n}={c}" for n, c in zip(names, m["cpus"], strict=True))
+        lines.append(f"| {split} | {m['makespan_s']:.3f} | {pred} |")
     if plan["failures"]:
         lines += ["", "Failed trials:", *[f"- {k}: {v}" for k, v in plan["failures"].items()]]
     if len(names) == 2 and _heatmap(plan, out / "heatmap.png", names, n, found):
