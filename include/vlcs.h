@@ -131,6 +131,17 @@ VLCS_API int vlcs_init_opts(const vlcs_opts *opts);
  * not a ledger of this version; contexts keep lending within the process.
  */
 
+/**
+ * Configure a context as `vlcs tune` planned one of its tasks: the CPU set
+ * and environment variables the plan file (plan.json) gives task `task`.
+ * Everything is checked before the context changes.
+ *
+ * @return 0, or -1 with vlcs_error(): VLCS_E_NOT_FOUND (no such file or
+ *         task), VLCS_E_INVALID (not a plan vlcs tune wrote, or CPUs this
+ *         process cannot use: a plan made on another machine).
+ */
+VLCS_API int vlcs_ctx_apply_plan(vlcs_ctx *ctx, const char *path, const char *task);
+
 /** The node ledger's path when node-wide mode is on, else NULL. */
 VLCS_API const char *vlcs_node_ledger(void);
 

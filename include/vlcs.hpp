@@ -118,6 +118,11 @@ public:
     {
         detail::check(vlcs_ctx_set_elastic(c_, bound.c_str(), weight));
     }
+    /* The CPUs and environment `vlcs tune` planned for `task` (plan.json). */
+    void apply_plan(const std::string &path, const std::string &task)
+    {
+        detail::check(vlcs_ctx_apply_plan(c_, path.c_str(), task.c_str()));
+    }
     /* VLCS_CPUSET_CURRENT, _HOME, _BOUND or _LENT, as a CPU list. */
     std::string cpuset(vlcs_cpuset_t which) const
     {
