@@ -115,14 +115,16 @@ def _import_from(
     fromlist: Sequence[str] | None,
     level: int,
 ) -> Any:
+    absname = name if level == 0 else _absolute(name, globals, level)
     if caller.f_globals is globals and caller.f_code.co_code[caller.f_lasti] == _IMPORT_NAME:
         # An import statement: the importing module decides.
-        owner = _owners.owner_of.get(id(globals)) or resolve(caller, native=False)
+        owner = _owners.owner_of.get(id(globals))
+        if owner is None:
+            owner = BASE if _base_package_code(globals, absname) else resolve(caller, native=False)
     else:
         # PyImport_Import from C passes whatever Python frame is innermost,
         # then reads sys.modules[name] itself (with the same owner rules).
         owner = resolve(caller)
-    absname = name if level == 0 else _absolute(name, globals, level)
     if not _owners.wants(owner, absname):
         if owner is not BASE:
             return _orig_import(name, globals, locals, fromlist, level)
@@ -141,6 +143,23 @@ def _import_from(
     if hasattr(module, "__path__"):
         _fromlist(owner, module, fromlist)
     return module
+
+
+def _base_package_code(globals: Any, absname: str) -> bool:
+    """Whether the importing code is a base module of the package it imports
+    from: base numpy's ``import numpy.random`` (its lazy ``np.random``), run
+    by a thread inside a context that has no numpy, must stay the base's, or
+    the context would import a numpy of its own and hand back its arrays.
+    The script (``__main__``) and modules of other packages do not count:
+    ``with ctx: import numpy`` in them is the context's."""
+    modname = globals.get("__name__") if isinstance(globals, dict) else None
+    if not isinstance(modname, str) or modname == "__main__":
+        return False
+    if modname.partition(".")[0] != absname.partition(".")[0]:
+        return False
+    table = _modtable.table
+    module = dict.get(table, modname) if table is not None else None
+    return getattr(module, "__dict__", None) is globals
 
 
 def _fromlist(owner: Owner, module: Any, fromlist: Iterable[str], star: bool = False) -> None:
@@ -173,6 +192,8 @@ def _import_module(name: str, package: str | None = None) -> Any:
 
 def _import_module_from(caller: Any, name: str, package: str | None) -> Any:
     owner = resolve(caller, native=False)
+    if owner is not BASE and _base_package_code(caller.f_globals, package or name.lstrip(".")):
+        owner = BASE
     level = 0
     if name.startswith("."):
         if not package:

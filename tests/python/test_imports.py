@@ -171,3 +171,31 @@ def test_scipy_eigsh_and_solve_ivp_concurrently_give_sequential_results():
 def test_torch_threads_follow_cpus_and_training_runs_in_both():
     r = run_case("torch")
     expect(r, distinct=True, threads=[1, 2], losses_equal=True)
+
+
+def test_base_package_lazy_submodule_first_touched_inside_a_context_stays_the_base():
+    # numpy's np.random is imported lazily (numpy.__getattr__). Touched first
+    # by base code running on a thread inside a context that has no numpy,
+    # it stayed the context's import: the context imported a numpy of its
+    # own and base code got that copy's arrays. Base code importing its own
+    # package's submodules is the base's; the script's imports inside the
+    # context are still the context's.
+    r = run_code(
+        """
+        import json, sys
+        import numpy as np, vlcs
+        ctx = vlcs.VLC(cpus="0", name="c")
+        with ctx:
+            x = np.random.default_rng(0).random((3, 3))
+            numpy_in_ctx = "numpy" in sys.modules
+            ok = bool(np.allclose(x @ np.eye(3), x))
+            import numpy as cnp
+            import numpy.random as crandom
+        print(json.dumps({
+            "base_array": type(x) is np.ndarray, "ctx_had_no_numpy": not numpy_in_ctx, "ok": ok,
+            "ctx_numpy_private": cnp is not np, "ctx_random_private": crandom is not np.random,
+            "base_random": np.random.default_rng(0).random(2).shape == (2,),
+        }))
+        """
+    )
+    assert all(r.values()), r
