@@ -146,21 +146,44 @@ static int value(struct reader *r, int depth)
     return r->s > v ? 0 : fail(r, "expected a value");
 }
 
+/* Steps through an object's members: start with *first = true.  1 with the
+ * next key read (a key too long for cap reads as "": not one of ours) and
+ * its ':' eaten; 0 at the closing '}'; -1 on malformed input. */
+static int next_member(struct reader *r, bool *first, char *key, size_t cap)
+{
+    if (*first) {
+        *first = false;
+        if (!eat(r, '{'))
+            return fail(r, "expected an object");
+        if (eat(r, '}'))
+            return 0;
+    } else {
+        if (eat(r, '}'))
+            return 0;
+        if (!eat(r, ','))
+            return fail(r, "expected , or }");
+    }
+    if (string(r, key, cap) < 0)
+        return -1;
+    return eat(r, ':') ? 1 : fail(r, "expected :");
+}
+
 static int env_object(struct reader *r, struct entry *e)
 {
-    if (!eat(r, '{'))
-        return fail(r, "env: expected an object");
-    if (eat(r, '}'))
-        return 0;
-    do {
+    bool first = true;
+    int k;
+    char name[sizeof e->env_name[0] + 1];
+    while ((k = next_member(r, &first, name, sizeof name)) == 1) {
         if (e->nenv == PLAN_MAX_ENV)
             return fail(r, "env: too many variables");
-        if (text_value(r, e->env_name[e->nenv], sizeof e->env_name[0]) != 0 || !eat(r, ':') ||
-            text_value(r, e->env_value[e->nenv], sizeof e->env_value[0]) != 0)
-            return fail(r, "env: expected \"NAME\": \"value\"");
+        if (name[0] == '\0' || strlen(name) >= sizeof e->env_name[0])
+            return fail(r, "env: a variable name empty or too long");
+        snprintf(e->env_name[e->nenv], sizeof e->env_name[0], "%s", name);
+        if (text_value(r, e->env_value[e->nenv], sizeof e->env_value[0]) != 0)
+            return -1;
         e->nenv++;
-    } while (eat(r, ','));
-    return eat(r, '}') ? 0 : fail(r, "env: expected , or }");
+    }
+    return k;
 }
 
 /* One task object; *match when its name is `task` (then e holds it). */
@@ -168,30 +191,24 @@ static int task_object(struct reader *r, const char *task, struct entry *e, bool
 {
     struct entry cur;
     memset(&cur, 0, sizeof cur);
-    if (!eat(r, '{'))
-        return fail(r, "tasks: expected an object");
-    if (!eat(r, '}')) {
-        do {
-            char key[32];
-            if (string(r, key, sizeof key) < 0) /* a long key is "": not one of ours */
-                return -1;
-            if (!eat(r, ':'))
-                return fail(r, "expected :");
-            int rc;
-            if (strcmp(key, "name") == 0)
-                rc = text_value(r, cur.name, sizeof cur.name);
-            else if (strcmp(key, "cpus") == 0)
-                rc = text_value(r, cur.cpus, sizeof cur.cpus), cur.has_cpus = true;
-            else if (strcmp(key, "env") == 0)
-                rc = env_object(r, &cur);
-            else
-                rc = value(r, 2);
-            if (rc != 0)
-                return -1;
-        } while (eat(r, ','));
-        if (!eat(r, '}'))
-            return fail(r, "expected , or }");
+    bool first = true;
+    int k;
+    char key[32];
+    while ((k = next_member(r, &first, key, sizeof key)) == 1) {
+        int rc;
+        if (strcmp(key, "name") == 0)
+            rc = text_value(r, cur.name, sizeof cur.name);
+        else if (strcmp(key, "cpus") == 0)
+            rc = text_value(r, cur.cpus, sizeof cur.cpus), cur.has_cpus = true;
+        else if (strcmp(key, "env") == 0)
+            rc = env_object(r, &cur);
+        else
+            rc = value(r, 2);
+        if (rc != 0)
+            return -1;
     }
+    if (k < 0)
+        return -1;
     if (strcmp(cur.name, task) == 0 && !*match) {
         *e = cur;
         *match = true;
@@ -202,41 +219,34 @@ static int task_object(struct reader *r, const char *task, struct entry *e, bool
 /* Reads the plan; 0 with *match set, or -1 with r->err. */
 static int read_plan(struct reader *r, const char *task, struct entry *e, bool *match)
 {
-    bool version = false, tasks = false;
-    if (!eat(r, '{'))
-        return fail(r, "expected an object");
-    if (!eat(r, '}')) {
-        do {
-            char key[32];
-            if (string(r, key, sizeof key) < 0) /* a long key is "": not one of ours */
+    bool version = false, tasks = false, first = true;
+    int k;
+    char key[32];
+    while ((k = next_member(r, &first, key, sizeof key)) == 1) {
+        if (strcmp(key, "version") == 0) {
+            ws(r);
+            version = r->end - r->s >= 1 && *r->s == '1' &&
+                      (r->end - r->s == 1 || strchr(" \t\r\n,}", r->s[1]) != NULL);
+            if (value(r, 1) != 0)
                 return -1;
-            if (!eat(r, ':'))
-                return fail(r, "expected :");
-            if (strcmp(key, "version") == 0) {
-                ws(r);
-                version = r->end - r->s >= 1 && *r->s == '1' &&
-                          (r->end - r->s == 1 || strchr(" \t\r\n,}", r->s[1]) != NULL);
-                if (value(r, 1) != 0)
-                    return -1;
-            } else if (strcmp(key, "tasks") == 0) {
-                tasks = true;
-                if (!eat(r, '['))
-                    return fail(r, "tasks: expected an array");
-                if (!eat(r, ']')) {
-                    do {
-                        if (task_object(r, task, e, match) != 0)
-                            return -1;
-                    } while (eat(r, ','));
-                    if (!eat(r, ']'))
-                        return fail(r, "tasks: expected , or ]");
-                }
-            } else if (value(r, 1) != 0) {
-                return -1;
+        } else if (strcmp(key, "tasks") == 0) {
+            tasks = true;
+            if (!eat(r, '['))
+                return fail(r, "tasks: expected an array");
+            if (!eat(r, ']')) {
+                do {
+                    if (task_object(r, task, e, match) != 0)
+                        return -1;
+                } while (eat(r, ','));
+                if (!eat(r, ']'))
+                    return fail(r, "tasks: expected , or ]");
             }
-        } while (eat(r, ','));
-        if (!eat(r, '}'))
-            return fail(r, "expected , or }");
+        } else if (value(r, 1) != 0) {
+            return -1;
+        }
     }
+    if (k < 0)
+        return -1;
     ws(r);
     if (r->s != r->end)
         return fail(r, "text after the plan");
