@@ -41,6 +41,7 @@ CASES: dict[int, str] = {
     8: "versus_mpi",
     9: "four_tasks",
     10: "node_wide",
+    11: "tuning_search",
 }
 
 
