@@ -205,7 +205,13 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--method", choices=("smart", "grid"), default="smart")
     t.add_argument("--step", type=int, default=1, help="CPU counts in multiples of N (1)")
     t.add_argument("--overlap", action="store_true", help="allow tasks to share CPUs")
-    t.add_argument("--repeats", type=int, default=1, help="runs per configuration (1)")
+    t.add_argument(
+        "--repeats",
+        type=int,
+        default=1,
+        help="at most N interleaved rounds over the measured configurations, until the "
+        "best stays the best (1)",
+    )
     t.add_argument("--timeout", type=float, default=600.0, metavar="S", help="seconds per trial")
     t.add_argument("--out", default="tune", help="folder for plan.json, report.md (./tune)")
     t.add_argument("--json", action="store_true", help="print the plan as JSON")

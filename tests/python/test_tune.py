@@ -269,6 +269,26 @@ def test_bad_input_is_refused_and_a_failing_trial_is_reported(kernels, data_on_p
     assert left.stdout == "", "a timed-out trial's programs are killed"
 
 
+@needs_two
+def test_repeats_run_interleaved_rounds_until_the_best_is_stable(tmp_path):
+    plan = vlcs.tune(
+        [vlcs.Task("a", command=["true"]), vlcs.Task("b", command=["true"])],
+        cpus="0-1",
+        method="grid",
+        repeats=4,
+        out=tmp_path,
+        progress=False,
+    )
+    # one split and two baselines per round; a second round at least, the
+    # fourth at most
+    assert 2 <= plan["rounds"] <= 4
+    assert plan["trial_runs"] == 3 * plan["rounds"]
+    lines = (tmp_path / "trials.jsonl").read_text().splitlines()
+    assert len(lines) == plan["trial_runs"]
+    lo, hi = plan["spread_s"]
+    assert lo <= plan["makespan_s"] <= hi
+
+
 def test_from_plan_refuses_another_machines_cpus_and_unknown_tasks(tmp_path):
     plan = {
         "version": 1,

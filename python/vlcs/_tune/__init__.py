@@ -169,21 +169,26 @@ def machine() -> dict[str, Any]:
 
 
 class _Trials:
-    """Runs trials in fresh processes, with a cache on disk and progress."""
+    """Runs trials in fresh processes, with a cache on disk and progress.
+
+    Every run is one line of out/trials.jsonl (the tuning's key, the
+    configuration, its makespan and each task's time, or the error), so an
+    interrupted tuning resumes with what it had."""
 
     def __init__(
         self,
         tasks: list[dict[str, Any]],
         cpus: list[int],
         out: Path | None,
-        repeats: int,
         timeout: float,
         progress: bool,
     ) -> None:
-        self.tasks, self.cpus, self.repeats, self.timeout = tasks, cpus, repeats, timeout
+        self.tasks, self.cpus, self.timeout = tasks, cpus, timeout
         self.progress = progress
         self.key = hashlib.sha1(json.dumps([tasks, cpus], sort_keys=True).encode()).hexdigest()[:12]
-        self.cache: dict[str, dict[str, Any]] = {}
+        self.times: dict[str, list[float]] = {}
+        self.errors: dict[str, str] = {}
+        self.args: dict[str, tuple[str, list[list[int]], int | None]] = {}
         self.cache_path = out / "trials.jsonl" if out else None
         if self.cache_path and self.cache_path.exists():
             for line in self.cache_path.read_text().splitlines():
@@ -191,13 +196,16 @@ class _Trials:
                     rec = json.loads(line)
                 except ValueError:
                     continue  # a line cut by an interruption
-                if rec.get("tuning") == self.key:
-                    self.cache[rec["config"]] = rec
-        self.runs = 0  # trial runs this tuning needed (cached ones included)
+                if rec.get("tuning") != self.key:
+                    continue
+                if rec.get("error"):
+                    self.errors[rec["config"]] = rec["error"]
+                else:
+                    self.times.setdefault(rec["config"], []).append(rec["makespan"])
+        self.runs = 0  # trial executions this tuning needed (cached ones included)
         self.started = time.monotonic()
         self.best: tuple[float, str] | None = None
         self.total: int | None = None
-        self.failures: dict[str, str] = {}
 
     def _say(self, text: str) -> None:
         if self.progress:
@@ -238,38 +246,33 @@ class _Trials:
         return json.loads(lines[-1])
 
     def measure(
-        self, label: str, mode: str, lists: list[list[int]], only: int | None = None
+        self,
+        label: str,
+        mode: str,
+        lists: list[list[int]],
+        only: int | None = None,
+        runs: int = 1,
     ) -> float:
-        """Median makespan of `repeats` runs (cached); inf for a failed trial."""
-        rec = self.cache.get(label)
-        if rec is None:
-            times: list[float] = []
-            each: list[list[float]] = []
-            error = None
-            for _ in range(self.repeats):
-                r = self._once(mode, lists, only)
-                if "error" in r:
-                    error = r["error"]
-                    break
-                times.append(r["makespan"])
-                each.append(r["each"])
-            rec = {
-                "tuning": self.key,
-                "config": label,
-                "times": times,
-                "each": each,
-                "error": error,
-            }
-            self.cache[label] = rec
+        """The median makespan of `runs` runs of a configuration (those in
+        the cache count); inf once it failed."""
+        self.args[label] = (mode, lists, only)
+        have = self.times.setdefault(label, [])
+        while label not in self.errors and len(have) < runs:
+            r = self._once(mode, lists, only)
+            rec: dict[str, Any] = {"tuning": self.key, "config": label}
+            if "error" in r:
+                self.errors[label] = rec["error"] = r["error"]
+            else:
+                have.append(r["makespan"])
+                rec.update(makespan=r["makespan"], each=r["each"])
             if self.cache_path:
                 with self.cache_path.open("a") as f:
                     f.write(json.dumps(rec) + "\n")
         self.runs += 1
-        if rec["error"]:
-            self.failures[label] = rec["error"]
-            self._say(f"[{self._count()}] {label}: FAILED: {rec['error']}")
+        if label in self.errors:
+            self._say(f"[{self._count()}] {label}: FAILED: {self.errors[label]}")
             return float("inf")
-        t = statistics.median(rec["times"])
+        t = statistics.median(have[:runs])
         if only is None and mode == "split" and (self.best is None or t < self.best[0]):
             self.best = (t, label)
         best = f"best {self.best[0]:.3f} s ({self.best[1]})" if self.best else "no best yet"
@@ -279,9 +282,14 @@ class _Trials:
         )
         return t
 
+    def again(self, label: str, runs: int) -> float:
+        """Measure a configuration measured before up to `runs` runs."""
+        mode, lists, only = self.args[label]
+        return self.measure(label, mode, lists, only, runs)
+
     def spread(self, label: str) -> list[float]:
-        rec = self.cache.get(label)
-        return [min(rec["times"]), max(rec["times"])] if rec and rec["times"] else []
+        t = self.times.get(label)
+        return [min(t), max(t)] if t else []
 
 
 def _label(names: list[str], lists: list[list[int]]) -> str:
@@ -301,6 +309,10 @@ def tune(
     progress: bool = True,
 ) -> dict[str, Any]:
     """Find the CPU partition that runs `tasks` at once fastest.
+
+    repeats: at most that many rounds; after the search, the baselines and
+    every configuration measured are run again, interleaved, until the best
+    (by median) stays the best from one round to the next.
 
     Returns the plan (also written to out/plan.json with out/report.md and,
     for two tasks, out/heatmap.png): each task's CPU list and environment,
@@ -339,7 +351,7 @@ def tune(
     if outdir:
         outdir.mkdir(parents=True, exist_ok=True)
 
-    trials = _Trials(specs, cpu_ids, outdir, repeats, timeout, progress)
+    trials = _Trials(specs, cpu_ids, outdir, timeout, progress)
     grid_space = _space.configurations(n, len(tasks), step, overlap)
     results: dict[Counts, float] = {}
 
@@ -365,10 +377,30 @@ def tune(
         found = _space.grid(grid_space, measure)
     else:
         found = _space.smart(grid_space, n, len(tasks), measure, measure_alone)
+    # More rounds, interleaved over the baselines and every configuration
+    # measured, until the best stays the best from one round to the next
+    # (or `repeats` rounds): noise on a shared machine moves single runs.
+    labels = {_label(names, _space.cpu_lists(cpu_ids, c)): c for c in found.measured}
+    base_labels = [
+        "shared: every task on " + format_cpus(cpu_ids),
+        "sequential on " + format_cpus(cpu_ids),
+    ]
+    rounds, previous = 1, found.best
+    for rnd in range(2, repeats + 1):
+        trials._say(f"round {rnd} of at most {repeats}")
+        medians = {c: trials.again(lbl, rnd) for lbl, c in labels.items()}
+        shared, sequential = (trials.again(lbl, rnd) for lbl in base_labels)
+        found.measured.update(medians)
+        rounds = rnd
+        best = min(found.measured, key=lambda c: found.measured[c])
+        found.best, found.best_s = best, found.measured[best]
+        if best == previous:
+            break
+        previous = best
     wall = time.monotonic() - t0
     if found.best_s == float("inf"):
         raise TuneError(
-            "every trial failed: " + "; ".join(f"{k}: {v}" for k, v in trials.failures.items())
+            "every trial failed: " + "; ".join(f"{k}: {v}" for k, v in trials.errors.items())
         )
     best_lists = _space.cpu_lists(cpu_ids, found.best)
     plan: dict[str, Any] = {
@@ -390,7 +422,8 @@ def tune(
         "baselines": {"shared_s": shared, "sequential_s": sequential},
         "runs": found.runs + 2,
         "grid_runs": len(grid_space) + 2,
-        "repeats": repeats,
+        "rounds": rounds,
+        "trial_runs": sum(len(v) for v in trials.times.values()) + len(trials.errors),
         "tuning_s": wall,
         "prediction_error": found.prediction_error,
         "measured": [
@@ -402,7 +435,7 @@ def tune(
             }
             for cfg, t in sorted(found.measured.items())
         ],
-        "failures": trials.failures,
+        "failures": trials.errors,
     }
     if outdir:
         (outdir / "plan.json").write_text(json.dumps(plan, indent=2) + "\n")
@@ -429,7 +462,8 @@ def _report(
             else ""
         )
         + f": {plan['runs']} trial runs (the grid: {plan['grid_runs']}), "
-        f"{plan['tuning_s']:.0f} s, {plan['repeats']} repeat(s) each; CPUs {plan['cpus']} on "
+        f"{plan['tuning_s']:.0f} s, {plan['rounds']} round(s) of the measured configurations "
+        f"({plan['trial_runs']} trial runs in all); CPUs {plan['cpus']} on "
         f"{plan['machine']['hostname']} ({plan['machine']['cpu_model']}).",
         "",
         "| task | CPUs | environment |",
