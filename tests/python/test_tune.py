@@ -320,3 +320,20 @@ def test_base_untouched_after_a_tuning_in_this_process(kernels, data_on_path):
         """
     )
     assert r == {"numpy": False, "affinity": True, "env": []}
+
+
+def test_cli_errors_are_one_sentence_and_exit_2(tmp_path):
+    bad = tmp_path / "tasks.json"
+    bad.write_text('{"task": [{"name": "a", "call": "m:f", "colour": "red"}]}')
+    for args, says in (
+        ([str(tmp_path / "missing.toml")], "cannot read"),
+        ([str(bad)], "unknown keys ['colour']"),
+    ):
+        p = subprocess.run(
+            [sys.executable, "-m", "vlcs", "tune", *args, "--out", str(tmp_path / "o")],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert p.returncode == 2 and says in p.stderr, (p.returncode, p.stderr)
+        assert p.stderr.startswith("vlcs tune: ") and "Traceback" not in p.stderr
