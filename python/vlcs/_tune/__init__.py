@@ -353,12 +353,10 @@ def tune(
 
     trials = _Trials(specs, cpu_ids, outdir, timeout, progress)
     grid_space = _space.configurations(n, len(tasks), step, overlap)
-    results: dict[Counts, float] = {}
 
     def measure(cfg: Counts) -> float:
         lists = _space.cpu_lists(cpu_ids, cfg)
-        results[cfg] = trials.measure(_label(names, lists), "split", lists)
-        return results[cfg]
+        return trials.measure(_label(names, lists), "split", lists)
 
     def measure_alone(task: int, count: int) -> float:
         lists = [cpu_ids[:count] if i == task else [cpu_ids[0]] for i in range(len(tasks))]
@@ -367,11 +365,15 @@ def tune(
         )
 
     every = [cpu_ids] * len(tasks)
+    base_labels = [
+        "shared: every task on " + format_cpus(cpu_ids),
+        "sequential on " + format_cpus(cpu_ids),
+    ]
     small = _grid_is_cheaper(len(grid_space), n, len(tasks))
     trials.total = (len(grid_space) if method == "grid" or small else len(grid_space) // 3) + 2
     t0 = time.monotonic()
-    shared = trials.measure("shared: every task on " + format_cpus(cpu_ids), "shared", every)
-    sequential = trials.measure("sequential on " + format_cpus(cpu_ids), "sequential", every)
+    shared = trials.measure(base_labels[0], "shared", every)
+    sequential = trials.measure(base_labels[1], "sequential", every)
     if method == "grid" or small:
         # A grid no larger than three profiles is cheaper measured whole.
         found = _space.grid(grid_space, measure)
@@ -381,10 +383,6 @@ def tune(
     # measured, until the best stays the best from one round to the next
     # (or `repeats` rounds): noise on a shared machine moves single runs.
     labels = {_label(names, _space.cpu_lists(cpu_ids, c)): c for c in found.measured}
-    base_labels = [
-        "shared: every task on " + format_cpus(cpu_ids),
-        "sequential on " + format_cpus(cpu_ids),
-    ]
     rounds, previous = 1, found.best
     for rnd in range(2, repeats + 1):
         trials._say(f"round {rnd} of at most {repeats}")
