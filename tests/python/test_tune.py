@@ -87,6 +87,17 @@ def test_smart_survives_a_model_that_is_wrong():
     assert r.best_s <= space.grid(grid_space, measure).best_s * 1.10
 
 
+def test_smart_goes_on_past_failed_configurations():
+    # The most promising configuration fails (inf): smart measures the next
+    # ones instead of stopping, and picks a real one.
+    measure, alone = model([0.1, 0.1], [8.0, 2.0])
+    grid_space = space.configurations(16, 2)
+    first = min(grid_space, key=lambda c: measure(c))
+    r = space.smart(grid_space, 16, 2, lambda c: float("inf") if c == first else measure(c), alone)
+    assert r.best != first and r.best_s < float("inf")
+    assert r.best_s <= space.grid(grid_space, measure).best_s * 1.05
+
+
 def test_space_steps_overlap_and_cpu_lists():
     assert space.configurations(8, 2, step=4) == [(1, 1), (1, 4), (4, 1), (4, 4)]
     assert (6, 6) in space.configurations(8, 2, overlap=True)

@@ -188,7 +188,11 @@ def smart(
         # Refine: once the best measured is beaten by no prediction left
         # (the model's error allowed for), stop early.
         best = min(measured.values())
-        err = max(abs(predicted[c] - m) / m for c, m in measured.items())
+        # Failed configurations (inf) say nothing of the model's error.
+        err = max(
+            (abs(predicted[c] - m) / m for c, m in measured.items() if m != float("inf")),
+            default=0.0,
+        )
         rest = [predicted[c] for c in order if c not in measured]
         if not rest or min(rest) * (1 - err) > best:
             break
