@@ -5,7 +5,7 @@ vlcs info [--cflags] [--libs] [--json]
 vlcs shim LIBRARY -o DIR [--json]
 vlcs check PKG [PKG...] [--json] [--timeout S]
 vlcs tune TASKS.toml [--cpus LIST] [--method smart|grid] [--step N] [--overlap]
-          [--repeats N] [--timeout S] [--out DIR] [--json]
+          [--repeats N] [--timeout S] [--out DIR] [--dask ADDRESS] [--json]
 vlcs bench all [--quick] [--cases N,M] [--out DIR] [--json]   (package vlcs-bench)
 vlcs bench core|strict|shim|python [--json]                   (package vlcs-bench)
 vlcs demo [python|gemm]                                       (package vlcs-bench)
@@ -125,6 +125,7 @@ def _tune(args: argparse.Namespace) -> int:
             repeats=args.repeats,
             timeout=args.timeout,
             out=args.out,
+            dask=args.dask,
         )
     except (TuneError, VlcsError) as e:
         print(f"vlcs tune: {e}", file=sys.stderr)
@@ -214,6 +215,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     t.add_argument("--timeout", type=float, default=600.0, metavar="S", help="seconds per trial")
     t.add_argument("--out", default="tune", help="folder for plan.json, report.md (./tune)")
+    t.add_argument(
+        "--dask",
+        metavar="ADDRESS",
+        help="run the trials on the workers of this Dask scheduler (identical machines, one "
+        "trial per machine at a time)",
+    )
     t.add_argument("--json", action="store_true", help="print the plan as JSON")
     t.set_defaults(func=_tune)
 

@@ -348,3 +348,37 @@ def test_cli_errors_are_one_sentence_and_exit_2(tmp_path):
         )
         assert p.returncode == 2 and says in p.stderr, (p.returncode, p.stderr)
         assert p.stderr.startswith("vlcs tune: ") and "Traceback" not in p.stderr
+
+
+def test_check_identical_names_the_machines_that_differ():
+    same = {"cpu_model": "EPYC", "cpus_usable": [0, 1], "hostname": "a"}
+    vlcs._tune.check_identical({"tcp://a:1": same, "tcp://b:1": {**same, "hostname": "b"}})
+    other = {"cpu_model": "Xeon", "cpus_usable": [0, 1, 2, 3], "hostname": "c"}
+    with pytest.raises(vlcs.TuneError, match=r"machines differ .*c \(tcp://c:1\): Xeon, CPUs 0-3"):
+        vlcs._tune.check_identical({"tcp://a:1": same, "tcp://c:1": other})
+
+
+@needs_two
+@pytest.mark.skipif(
+    importlib.util.find_spec("distributed") is None, reason="pip install distributed"
+)
+def test_dask_runs_the_trials_on_the_clusters_workers(kernels, data_on_path, tmp_path):
+    from distributed import Client, LocalCluster
+
+    with LocalCluster(
+        n_workers=1, threads_per_worker=1, processes=True, dashboard_address=None
+    ) as cluster:
+        with Client(cluster) as client:
+            worker_pids = set(client.run(os.getpid).values())
+            plan = vlcs.tune(
+                _tasks(kernels),
+                method="grid",
+                dask=cluster.scheduler_address,
+                out=tmp_path,
+                progress=False,
+            )
+    assert plan["dask"]["hosts"] and [t["cpus"] for t in plan["tasks"]] == ["0", "1"]
+    assert not plan["failures"]
+    # every trial was started by the worker process, none by this one
+    started_by = {int(r.rsplit(":", 1)[1]) for r in plan["ran_on"]}
+    assert started_by == worker_pids and os.getpid() not in started_by

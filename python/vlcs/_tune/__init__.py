@@ -17,9 +17,7 @@ import json
 import os
 import platform
 import shutil
-import signal
 import statistics
-import subprocess
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -203,6 +201,8 @@ class _Trials:
                 else:
                     self.times.setdefault(rec["config"], []).append(rec["makespan"])
         self.runs = 0  # trial executions this tuning needed (cached ones included)
+        self.ran_on: set[str] = set()  # machine:process that started the trials
+        self.cluster: _Cluster | None = None
         self.started = time.monotonic()
         self.best: tuple[float, str] | None = None
         self.total: int | None = None
@@ -214,36 +214,22 @@ class _Trials:
     def _count(self) -> str:
         return f"{self.runs}/{self.total}" if self.total else str(self.runs)
 
-    def _once(self, mode: str, lists: list[list[int]], only: int | None) -> dict[str, Any]:
-        spec = {
+    def _spec(self, mode: str, lists: list[list[int]], only: int | None) -> dict[str, Any]:
+        return {
             "tasks": self.tasks,
             "mode": mode,
             "cpus": lists,
             "only": only,
             "path": [p for p in sys.path if p],
         }
-        from vlcs._paths import program_path
 
-        argv = [str(program_path("vlcs-run")), "--", sys.executable, "-m", "vlcs._tune.trial"]
-        p = subprocess.Popen(
-            argv,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            start_new_session=True,
-        )
-        try:
-            out, err = p.communicate(json.dumps(spec), timeout=self.timeout)
-        except subprocess.TimeoutExpired:
-            os.killpg(p.pid, signal.SIGKILL)  # its programs too
-            p.communicate()
-            return {"error": f"timed out after {self.timeout:g} s"}
-        lines = out.strip().splitlines()
-        if p.returncode != 0 or not lines:
-            tail = (err.strip().splitlines() or ["no message"])[-1]
-            return {"error": f"the trial process exited with status {p.returncode}: {tail}"}
-        return json.loads(lines[-1])
+    def _once(self, mode: str, lists: list[list[int]], only: int | None) -> dict[str, Any]:
+        from vlcs._tune.trial import run_isolated
+
+        spec = self._spec(mode, lists, only)
+        if self.cluster is not None:  # on a worker's machine, not the tuner's
+            return self.cluster.run([("", spec)], self.timeout)[0][1]
+        return run_isolated(spec, self.timeout)
 
     def measure(
         self,
@@ -258,16 +244,7 @@ class _Trials:
         self.args[label] = (mode, lists, only)
         have = self.times.setdefault(label, [])
         while label not in self.errors and len(have) < runs:
-            r = self._once(mode, lists, only)
-            rec: dict[str, Any] = {"tuning": self.key, "config": label}
-            if "error" in r:
-                self.errors[label] = rec["error"] = r["error"]
-            else:
-                have.append(r["makespan"])
-                rec.update(makespan=r["makespan"], each=r["each"])
-            if self.cache_path:
-                with self.cache_path.open("a") as f:
-                    f.write(json.dumps(rec) + "\n")
+            self._record(label, self._once(mode, lists, only))
         self.runs += 1
         if label in self.errors:
             self._say(f"[{self._count()}] {label}: FAILED: {self.errors[label]}")
@@ -282,6 +259,35 @@ class _Trials:
         )
         return t
 
+    def _record(self, label: str, r: dict[str, Any]) -> None:
+        rec: dict[str, Any] = {"tuning": self.key, "config": label}
+        if "error" in r:
+            self.errors[label] = rec["error"] = r["error"]
+        else:
+            self.times.setdefault(label, []).append(r["makespan"])
+            self.ran_on.add(r.get("ran_on", "?"))
+            rec.update(makespan=r["makespan"], each=r["each"])
+        if self.cache_path:
+            with self.cache_path.open("a") as f:
+                f.write(json.dumps(rec) + "\n")
+
+    def measure_many(
+        self, items: list[tuple[str, str, list[list[int]], int | None]], runs: int = 1
+    ) -> list[float]:
+        """Several configurations.  On a Dask cluster their trials run at
+        once, one per worker machine at a time (a trial owns its machine's
+        CPUs); without one, one after another."""
+        if self.cluster is not None:
+            jobs = []
+            for label, mode, lists, only in items:
+                self.args[label] = (mode, lists, only)
+                if label not in self.errors:
+                    missing = runs - len(self.times.get(label, []))
+                    jobs += [(label, self._spec(mode, lists, only))] * max(0, missing)
+            for label, r in self.cluster.run(jobs, self.timeout):
+                self._record(label, r)
+        return [self.measure(label, mode, lists, only, runs) for label, mode, lists, only in items]
+
     def again(self, label: str, runs: int) -> float:
         """Measure a configuration measured before up to `runs` runs."""
         mode, lists, only = self.args[label]
@@ -290,6 +296,82 @@ class _Trials:
     def spread(self, label: str) -> list[float]:
         t = self.times.get(label)
         return [min(t), max(t)] if t else []
+
+
+def check_identical(machines: Mapping[str, Mapping[str, Any]]) -> None:
+    """TuneError unless every worker machine has the same CPU model and the
+    same usable CPUs: a plan is only as good as the machine it was made on."""
+    seen: dict[tuple[str, tuple[int, ...]], list[str]] = {}
+    for addr, m in machines.items():
+        key = (str(m.get("cpu_model")), tuple(m.get("cpus_usable", ())))
+        seen.setdefault(key, []).append(f"{m.get('hostname', '?')} ({addr})")
+    if len(seen) > 1:
+        kinds = "; ".join(
+            f"{', '.join(w)}: {model or 'unknown CPU'}, CPUs {format_cpus(list(cpus))}"
+            for (model, cpus), w in seen.items()
+        )
+        raise TuneError(f"the Dask workers' machines differ ({kinds}); tune on identical machines")
+
+
+class _Cluster:
+    """Trials on the workers of a Dask cluster: one worker per machine, one
+    trial per machine at a time."""
+
+    def __init__(self, dask: Any) -> None:
+        try:
+            from distributed import Client
+        except ImportError:
+            raise TuneError(
+                "--dask needs the distributed package (pip install distributed)"
+            ) from None
+        self.own = not isinstance(dask, Client)  # made here: closed here
+        self.client = Client(dask, timeout="30s") if self.own else dask
+        workers = self.client.scheduler_info()["workers"]
+        if not workers:
+            raise TuneError(f"the Dask cluster at {self.client.scheduler.address} has no workers")
+        self.machines = self.client.run(machine)
+        check_identical(self.machines)
+        self.hosts: dict[str, str] = {}  # host -> the worker that runs its trials
+        for addr, w in sorted(workers.items()):
+            self.hosts.setdefault(w["host"], addr)
+
+    def close(self) -> None:
+        if self.own:
+            self.client.close()
+
+    def run(
+        self, jobs: list[tuple[str, dict[str, Any]]], timeout: float
+    ) -> list[tuple[str, dict[str, Any]]]:
+        from distributed import as_completed
+
+        from vlcs._tune.trial import run_isolated
+
+        queue, done = list(jobs), []
+        free = list(self.hosts)
+        flying: dict[Any, tuple[str, str]] = {}
+        pending = as_completed()
+        while queue or flying:
+            while queue and free:
+                host = free.pop()
+                label, spec = queue.pop(0)
+                f = self.client.submit(
+                    run_isolated,
+                    spec,
+                    timeout,
+                    workers=[self.hosts[host]],
+                    pure=False,
+                    allow_other_workers=False,
+                )
+                flying[f] = (host, label)
+                pending.add(f)
+            f = next(pending)
+            host, label = flying.pop(f)
+            free.append(host)
+            try:
+                done.append((label, f.result()))
+            except Exception as e:  # the worker died or the trial could not start there
+                done.append((label, {"error": f"on {host}: {type(e).__name__}: {e}"}))
+        return done
 
 
 def _label(names: list[str], lists: list[list[int]]) -> str:
@@ -307,8 +389,13 @@ def tune(
     timeout: float = 600.0,
     out: str | Path | None = None,
     progress: bool = True,
+    dask: Any = None,
 ) -> dict[str, Any]:
     """Find the CPU partition that runs `tasks` at once fastest.
+
+    dask: a Dask scheduler address (or a distributed.Client): the trials
+    run on its workers' machines, which must be identical, one trial per
+    machine at a time, the grid's and the profiles' side by side.
 
     repeats: at most that many rounds; after the search, the baselines and
     every configuration measured are run again, interleaved, until the best
@@ -325,8 +412,6 @@ def tune(
     ...
     vlcs._tune.TuneError: give at least two tasks to tune (got 0)
     """
-    from vlcs._context import VLC
-
     if method not in METHODS:
         raise TuneError(f"method must be one of {', '.join(METHODS)}; got {method!r}")
     tasks = list(tasks)
@@ -338,7 +423,52 @@ def tune(
     if step < 1 or repeats < 1 or timeout <= 0:
         raise TuneError("step and repeats must be at least 1 and timeout positive")
     specs = [t.spec() for t in tasks]
-    if cpus is None:
+    cluster = _Cluster(dask) if dask is not None else None
+    try:
+        return _tune(
+            tasks,
+            names,
+            specs,
+            cluster,
+            cpus,
+            method,
+            step,
+            overlap,
+            repeats,
+            timeout,
+            out,
+            progress,
+        )
+    finally:
+        if cluster is not None:
+            cluster.close()
+
+
+def _tune(
+    tasks: list[Task],
+    names: list[str],
+    specs: list[dict[str, Any]],
+    cluster: _Cluster | None,
+    cpus: str | Sequence[int] | None,
+    method: str,
+    step: int,
+    overlap: bool,
+    repeats: int,
+    timeout: float,
+    out: str | Path | None,
+    progress: bool,
+) -> dict[str, Any]:
+    from vlcs._context import VLC
+
+    if cluster is not None:
+        usable = next(iter(cluster.machines.values()))["cpus_usable"]
+        cpu_ids = sorted(usable) if cpus is None else _parse_cpus(cpus)
+        if not set(cpu_ids) <= set(usable):
+            raise TuneError(
+                f"the Dask workers' machines may use CPUs {format_cpus(usable)}; "
+                f"{format_cpus(cpu_ids)} is not among them"
+            )
+    elif cpus is None:
         cpu_ids = sorted(os.sched_getaffinity(0))
     else:
         probe = VLC(cpus=cpus, name="tune-cpus")  # vlcs's own parser and checks
@@ -352,17 +482,29 @@ def tune(
         outdir.mkdir(parents=True, exist_ok=True)
 
     trials = _Trials(specs, cpu_ids, outdir, timeout, progress)
+    trials.cluster = cluster
     grid_space = _space.configurations(n, len(tasks), step, overlap)
 
     def measure(cfg: Counts) -> float:
         lists = _space.cpu_lists(cpu_ids, cfg)
         return trials.measure(_label(names, lists), "split", lists)
 
-    def measure_alone(task: int, count: int) -> float:
+    def split(cfg: Counts) -> tuple[str, str, list[list[int]], None]:
+        lists = _space.cpu_lists(cpu_ids, cfg)
+        return (_label(names, lists), "split", lists, None)
+
+    def alone(task: int, count: int) -> tuple[str, str, list[list[int]], int]:
         lists = [cpu_ids[:count] if i == task else [cpu_ids[0]] for i in range(len(tasks))]
-        return trials.measure(
-            f"{names[task]}={format_cpus(cpu_ids[:count])} alone", "split", lists, task
-        )
+        return (f"{names[task]}={format_cpus(cpu_ids[:count])} alone", "split", lists, task)
+
+    def measure_alone(task: int, count: int) -> float:
+        return trials.measure(*alone(task, count))
+
+    def measure_many(cfgs: list[Counts]) -> list[float]:
+        return trials.measure_many([split(c) for c in cfgs])
+
+    def alone_many(pairs: list[tuple[int, int]]) -> list[float]:
+        return trials.measure_many([alone(t, c) for t, c in pairs])
 
     every = [cpu_ids] * len(tasks)
     base_labels = [
@@ -372,13 +514,22 @@ def tune(
     small = _grid_is_cheaper(len(grid_space), n, len(tasks))
     trials.total = (len(grid_space) if method == "grid" or small else len(grid_space) // 3) + 2
     t0 = time.monotonic()
-    shared = trials.measure(base_labels[0], "shared", every)
-    sequential = trials.measure(base_labels[1], "sequential", every)
+    shared, sequential = trials.measure_many(
+        [(base_labels[0], "shared", every, None), (base_labels[1], "sequential", every, None)]
+    )
+    many = cluster is not None
     if method == "grid" or small:
         # A grid no larger than three profiles is cheaper measured whole.
-        found = _space.grid(grid_space, measure)
+        found = _space.grid(grid_space, measure, measure_many if many else None)
     else:
-        found = _space.smart(grid_space, n, len(tasks), measure, measure_alone)
+        found = _space.smart(
+            grid_space,
+            n,
+            len(tasks),
+            measure,
+            measure_alone,
+            alone_many=alone_many if many else None,
+        )
     # More rounds, interleaved over the baselines and every configuration
     # measured, until the best stays the best from one round to the next
     # (or `repeats` rounds): noise on a shared machine moves single runs.
@@ -386,8 +537,10 @@ def tune(
     rounds, previous = 1, found.best
     for rnd in range(2, repeats + 1):
         trials._say(f"round {rnd} of at most {repeats}")
-        medians = {c: trials.again(lbl, rnd) for lbl, c in labels.items()}
-        shared, sequential = (trials.again(lbl, rnd) for lbl in base_labels)
+        again = [(lbl, *trials.args[lbl]) for lbl in [*labels, *base_labels]]
+        values = trials.measure_many(again, rnd)
+        medians = dict(zip(labels.values(), values, strict=False))
+        shared, sequential = values[-2:]
         found.measured.update(medians)
         rounds = rnd
         best = min(found.measured, key=lambda c: found.measured[c])
@@ -434,11 +587,26 @@ def tune(
             for cfg, t in sorted(found.measured.items())
         ],
         "failures": trials.errors,
+        "ran_on": sorted(trials.ran_on),
+        "dask": None if cluster is None else {"hosts": sorted(cluster.hosts)},
     }
     if outdir:
         (outdir / "plan.json").write_text(json.dumps(plan, indent=2) + "\n")
         _report(plan, outdir, names, n, found)
     return plan
+
+
+def _parse_cpus(cpus: str | Sequence[int]) -> list[int]:
+    if not isinstance(cpus, str):
+        return sorted(int(c) for c in cpus)
+    out: list[int] = []
+    for part in filter(None, cpus.split(",")):
+        lo, _, hi = part.partition("-")
+        try:
+            out.extend(range(int(lo), int(hi or lo) + 1))
+        except ValueError:
+            raise TuneError(f'cpus must be a list like "0-3,8"; got {cpus!r}') from None
+    return sorted(set(out))
 
 
 def _grid_is_cheaper(configurations: int, ncpus: int, ntasks: int) -> bool:

@@ -141,9 +141,15 @@ class SearchResult:
         ) / len(both)
 
 
-def grid(space: list[Counts], measure: Callable[[Counts], float]) -> SearchResult:
-    """Every configuration, once each."""
-    measured = {c: measure(c) for c in space}
+def grid(
+    space: list[Counts],
+    measure: Callable[[Counts], float],
+    measure_many: Callable[[list[Counts]], list[float]] | None = None,
+) -> SearchResult:
+    """Every configuration, once each (through measure_many, all at once,
+    when given: a cluster runs them side by side)."""
+    values = measure_many(space) if measure_many else [measure(c) for c in space]
+    measured = dict(zip(space, values, strict=True))
     best = min(measured, key=lambda c: measured[c])
     return SearchResult(best, measured[best], measured, len(space))
 
@@ -165,14 +171,20 @@ def smart(
     measure: Callable[[Counts], float],
     measure_alone: Callable[[int, int], float],
     budget: int | None = None,
+    alone_many: Callable[[list[tuple[int, int]]], list[float]] | None = None,
 ) -> SearchResult:
     """Profile, fit, predict, then measure the most promising configurations.
 
-    measure_alone(task, count): seconds of task alone on `count` CPUs.
+    measure_alone(task, count): seconds of task alone on `count` CPUs;
+    alone_many: the same for a list of (task, count), all at once.
     budget: the most trial runs, profiling included (default: a third of
     the space, and at least the profiling plus one configuration)."""
     counts = profile_counts(ncpus)
-    profiles = {t: [(c, measure_alone(t, c)) for c in counts] for t in range(ntasks)}
+    pairs = [(t, c) for t in range(ntasks) for c in counts]
+    times = alone_many(pairs) if alone_many else [measure_alone(t, c) for t, c in pairs]
+    profiles: dict[int, list[tuple[int, float]]] = {t: [] for t in range(ntasks)}
+    for (t, c), s in zip(pairs, times, strict=True):
+        profiles[t].append((c, s))
     runs = len(counts) * ntasks
     models = {t: Amdahl.fit(p) for t, p in profiles.items()}
     predicted = {cfg: max(models[t](c) for t, c in enumerate(cfg)) for cfg in space}

@@ -16,6 +16,7 @@ from __future__ import annotations
 import importlib
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -102,7 +103,43 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
         for r in running:
             r.start()
         each = [r.wait() for r in running]
-    return {"makespan": time.perf_counter() - t0, "each": each}
+    import platform
+
+    # Where it ran: the machine, and the process that started it (the tuner,
+    # or a Dask worker).
+    return {
+        "makespan": time.perf_counter() - t0,
+        "each": each,
+        "ran_on": f"{platform.node()}:{os.getppid()}",
+    }
+
+
+def run_isolated(spec: dict[str, Any], timeout: float) -> dict[str, Any]:
+    """One trial in a fresh process under vlcs-run, started from this one
+    (the tuner, or a Dask worker on another machine); its times, or
+    {"error": why}.  A trial past `timeout` is killed with its programs."""
+    from vlcs._paths import program_path
+
+    argv = [str(program_path("vlcs-run")), "--", sys.executable, "-m", "vlcs._tune.trial"]
+    p = subprocess.Popen(
+        argv,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        out, err = p.communicate(json.dumps(spec), timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(p.pid, signal.SIGKILL)  # its programs too
+        p.communicate()
+        return {"error": f"timed out after {timeout:g} s"}
+    lines = out.strip().splitlines()
+    if p.returncode != 0 or not lines:
+        tail = (err.strip().splitlines() or ["no message"])[-1]
+        return {"error": f"the trial process exited with status {p.returncode}: {tail}"}
+    return dict(json.loads(lines[-1]))
 
 
 def main() -> int:
