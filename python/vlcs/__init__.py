@@ -22,6 +22,7 @@ from vlcs._errors import (
     VlcsError,
     VlcsLimitError,
 )
+from vlcs._executor import BrokenContextPool, ContextPoolExecutor
 from vlcs._imports import share
 from vlcs._lib import init, node_ledger, service, strict_active
 from vlcs._paths import include_dir, library_path, native_dir, program_path
@@ -32,10 +33,12 @@ from vlcs.libraries import LibraryController, register
 
 __all__ = [
     "VLC",
+    "BrokenContextPool",
     "Context",
     "ContextBusyError",
     "ContextDestroyedError",
     "ContextPool",
+    "ContextPoolExecutor",
     "Task",
     "TuneError",
     "Errcode",

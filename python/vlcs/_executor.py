@@ -1,0 +1,613 @@
+"""A process pool without processes: ``vlcs.ContextPoolExecutor``.
+
+A drop-in for :class:`concurrent.futures.ProcessPoolExecutor` whose workers
+are contexts of this process instead of child processes: each worker is a
+context (its own copies of the libraries and Python packages its tasks
+import, its own CPUs) with one thread that runs the tasks inside it.
+
+Tasks are handed over as a process pool hands them over, by pickle: the
+function and its arguments are pickled in the caller and unpickled inside
+the worker's context, so functions and classes are resolved by module and
+name there, to the context's own numpy, scipy, h5py...  Results come back
+the same way, to the caller's modules.  Pickle protocol 5's out-of-band
+buffers make numpy arrays (and anything that pickles its memory that way)
+cross as views of the same memory; ``bytes`` of 64 KiB or more and
+``memoryview`` objects cross as themselves.  Nothing is copied, so a task
+that writes into an array argument writes into the caller's array, as a
+thread would.  Functions and classes defined in ``__main__`` (a script, a
+notebook) are pickled by value (cloudpickle), with the names they use
+resolved in the context, as a forked worker would see them.
+
+>>> import os
+>>> from vlcs import ContextPoolExecutor
+>>> with ContextPoolExecutor(max_workers=2) as pool:
+...     sorted(pool.map(abs, [-1, -2, 3]))
+[1, 2, 3]
+>>> with ContextPoolExecutor(max_workers=1, cpus="0") as pool:
+...     pool.submit(os.sched_getaffinity, 0).result()
+{0}
+
+What differs from processes, on purpose: the workers share one
+interpreter, so pure-Python work takes turns on the GIL (native code that
+releases it, as BLAS, LAPACK, HDF5 and torch do, runs in parallel); and a
+crash in native code (a segmentation fault) ends the whole process, as it
+would with threads.
+"""
+
+from __future__ import annotations
+
+import atexit
+import concurrent.futures
+import functools
+import importlib
+import io
+import itertools
+import os
+import pickle
+import queue
+import threading
+import traceback
+import weakref
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from concurrent.futures.process import BrokenProcessPool
+from typing import Any, NamedTuple
+
+from vlcs import _views
+from vlcs._context import VLC, _parse_list
+from vlcs._errors import VlcsLimitError
+from vlcs._imports import share as _share
+
+__all__ = ["BrokenContextPool", "ContextPoolExecutor"]
+
+# glibc has 16 linker namespaces; the base holds one.
+_MAX_NAMESPACES = 15
+# bytes at least this long are handed over as the same object (immutable)
+_BYTES_BY_REFERENCE = 1 << 16
+
+
+class BrokenContextPool(BrokenProcessPool):
+    """A worker's context cannot go on (its initializer raised, or a fresh
+    context for ``max_tasks_per_child`` could not be made): pending tasks
+    fail with this and ``submit`` raises it.  A subclass of
+    :class:`concurrent.futures.process.BrokenProcessPool`, so code written
+    for a process pool catches it."""
+
+
+class _RemoteTraceback(Exception):
+    """The traceback of a task's exception as formatted in its context:
+    the ``__cause__`` of the exception re-raised in the caller (as
+    ProcessPoolExecutor does)."""
+
+    def __init__(self, tb: str) -> None:
+        super().__init__(tb)
+        self.tb = tb
+
+    def __str__(self) -> str:
+        return self.tb
+
+
+# --- handing objects over -------------------------------------------------------------
+
+
+class _Payload(NamedTuple):
+    data: bytes
+    buffers: list[pickle.PickleBuffer]  # out-of-band: the same memory on both sides
+    refs: list[Any]  # objects handed over as themselves
+
+
+class _PicklerMixin:
+    """What vlcs adds to cloudpickle's Pickler: large bytes and memoryviews
+    handed over as themselves."""
+
+    _refs: list[Any]
+
+    def persistent_id(self, obj: Any) -> int | None:
+        kind = type(obj)
+        if kind is bytes:
+            if len(obj) < _BYTES_BY_REFERENCE:
+                return None
+        elif kind is memoryview:
+            obj = memoryview(obj)  # a view of its own: the caller may release theirs
+        else:
+            return None
+        self._refs.append(obj)
+        return len(self._refs) - 1
+
+
+# The pickler of each owner's cloudpickle.  A context that unpickles a
+# function pickled by value imports a cloudpickle of its own; its results
+# must then be pickled by that copy, whose lookups are the context's (the
+# base's copy looks names up in the base's modules).
+_picklers: weakref.WeakKeyDictionary[Any, type] = weakref.WeakKeyDictionary()
+
+
+def _pickler(file: io.BytesIO, payload: _Payload) -> Any:
+    module = importlib.import_module("cloudpickle")  # the calling thread's owner's
+    cls = _picklers.get(module)
+    if cls is None:
+        cls = _picklers[module] = type("_Pickler", (_PicklerMixin, module.Pickler), {})
+    p = cls(file, protocol=5, buffer_callback=payload.buffers.append)
+    p._refs = payload.refs
+    return p
+
+
+class _Unpickler(pickle.Unpickler):
+    def __init__(self, file: io.BytesIO, payload: _Payload) -> None:
+        super().__init__(file, buffers=payload.buffers)
+        self._refs = payload.refs
+
+    def persistent_load(self, pid: Any) -> Any:
+        return self._refs[pid]
+
+
+def dumps(obj: Any) -> _Payload:
+    """obj pickled for another owner: protocol 5, buffers out of band."""
+    f = io.BytesIO()
+    payload = _Payload(b"", [], [])
+    _pickler(f, payload).dump(obj)
+    return payload._replace(data=f.getvalue())
+
+
+def loads(payload: _Payload) -> Any:
+    """The objects of payload, resolved by the calling thread's owner."""
+    return _Unpickler(io.BytesIO(payload.data), payload).load()
+
+
+def _failure(exc: BaseException) -> _Payload:
+    """A task's exception with its traceback, pickled in its context; if the
+    exception itself cannot be pickled, the pickling error takes its place
+    (as ProcessPoolExecutor does), its text naming the original."""
+    tb = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+    exc.__traceback__ = None  # the context's frames are not kept alive by it
+    try:
+        return dumps((exc, tb))
+    except Exception as e:
+        e.__traceback__ = None
+        return dumps((type(e)(f"{e} (pickling the exception of a task: {exc!r})"), tb))
+
+
+# --- CPUs of the workers -----------------------------------------------------------------
+
+CpuList = str | Iterable[int]
+
+
+def _ids(cpus: CpuList) -> list[int]:
+    if isinstance(cpus, str):
+        try:
+            ids = _parse_list(cpus.replace(" ", ""))
+        except ValueError:
+            ids = []
+        if not ids:
+            raise ValueError(f'cpus must be a CPU list like "0-3,8"; got {cpus!r}')
+        return ids
+    ids = list(cpus)
+    if not ids or any(not isinstance(c, int) or isinstance(c, bool) or c < 0 for c in ids):
+        raise ValueError(f"cpus must be CPU ids >= 0; got {cpus!r}")
+    return ids
+
+
+def split_cpus(cpus: Sequence[int], n: int) -> list[list[int]]:
+    """cpus in n contiguous parts whose sizes differ by at most one; with
+    fewer CPUs than parts, the parts take the CPUs in turn.
+
+    >>> split_cpus([0, 1, 2, 3, 4], 2)
+    [[0, 1, 2], [3, 4]]
+    >>> split_cpus([0, 1], 3)
+    [[0], [1], [0]]
+    """
+    if n > len(cpus):
+        return [[cpus[i % len(cpus)]] for i in range(n)]
+    q, r = divmod(len(cpus), n)
+    out, at = [], 0
+    for i in range(n):
+        size = q + (i < r)
+        out.append(list(cpus[at : at + size]))
+        at += size
+    return out
+
+
+def _homes(
+    cpus: CpuList | Sequence[CpuList] | None, max_workers: int | None
+) -> tuple[list[list[int]], list[int]]:
+    """Each worker's CPUs, and all of them (the pool's)."""
+    if cpus is not None and not isinstance(cpus, str):
+        items = list(cpus)
+        if items and not all(isinstance(c, int) for c in items):
+            homes = [_ids(c) for c in items]
+            if max_workers is not None and max_workers != len(homes):
+                raise ValueError(
+                    f"max_workers={max_workers} but cpus gives {len(homes)} CPU lists "
+                    "(one per worker)"
+                )
+            return homes, sorted({c for h in homes for c in h})
+        cpus = items
+    every = sorted(_views.real_sched_getaffinity(0)) if cpus is None else _ids(cpus)
+    n = max_workers if max_workers is not None else len(every)
+    return split_cpus(every, n), every
+
+
+# --- the workers --------------------------------------------------------------------------
+
+
+class _WorkItem(NamedTuple):
+    future: concurrent.futures.Future[Any]
+    payload: _Payload
+
+
+class _Worker:
+    """One context and the thread that runs tasks inside it."""
+
+    def __init__(self, pool: ContextPoolExecutor, index: int, ctx: VLC) -> None:
+        self.pool = pool
+        self.index = index
+        self.ctx = ctx
+        self.thread = threading.Thread(
+            target=self._run, name=f"vlcs-{pool._name}-{index}", daemon=True
+        )
+
+    def _run(self) -> None:
+        pool = self.pool
+        try:
+            if not self._initialise():
+                return
+            done = 0
+            while True:
+                item = pool._queue.get()
+                if item is None:
+                    return
+                if not item.future.set_running_or_notify_cancel():
+                    continue
+                self._deliver(item.future, self._call(item.payload))
+                del item
+                done += 1
+                if pool._max_tasks_per_child is not None and done >= pool._max_tasks_per_child:
+                    if not self._renew():
+                        return
+                    done = 0
+        finally:
+            self.ctx._close(warn=False)  # the pool's contexts may keep their namespaces
+
+    def _call(self, payload: _Payload) -> tuple[bool, _Payload]:
+        """Unpickle, run and pickle the outcome inside the context."""
+        with self.ctx:
+            try:
+                fn, args, kwargs = loads(payload)
+                result = fn(*args, **kwargs)
+            except BaseException as e:
+                return False, _failure(e)
+            try:
+                return True, dumps(result)
+            except BaseException as e:
+                return False, _failure(e)
+
+    @staticmethod
+    def _deliver(future: concurrent.futures.Future[Any], outcome: tuple[bool, _Payload]) -> None:
+        """The outcome unpickled by the caller's side (the base), outside the context."""
+        ok, payload = outcome
+        try:
+            value = loads(payload)
+        except BaseException as e:
+            future.set_exception(e)
+            return
+        if ok:
+            future.set_result(value)
+        else:
+            exc, tb = value
+            exc.__cause__ = _RemoteTraceback(tb)
+            future.set_exception(exc)
+
+    def _initialise(self) -> bool:
+        pool = self.pool
+        if pool._initializer is None:
+            return True
+        ok, payload = self._call(pool._initializer)
+        if ok:
+            return True
+        try:
+            exc, tb = loads(payload)
+            exc.__cause__ = _RemoteTraceback(tb)
+        except BaseException as e:
+            exc = e
+        pool._break(
+            f"the initializer raised in worker {self.index}'s context "
+            f"({type(exc).__name__}: {exc}); the pool is not usable anymore",
+            exc,
+        )
+        return False
+
+    def _renew(self) -> bool:
+        """max_tasks_per_child: a fresh context for the next tasks."""
+        pool = self.pool
+        old = self.ctx
+        old._close(warn=False)
+        try:
+            self.ctx = pool._make_context(self.index)
+        except VlcsLimitError as e:
+            self.ctx = old  # closed: _run's final close does nothing
+            pool._break(
+                f"max_tasks_per_child={pool._max_tasks_per_child}: no fresh context could be "
+                f"made for worker {self.index} ({e}); a context that imported extension modules "
+                "keeps its namespace when closed, so such workers cannot be renewed for ever: "
+                "use max_tasks_per_child=None",
+                e,
+            )
+            return False
+        return self._initialise()
+
+
+# --- the executor -------------------------------------------------------------------------
+
+_live: weakref.WeakSet[ContextPoolExecutor] = weakref.WeakSet()
+_exiting = False
+
+
+class ContextPoolExecutor(concurrent.futures.Executor):
+    """``ProcessPoolExecutor`` with contexts as its workers.
+
+    max_workers: how many workers (contexts), by default one per CPU of
+        ``cpus``; at most 15 (glibc's linker namespaces, fewer without
+        ``vlcs run``: the error says how many fit).
+    mp_context: accepted for drop-in use and ignored (there are no processes).
+    initializer, initargs: run as ``initializer(*initargs)`` in each
+        worker's context before its first task; if it raises, the pool is
+        broken (:class:`BrokenContextPool`).
+    max_tasks_per_child: after that many tasks a worker's context is closed
+        and a fresh one made (its modules imported afresh).  A context that
+        imported extension modules keeps its namespace, so this can be done
+        about a dozen times in a process, then the pool breaks with a
+        message saying so.
+    cpus: the CPUs of the pool, split evenly among the workers (a CPU list
+        like "0-3" or CPU ids; default: every CPU the process may use), or
+        one CPU list per worker (["0", "1"]).
+    env: environment variables set in every worker's context, or one
+        mapping per worker.
+    share: top-level packages kept shared (one copy, the caller's; see
+        :func:`vlcs.share`), for objects that must be the same in the
+        caller and the tasks.
+    elastic: let a busy worker borrow the CPUs of idle ones (every worker
+        elastic over the pool's CPUs; see ``VLC.set_elastic``).
+    name: workers' contexts and threads are called name-0, name-1...
+    """
+
+    def __init__(
+        self,
+        max_workers: int | None = None,
+        mp_context: Any = None,
+        initializer: Callable[..., Any] | None = None,
+        initargs: tuple[Any, ...] = (),
+        *,
+        max_tasks_per_child: int | None = None,
+        cpus: CpuList | Sequence[CpuList] | None = None,
+        env: Mapping[str, str] | Sequence[Mapping[str, str]] | None = None,
+        share: Iterable[str] = (),
+        elastic: bool = False,
+        name: str = "worker",
+    ) -> None:
+        if max_workers is not None and (
+            not isinstance(max_workers, int) or isinstance(max_workers, bool)
+        ):
+            raise TypeError(f"max_workers must be an int; got {max_workers!r}")
+        if max_workers is not None and max_workers <= 0:
+            raise ValueError("max_workers must be greater than 0")
+        if max_tasks_per_child is not None:
+            if not isinstance(max_tasks_per_child, int):
+                raise TypeError("max_tasks_per_child must be an integer")
+            if max_tasks_per_child <= 0:
+                raise ValueError("max_tasks_per_child must be >= 1")
+        if initializer is not None and not callable(initializer):
+            raise TypeError("initializer must be a callable")
+        homes, every = _homes(cpus, max_workers)
+        n = len(homes)
+        if n > _MAX_NAMESPACES:
+            raise VlcsLimitError(
+                f"ContextPoolExecutor(max_workers={n}): glibc allows at most {_MAX_NAMESPACES} "
+                f"contexts in a process (16 linker namespaces, one the base's); use "
+                f"max_workers={_MAX_NAMESPACES} or fewer, or processes beyond that"
+            )
+        if env is None or isinstance(env, Mapping):
+            envs: list[Mapping[str, str]] = [env or {}] * n
+        else:
+            envs = list(env)
+            if len(envs) != n:
+                raise ValueError(f"env gives {len(envs)} mappings for {n} workers (one per worker)")
+        names = list(share)
+        if names:
+            _share(*names)
+        self._homes = homes
+        self._envs = envs
+        self._elastic = every if elastic else None
+        self._name = name
+        self._max_workers = n
+        self._max_tasks_per_child = max_tasks_per_child
+        self._initializer = (
+            dumps((initializer, tuple(initargs), {})) if initializer is not None else None
+        )
+        self._queue: queue.SimpleQueue[_WorkItem | None] = queue.SimpleQueue()
+        self._lock = threading.Lock()
+        self._broken: str | None = None
+        self._shutdown = False
+        self._workers: list[_Worker] = []
+        contexts = self._make_contexts()
+        self._workers = [_Worker(self, i, c) for i, c in enumerate(contexts)]
+        for w in self._workers:
+            w.thread.start()
+        _live.add(self)
+
+    def _make_context(self, i: int) -> VLC:
+        ctx = VLC(cpus=self._homes[i], env=self._envs[i], name=f"{self._name}-{i}")
+        try:
+            if self._elastic is not None:
+                ctx.set_elastic(self._elastic)
+            # the namespace now, so that a pool that does not fit says so here
+            ctx._load_handle("libc.so.6")
+        except BaseException:
+            ctx._close(warn=False)
+            raise
+        return ctx
+
+    def _make_contexts(self) -> list[VLC]:
+        made: list[VLC] = []
+        try:
+            for i in range(self._max_workers):
+                made.append(self._make_context(i))
+        except VlcsLimitError as e:
+            for c in made:
+                c._close(warn=False)
+            tuned = "glibc.rtld.nns" in os.environ.get("GLIBC_TUNABLES", "")
+            how = (
+                ""
+                if tuned
+                else f", or start the program with `vlcs run -- PROGRAM` (up to {_MAX_NAMESPACES})"
+            )
+            raise VlcsLimitError(
+                f"ContextPoolExecutor(max_workers={self._max_workers}): this process has room for "
+                f"{len(made)} more contexts (the limit of {e.limit} is reached); use "
+                f"max_workers={max(len(made), 1)} or fewer, close contexts no longer "
+                f"needed{how}"
+            ) from e
+        except BaseException:
+            for c in made:
+                c._close(warn=False)
+            raise
+        return made
+
+    # --- the Executor API -------------------------------------------------------------
+    def submit(
+        self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any
+    ) -> concurrent.futures.Future[Any]:
+        """Schedule fn(*args, **kwargs) in a worker's context; a Future.
+
+        What cannot be pickled fails the future with pickle's exception, as
+        with ProcessPoolExecutor."""
+        with self._lock:
+            if self._broken is not None:
+                raise BrokenContextPool(self._broken)
+            if self._shutdown:
+                raise RuntimeError("cannot schedule new futures after shutdown")
+            if _exiting:
+                raise RuntimeError("cannot schedule new futures after interpreter shutdown")
+            future: concurrent.futures.Future[Any] = concurrent.futures.Future()
+            try:
+                payload = dumps((fn, args, kwargs))
+            except Exception as e:
+                future.set_exception(e)
+                return future
+            self._queue.put(_WorkItem(future, payload))
+            return future
+
+    def map(
+        self,
+        fn: Callable[..., Any],
+        *iterables: Iterable[Any],
+        timeout: float | None = None,
+        chunksize: int = 1,
+    ) -> Iterator[Any]:
+        """Like ProcessPoolExecutor.map: chunksize items are handed to a
+        worker at a time, results come in order."""
+        if chunksize < 1:
+            raise ValueError("chunksize must be >= 1.")
+        if chunksize == 1:
+            return super().map(fn, *iterables, timeout=timeout)
+        results = super().map(
+            functools.partial(_process_chunk, fn),
+            _chunks(*iterables, chunksize=chunksize),
+            timeout=timeout,
+        )
+        return itertools.chain.from_iterable(results)
+
+    def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
+        """Stop the workers once the tasks submitted ran (the pending ones
+        cancelled first with cancel_futures=True), then close their
+        contexts; wait=True returns when that is done."""
+        with self._lock:
+            if cancel_futures:
+                self._drain(lambda f: f.cancel())
+            if not self._shutdown:
+                self._shutdown = True
+                for _ in self._workers:
+                    self._queue.put(None)
+        if wait:
+            for w in self._workers:
+                if w.thread is not threading.current_thread():
+                    w.thread.join()
+
+    # --- more than a process pool -------------------------------------------------------
+    @property
+    def contexts(self) -> list[VLC]:
+        """The workers' contexts (for info(), threadpools(), set_num_threads())."""
+        return [w.ctx for w in self._workers]
+
+    @property
+    def worker_cpus(self) -> list[list[int]]:
+        """Each worker's home CPUs."""
+        return [list(h) for h in self._homes]
+
+    # --- failures -----------------------------------------------------------------------
+    def _drain(self, fail: Callable[[concurrent.futures.Future[Any]], Any]) -> None:
+        """Take every pending task off the queue (the workers' stops put back)."""
+        stops = 0
+        while True:
+            try:
+                item = self._queue.get_nowait()
+            except queue.Empty:
+                break
+            if item is None:
+                stops += 1
+            else:
+                fail(item.future)
+        for _ in range(stops):
+            self._queue.put(None)
+
+    def _break(self, message: str, cause: BaseException | None) -> None:
+        """A worker cannot go on: the pool is broken, pending tasks fail."""
+
+        def fail(f: concurrent.futures.Future[Any]) -> None:
+            err = BrokenContextPool(message)
+            err.__cause__ = cause
+            if f.set_running_or_notify_cancel():
+                f.set_exception(err)
+
+        with self._lock:
+            if self._broken is None:
+                self._broken = message
+            self._drain(fail)
+            if not self._shutdown:
+                self._shutdown = True
+                for _ in self._workers:
+                    self._queue.put(None)
+
+    def _after_fork(self) -> None:
+        self._broken = "the process forked: a ContextPoolExecutor's workers are not in the child"
+        self._lock = threading.Lock()
+
+    def __repr__(self) -> str:
+        state = "broken" if self._broken else "shut down" if self._shutdown else "running"
+        return f"<vlcs.ContextPoolExecutor {self._name!r} workers={self.worker_cpus} {state}>"
+
+
+def _process_chunk(fn: Callable[..., Any], chunk: list[tuple[Any, ...]]) -> list[Any]:
+    return [fn(*args) for args in chunk]
+
+
+def _chunks(*iterables: Iterable[Any], chunksize: int) -> Iterator[list[tuple[Any, ...]]]:
+    it = zip(*iterables, strict=False)  # map stops at the shortest, as zip
+    while chunk := list(itertools.islice(it, chunksize)):
+        yield chunk
+
+
+def _at_exit() -> None:
+    """Like concurrent.futures: at exit, the pools left running finish what
+    was submitted before the interpreter goes."""
+    global _exiting
+    _exiting = True
+    for pool in list(_live):
+        pool.shutdown(wait=True)
+
+
+def _after_fork_in_child() -> None:
+    for pool in list(_live):
+        pool._after_fork()
+
+
+atexit.register(_at_exit)
+os.register_at_fork(after_in_child=_after_fork_in_child)
