@@ -11,6 +11,7 @@ This package ships the native runtime (``libvlcs.so``, its headers, the
 True
 """
 
+from vlcs import _joblib
 from vlcs._context import VLC, Context, NamespaceKeptWarning, current, info
 from vlcs._errors import (
     ContextBusyError,
@@ -30,6 +31,8 @@ from vlcs._pool import ContextPool
 from vlcs._tune import Task, TuneError, tune
 from vlcs._version import __version__
 from vlcs.libraries import LibraryController, register
+
+_joblib.install()  # joblib's backend "vlcs", now or when joblib is imported
 
 __all__ = [
     "VLC",

@@ -36,7 +36,7 @@ import weakref
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from vlcs import _dlopen, _imports, _views, libraries
+from vlcs import _dlopen, _imports, _registries, _views, libraries
 from vlcs._errors import ContextDestroyedError
 from vlcs._extension import python_service
 from vlcs._lib import c_string, check, enter_binding, fail, last_error, lib
@@ -166,6 +166,7 @@ class VLC:
         _views.install(_view_open)
         _dlopen.install()
         _imports.install(_thread_owner)
+        _registries.install()
 
     @property
     def _h(self) -> int:
