@@ -62,8 +62,8 @@ class VlcsLimitError(VlcsError):
     def limit(self) -> str:
         text = str(self).lower()
         for needle, name in (
+            ("static tls", "static TLS"),  # before namespaces: "creating its namespace"
             ("namespace", "linker namespaces"),
-            ("static tls", "static TLS"),
             ("nest", "nesting depth"),
             ("shim", "shim slots"),
         ):

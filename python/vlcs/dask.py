@@ -18,9 +18,10 @@ threads as usual::
 
 The worker hands a task to its contexts as it hands one to a process pool
 (by pickle; arrays cross as views of the same memory).  ``distributed``
-itself stays one copy per worker process (:func:`vlcs.share`): its code
-that wraps each task runs inside the context, the task's own modules are the
-context's.
+itself stays one copy per worker process, the base's (:func:`vlcs.share`):
+its wrapper around each task (timing, error messages) runs in the base, and
+only the task itself in a context, so results and exceptions reach Dask as
+the base's objects.
 
 >>> from vlcs.dask import ContextWorkers
 >>> ContextWorkers(2, cpus="0-1").executor
@@ -29,7 +30,8 @@ context's.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+import concurrent.futures
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from distributed.diagnostics.plugin import WorkerPlugin
@@ -38,6 +40,46 @@ from vlcs._executor import ContextPoolExecutor
 from vlcs._imports import share
 
 __all__ = ["ContextWorkers"]
+
+
+class _InContext:
+    """A Dask task that runs in a context of the pool when called."""
+
+    def __init__(self, pool: ContextPoolExecutor, task: Any) -> None:
+        self.pool = pool
+        self.task = task
+
+    def __call__(self, *args: Any) -> Any:
+        return self.pool.submit(self.task, *args).result()
+
+
+class _WorkerExecutor(concurrent.futures.Executor):
+    """What the worker sees as its executor "vlcs".  Dask hands a process
+    pool ``_run_task_simple(task, data, delay)``: that wrapper runs here on
+    a base thread, the task inside it in a context.  Anything else goes to
+    the contexts whole."""
+
+    def __init__(self, pool: ContextPoolExecutor) -> None:
+        self.pool = pool
+        self.threads = concurrent.futures.ThreadPoolExecutor(
+            pool._max_workers, thread_name_prefix="vlcs-dask"
+        )
+
+    def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any:
+        wrapper = getattr(fn, "__module__", None) == "distributed.worker" and getattr(
+            fn, "__name__", None
+        ) == "_run_task_simple"
+        if wrapper and args and not kwargs:
+            return self.threads.submit(fn, _InContext(self.pool, args[0]), *args[1:])
+        return self.pool.submit(fn, *args, **kwargs)
+
+    def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
+        self.threads.shutdown(wait=wait, cancel_futures=cancel_futures)
+        self.pool.shutdown(wait=wait, cancel_futures=cancel_futures)
+
+    @property
+    def contexts(self) -> list[Any]:
+        return self.pool.contexts
 
 
 class ContextWorkers(WorkerPlugin):  # type: ignore[misc]
@@ -70,9 +112,8 @@ class ContextWorkers(WorkerPlugin):  # type: ignore[misc]
         self.name = f"vlcs-context-workers-{executor}"
 
     def setup(self, worker: Any) -> None:
-        # the worker's machinery once: its task wrapper runs in the contexts
-        share("distributed")
-        worker.executors[self.executor] = ContextPoolExecutor(
+        share("distributed")  # the worker's machinery: one copy, the base's
+        pool = ContextPoolExecutor(
             self.contexts or worker.state.nthreads,
             cpus=self.cpus,
             env=self.env,
@@ -80,6 +121,7 @@ class ContextWorkers(WorkerPlugin):  # type: ignore[misc]
             share=self.share,
             name=f"dask-{self.executor}",
         )
+        worker.executors[self.executor] = _WorkerExecutor(pool)
 
     def teardown(self, worker: Any) -> None:
         pool = worker.executors.pop(self.executor, None)
