@@ -42,6 +42,7 @@ CASES: dict[int, str] = {
     9: "four_tasks",
     10: "node_wide",
     11: "tuning_search",
+    12: "pools",
 }
 
 
