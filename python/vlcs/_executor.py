@@ -162,8 +162,12 @@ def _failure(exc: BaseException) -> _Payload:
     try:
         return dumps((exc, tb))
     except Exception as e:
-        e.__traceback__ = None
-        return dumps((type(e)(f"{e} (pickling the exception of a task: {exc!r})"), tb))
+        text = f"{e} (pickling the exception of a task: {exc!r})"
+        try:
+            stand_in: BaseException = type(e)(text)
+            return dumps((stand_in, tb))
+        except Exception:
+            return dumps((RuntimeError(text), tb))
 
 
 # --- CPUs of the workers -----------------------------------------------------------------
@@ -257,8 +261,13 @@ class _Worker:
                     return
                 if not item.future.set_running_or_notify_cancel():
                     continue
-                self._deliver(item.future, self._call(item.payload))
-                del item
+                try:
+                    outcome = self._call(item.payload)
+                except BaseException as e:  # vlcs's part failed (the context was closed)
+                    item.future.set_exception(e)
+                else:
+                    self._deliver(item.future, outcome)
+                item = outcome = None  # the payloads go before the next wait
                 done += 1
                 if pool._max_tasks_per_child is not None and done >= pool._max_tasks_per_child:
                     if not self._renew():

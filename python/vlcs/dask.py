@@ -66,9 +66,10 @@ class _WorkerExecutor(concurrent.futures.Executor):
         )
 
     def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any:
-        wrapper = getattr(fn, "__module__", None) == "distributed.worker" and getattr(
-            fn, "__name__", None
-        ) == "_run_task_simple"
+        wrapper = (
+            getattr(fn, "__module__", None) == "distributed.worker"
+            and getattr(fn, "__name__", None) == "_run_task_simple"
+        )
         if wrapper and args and not kwargs:
             return self.threads.submit(fn, _InContext(self.pool, args[0]), *args[1:])
         return self.pool.submit(fn, *args, **kwargs)

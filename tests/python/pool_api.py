@@ -121,6 +121,15 @@ def case_elastic_workers_borrow_idle_ones_cpus():
     assert homes == [[0], [1]]
 
 
+def case_bytes_and_memoryviews_cross_as_themselves():
+    big = bytes(1 << 20)
+    buf = bytearray(16)
+    with vlcs.ContextPoolExecutor(1) as pool:
+        ids = pool.submit(pool_tasks.buffer_ids, big, memoryview(buf)).result()
+    assert ids == [id(big), id(buf), 1 << 20]
+    assert buf[0] == 7
+
+
 BAD = [
     ({"max_workers": 0}, ValueError, "greater than 0"),
     ({"cpus": "zero"}, ValueError, "CPU list"),

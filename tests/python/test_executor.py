@@ -29,6 +29,7 @@ API_CASES = [
     "shutdown_cancels_pending_futures_and_refuses_new_ones",
     "map_with_chunksize_and_timeout",
     "elastic_workers_borrow_idle_ones_cpus",
+    "bytes_and_memoryviews_cross_as_themselves",
     "bad_arguments_are_refused_and_leave_nothing",
 ]
 
