@@ -18,6 +18,8 @@ import threading
 import time
 from typing import Any
 
+from vlcs_bench.evaluation._tasks import eigsh_child, h5_child
+
 TITLE = "A process pool without processes: ContextPoolExecutor"
 MODELS = (
     "a user who reaches for a process pool because a library is not thread-safe or "
@@ -39,38 +41,7 @@ STRATEGIES = {
 
 
 # --- the tasks: module-level, so every kind of worker finds them by name ------------
-
-
-def h5_task(path: str, data: Any) -> float:
-    """case 6's h5py job: gzip-compressed datasets written and read back."""
-    import h5py
-
-    with h5py.File(path, "w") as f:
-        for i in range(8):
-            f.create_dataset(f"d{i}", data=data + i, compression="gzip", compression_opts=6)
-    total = 0.0
-    with h5py.File(path, "r") as f:
-        for i in range(8):
-            total += float(f[f"d{i}"][...].sum())
-    return round(total, 3)
-
-
-def eigsh_task(n: int, k: int, seed: int) -> list[float]:
-    """case 6's sparse eigsh solve (ARPACK)."""
-    import numpy as np
-    import scipy.sparse as sp
-    import scipy.sparse.linalg as spla
-
-    rng = np.random.default_rng(seed)
-    m = int(n**0.5)
-    one = np.ones(n)
-    a = sp.diags(
-        [4 + rng.random(n), -one[1:], -one[1:], -one[m:], -one[m:]],
-        [0, 1, -1, m, -m],
-        format="csr",
-    )
-    vals = spla.eigsh(a, k=k, which="LA", return_eigenvectors=False, tol=1e-8, ncv=4 * k)
-    return [round(float(v), 5) for v in sorted(vals)]
+# (case 6's h5py and eigsh jobs: _tasks.h5_child and eigsh_child)
 
 
 def data_task(a: Any) -> float:
@@ -84,10 +55,10 @@ def _inputs(workload: str, quick: bool, tmp: str) -> tuple[Any, list[tuple[Any, 
     if workload == "h5py":
         rows = 300 if quick else 1200
         data = [np.random.default_rng(s).random((rows, 1000)) for s in (1, 2)]
-        return h5_task, [(os.path.join(tmp, f"{i}.h5"), d) for i, d in enumerate(data)]
+        return h5_child, [(os.path.join(tmp, f"{i}.h5"), d) for i, d in enumerate(data)]
     if workload == "eigsh":
         n = 20000 if quick else 50000
-        return eigsh_task, [(n, 6, 1), (n, 6, 2)]
+        return eigsh_child, [(n, 6, 1, True), (n, 6, 2, True)]
     gib = 0.25 if quick else 1.0
     n = int(gib * 2**30) // 8
     return data_task, [(np.full(n, float(i + 1)),) for i in range(2)]

@@ -17,7 +17,14 @@ from vlcs import program_path
 
 from vlcs_bench._build import build, cache_dir, vlcs_args
 from vlcs_bench.evaluation._harness import Strategy, measure, ncpus, run_json, say, summarise
-from vlcs_bench.evaluation._tasks import on_threads, split_cpus
+from vlcs_bench.evaluation._tasks import (
+    eigsh_child,
+    eigsh_job,
+    h5_child,
+    h5_job,
+    on_threads,
+    split_cpus,
+)
 
 TITLE = "Thread-unsafe libraries (paper Fig. 10)"
 MODELS = (
@@ -28,55 +35,6 @@ MODELS = (
     "Users run them sequentially, on threads (serialised inside the library), or in "
     "a ProcessPoolExecutor (inputs pickled to the workers, as users would)."
 )
-
-
-def h5_job(h5py: Any, np: Any, path: str, data: Any) -> float:
-    """Write datasets gzip-compressed, read them back; a checksum."""
-    with h5py.File(path, "w") as f:
-        for i in range(8):
-            f.create_dataset(f"d{i}", data=data + i, compression="gzip", compression_opts=6)
-    total = 0.0
-    with h5py.File(path, "r") as f:
-        for i in range(8):
-            total += float(f[f"d{i}"][...].sum())
-    return total
-
-
-def _h5_child(path: str, data: Any) -> float:
-    import h5py
-    import numpy as np
-
-    return h5_job(h5py, np, path, data)
-
-
-def eigsh_job(sp: Any, spla: Any, np: Any, n: int, k: int, seed: int, sparse: bool) -> list[float]:
-    """The k largest eigenvalues of a symmetric matrix with ARPACK.
-
-    dense: an n x n random matrix, the products are BLAS GEMVs (threaded);
-    sparse: a 2-D five-point operator with a random diagonal, n unknowns,
-    the products are scipy's sparse matvec (one thread): eigsh's usual use."""
-    rng = np.random.default_rng(seed)
-    if sparse:
-        m = int(n**0.5)
-        one = np.ones(n)
-        a = sp.diags(
-            [4 + rng.random(n), -one[1:], -one[1:], -one[m:], -one[m:]],
-            [0, 1, -1, m, -m],
-            format="csr",
-        )
-    else:
-        a = rng.random((n, n))
-        a = (a + a.T) / 2
-    vals = spla.eigsh(a, k=k, which="LA", return_eigenvectors=False, tol=1e-8, ncv=4 * k)
-    return [round(float(v), 5) for v in sorted(vals)]
-
-
-def _eigsh_child(n: int, k: int, seed: int, sparse: bool) -> list[float]:
-    import numpy as np
-    import scipy.sparse as sp
-    import scipy.sparse.linalg as spla
-
-    return eigsh_job(sp, spla, np, n, k, seed, sparse)
 
 
 def _four_ways(
@@ -180,7 +138,7 @@ def _eigsh(
                 _four_ways(
                     eigsh_job,
                     (sp, spla, np),
-                    _eigsh_child,
+                    eigsh_child,
                     args,
                     pool,
                     ctxs,
@@ -333,7 +291,7 @@ def run(quick: bool) -> dict[str, Any]:
         _four_ways(
             h5_job,
             (h5py, np),
-            _h5_child,
+            h5_child,
             [(paths[i], data[i]) for i in (0, 1)],
             pool,
             ctxs,
