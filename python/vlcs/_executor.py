@@ -170,6 +170,21 @@ def _failure(exc: BaseException) -> _Payload:
             return dumps((RuntimeError(text), tb))
 
 
+def _unpack(outcome: tuple[bool, _Payload]) -> tuple[bool, Any]:
+    """(True, the result) or (False, the exception, the context's traceback
+    as its __cause__); unpickling that fails gives (False, its error)."""
+    ok, payload = outcome
+    try:
+        value = loads(payload)
+    except BaseException as e:
+        return False, e
+    if ok:
+        return True, value
+    exc, tb = value
+    exc.__cause__ = _RemoteTraceback(tb)
+    return False, exc
+
+
 # --- CPUs of the workers -----------------------------------------------------------------
 
 CpuList = str | Iterable[int]
@@ -292,31 +307,19 @@ class _Worker:
     @staticmethod
     def _deliver(future: concurrent.futures.Future[Any], outcome: tuple[bool, _Payload]) -> None:
         """The outcome unpickled by the caller's side (the base), outside the context."""
-        ok, payload = outcome
-        try:
-            value = loads(payload)
-        except BaseException as e:
-            future.set_exception(e)
-            return
+        ok, value = _unpack(outcome)
         if ok:
             future.set_result(value)
         else:
-            exc, tb = value
-            exc.__cause__ = _RemoteTraceback(tb)
-            future.set_exception(exc)
+            future.set_exception(value)
 
     def _initialise(self) -> bool:
         pool = self.pool
         if pool._initializer is None:
             return True
-        ok, payload = self._call(pool._initializer)
+        ok, exc = _unpack(self._call(pool._initializer))
         if ok:
             return True
-        try:
-            exc, tb = loads(payload)
-            exc.__cause__ = _RemoteTraceback(tb)
-        except BaseException as e:
-            exc = e
         pool._break(
             f"the initializer raised in worker {self.index}'s context "
             f"({type(exc).__name__}: {exc}); the pool is not usable anymore",
@@ -332,7 +335,7 @@ class _Worker:
         try:
             self.ctx = pool._make_context(self.index)
         except VlcsLimitError as e:
-            self.ctx = old  # closed: _run's final close does nothing
+            self.ctx = old  # closed already: closing it again at the end does nothing
             pool._break(
                 f"max_tasks_per_child={pool._max_tasks_per_child}: no fresh context could be "
                 f"made for worker {self.index} ({e}); a context that imported extension modules "
@@ -538,10 +541,7 @@ class ContextPoolExecutor(concurrent.futures.Executor):
         with self._lock:
             if cancel_futures:
                 self._drain(lambda f: f.cancel())
-            if not self._shutdown:
-                self._shutdown = True
-                for _ in self._workers:
-                    self._queue.put(None)
+            self._stop_workers()
         if wait:
             for w in self._workers:
                 if w.thread is not threading.current_thread():
@@ -587,10 +587,14 @@ class ContextPoolExecutor(concurrent.futures.Executor):
             if self._broken is None:
                 self._broken = message
             self._drain(fail)
-            if not self._shutdown:
-                self._shutdown = True
-                for _ in self._workers:
-                    self._queue.put(None)
+            self._stop_workers()
+
+    def _stop_workers(self) -> None:
+        """One stop for each worker, behind the tasks queued (once; under _lock)."""
+        if not self._shutdown:
+            self._shutdown = True
+            for _ in self._workers:
+                self._queue.put(None)
 
     def _after_fork(self) -> None:
         self._broken = "the process forked: a ContextPoolExecutor's workers are not in the child"

@@ -20,7 +20,6 @@ calls with the same number of jobs (its contexts' imports stay warm).
 from __future__ import annotations
 
 import importlib.abc
-import importlib.machinery
 import sys
 import threading
 from typing import Any
