@@ -361,8 +361,11 @@ class ContextPoolExecutor(concurrent.futures.Executor):
         ``vlcs run``: the error says how many fit).
     mp_context: accepted for drop-in use and ignored (there are no processes).
     initializer, initargs: run as ``initializer(*initargs)`` in each
-        worker's context before its first task; if it raises, the pool is
-        broken (:class:`BrokenContextPool`).
+        worker's context before its first task (the workers start with the
+        first submit, as ProcessPoolExecutor's processes do, so that the
+        futures of the first tasks, never submit itself, report an
+        initializer that raised); if it raises, the pool is broken
+        (:class:`BrokenContextPool`).
     max_tasks_per_child: after that many tasks a worker's context is closed
         and a fresh one made (its modules imported afresh).  A context that
         imported extension modules keeps its namespace, so this can be done
@@ -442,9 +445,15 @@ class ContextPoolExecutor(concurrent.futures.Executor):
         contexts = self._make_contexts()
         self._workers = [_Worker(self, i, c) for i, c in enumerate(contexts)]
         self._running = len(self._workers)
-        for w in self._workers:
-            w.thread.start()
+        self._started = False
         _live.add(self)
+
+    def _start_workers(self) -> None:
+        """Start the workers' threads, once (under _lock)."""
+        if not self._started:
+            self._started = True
+            for w in self._workers:
+                w.thread.start()
 
     def _make_context(self, i: int) -> VLC:
         ctx = VLC(cpus=self._homes[i], env=self._envs[i], name=f"{self._name}-{i}")
@@ -512,6 +521,7 @@ class ContextPoolExecutor(concurrent.futures.Executor):
                 future.set_exception(e)
                 return future
             self._queue.put(_WorkItem(future, payload))
+            self._start_workers()
             return future
 
     def map(
@@ -542,9 +552,16 @@ class ContextPoolExecutor(concurrent.futures.Executor):
             if cancel_futures:
                 self._drain(lambda f: f.cancel())
             self._stop_workers()
-        if wait:
+            unstarted = not self._started
+            if unstarted:  # nothing was ever submitted: no worker is left to close them
+                self._started = True
+                self._running = 0
+        if unstarted:
+            _close_all([w.ctx for w in self._workers])
+        elif wait:
             for w in self._workers:
-                if w.thread is not threading.current_thread():
+                # ident: None for the threads of a pool shut down before any submit
+                if w.thread.ident is not None and w.thread is not threading.current_thread():
                     w.thread.join()
 
     # --- more than a process pool -------------------------------------------------------

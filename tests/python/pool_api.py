@@ -8,6 +8,7 @@ from __future__ import annotations
 import concurrent.futures
 import os
 import sys
+import threading
 
 import pytest
 import vlcs
@@ -51,8 +52,16 @@ def case_initializer_runs_in_each_context():
     assert pool_tasks.CALLS == 0  # the base's copy untouched
 
 
+def worker_threads() -> list[str]:
+    return [t.name for t in threading.enumerate() if t.name.startswith("vlcs-")]
+
+
 def case_a_failing_initializer_breaks_the_pool():
     pool = vlcs.ContextPoolExecutor(1, initializer=pool_tasks.fail_init)
+    # The initializer runs once the workers start, at the first submit (as
+    # ProcessPoolExecutor's processes): that submit returns a future, it
+    # does not raise, however fast the initializer fails.
+    assert worker_threads() == []
     f = pool.submit(abs, -1)
     with pytest.raises(concurrent.futures.process.BrokenProcessPool) as e:
         f.result(timeout=60)
@@ -63,6 +72,18 @@ def case_a_failing_initializer_breaks_the_pool():
         pool.submit(abs, -1)
     pool.shutdown()
     assert contexts_alive() == 0
+
+
+def case_a_pool_never_used_closes_its_contexts():
+    pool = vlcs.ContextPoolExecutor(2)
+    assert contexts_alive() == 2 and worker_threads() == []
+    pool.shutdown()
+    pool.shutdown()  # twice is harmless
+    assert contexts_alive() == 0 and worker_threads() == []
+    with pytest.raises(RuntimeError, match="after shutdown"):
+        pool.submit(abs, -1)
+    with vlcs.ContextPoolExecutor(2) as pool:  # the namespaces were given back
+        assert pool.submit(abs, -3).result() == 3
 
 
 def case_max_tasks_per_child_gives_fresh_contexts():

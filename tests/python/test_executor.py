@@ -25,6 +25,7 @@ API_CASES = [
     "env_and_cpus_per_worker",
     "initializer_runs_in_each_context",
     "a_failing_initializer_breaks_the_pool",
+    "a_pool_never_used_closes_its_contexts",
     "max_tasks_per_child_gives_fresh_contexts",
     "shutdown_cancels_pending_futures_and_refuses_new_ones",
     "map_with_chunksize_and_timeout",
