@@ -450,6 +450,15 @@ VLCS_API int vlcs_view_open(vlcs_ctx *ctx, const char *path, int flags);
  */
 VLCS_API void vlcs_python_module_table(void *table);
 
+/**
+ * The dict that the Python C API's PyInterpreterState_GetDict returns to
+ * the extension modules of ctx's namespace (binding libraries keep their
+ * registries of C++ types there), or NULL for the interpreter's own.  The
+ * caller keeps the dict alive; it is forgotten when the namespace goes.
+ * @return 0, or -1 (vlcs_error) when ctx is invalid or has no namespace yet.
+ */
+VLCS_API int vlcs_python_state_dict(vlcs_ctx *ctx, void *dict);
+
 /** What vlcs_enter_binding needs of the binding's language runtime. */
 struct vlcs_binding {
     void (*incref)(void *obj);                 /* Python: Py_IncRef */

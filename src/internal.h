@@ -97,6 +97,8 @@ struct service_hooks {
 extern HIDDEN const struct service_hooks tbb_hooks; /* service_tbb.c */
 extern HIDDEN const struct service_hooks gpu_hooks; /* gpu.c */
 extern HIDDEN const struct service_hooks python_hooks; /* service_python.c */
+/* c's namespace is being given back: its interpreter dict goes with it. */
+HIDDEN void python_ns_gone(vlcs_ctx *c);
 
 /* The table in hooks.c, run in its order (on_leave in reverse). */
 HIDDEN size_t hooks_overrides(void *handle, struct fwd_override *ov, size_t cap);

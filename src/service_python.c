@@ -18,6 +18,15 @@
  * functions, one compare later.  The base's extension modules bind to
  * libpython itself and never come here.  All of them run with the GIL held,
  * as the C API requires of their callers.
+ *
+ * PyInterpreterState_GetDict is replaced too: binding libraries keep their
+ * registry of C++ types there (pybind11 3, nanobind), and a second copy of
+ * a module must not find the first copy's.  A context's modules get their
+ * context's own dict, registered by the Python package, so each context has
+ * its registries without any of them ever being swapped in and out of the
+ * interpreter's (which another thread, running a module of another owner
+ * meanwhile, would see: pybind11 3 freed a context's call-once storage
+ * under it so).
  */
 #include "internal.h"
 
@@ -36,6 +45,35 @@ static bool is_table(obj d)
     return d != NULL && d == atomic_load_explicit(&module_table, memory_order_relaxed);
 }
 
+/* Each namespace's stand-in for the interpreter's dict, by linker
+ * namespace id (glibc has at most 16), or NULL: set by the Python package,
+ * which keeps the dicts alive. */
+#define NS_SLOTS 64
+static obj _Atomic state_dicts[NS_SLOTS];
+
+static int ns_slot_of(Lmid_t lmid) { return (int)((unsigned long)lmid % NS_SLOTS); }
+
+VLCS_API int vlcs_python_state_dict(vlcs_ctx *c, void *dict)
+{
+    if (ctx_check(c, "giving a context its interpreter dict") != 0)
+        return -1;
+    pthread_mutex_lock(&c->lock);
+    bool has_ns = c->has_ns;
+    Lmid_t lmid = c->lmid;
+    pthread_mutex_unlock(&c->lock);
+    if (!has_ns) {
+        set_error(VLCS_E_INVALID,
+                  "Error giving context '%s' its interpreter dict: it has no namespace yet (load "
+                  "a library into it first)",
+                  c->name);
+        return -1;
+    }
+    atomic_store(&state_dicts[ns_slot_of(lmid)], dict);
+    return 0;
+}
+
+void python_ns_gone(vlcs_ctx *c) { atomic_store(&state_dicts[ns_slot_of(c->lmid)], NULL); }
+
 /* libpython's own functions: the ones replaced, and the ones that read a
  * mapping.  Filled before any context binds to the forwarder. */
 static struct {
@@ -50,6 +88,7 @@ static struct {
     int (*set_item_string)(obj, const char *, obj);
     int (*del_item)(obj, obj);
     int (*del_item_string)(obj, const char *);
+    obj (*state_dict)(obj); /* PyInterpreterState_GetDict */
 } real;
 
 static struct py_api {
@@ -186,6 +225,21 @@ static int hook_del_item_string(obj d, const char *key)
     return is_table(d) ? with_str_key(py.del, d, key) : real.del_item_string(d, key);
 }
 
+/* The dict of the caller's namespace, found by the address the call
+ * returns to (the extension module that asked); the interpreter's own for
+ * the base and for namespaces without one. */
+__attribute__((noinline)) static obj hook_state_dict(obj interp)
+{
+    struct link_map *m = object_at(__builtin_return_address(0));
+    Lmid_t lmid = LM_ID_BASE;
+    if (m != NULL && dlinfo(m, RTLD_DI_LMID, &lmid) == 0 && lmid != LM_ID_BASE) {
+        obj d = atomic_load(&state_dicts[ns_slot_of(lmid)]);
+        if (d != NULL)
+            return d;
+    }
+    return real.state_dict(interp);
+}
+
 /* Each replaced entry: its name, where libpython's own is kept, the hook. */
 #define ENTRY(sym, field, hook) {sym, (void **)&real.field, (void *)hook}
 static const struct {
@@ -204,6 +258,7 @@ static const struct {
     ENTRY("PyDict_SetItemString", set_item_string, hook_set_item_string),
     ENTRY("PyDict_DelItem", del_item, hook_del_item),
     ENTRY("PyDict_DelItemString", del_item_string, hook_del_item_string),
+    ENTRY("PyInterpreterState_GetDict", state_dict, hook_state_dict),
 };
 #define NENTRIES (sizeof entries / sizeof entries[0])
 

@@ -148,6 +148,7 @@ class VLC:
         # imports or by the context's own ctypes calls (kept for good).
         self._dlls: list[weakref.ref[ctypes.CDLL]] = []
         self._native: list[str] = []
+        self._state_dict: dict[Any, Any] | None = None  # given to the namespace
         try:
             if cpus is not None:
                 self.set_allowed_cpus(cpus)
@@ -343,6 +344,13 @@ class VLC:
         dll = ctypes.CDLL(path, handle=self._load_handle(path))
         self._dlls.append(weakref.ref(dll))
         return dll
+
+    def _give_state_dict(self, d: dict[Any, Any]) -> None:
+        """What the namespace's extension modules get as the interpreter's
+        dict (d, which the caller keeps alive); the namespace exists."""
+        if self._state_dict is not d:
+            check(lib().vlcs_python_state_dict(self._h, id(d)))
+            self._state_dict = d
 
     def _keep_native(self, what: str) -> None:
         """Native code of the namespace that Python objects may refer to for

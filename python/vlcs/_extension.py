@@ -26,7 +26,9 @@ from vlcs import libraries
 from vlcs._errors import UnsupportedPlatformError
 from vlcs._lib import check, lib
 
-_api = ctypes.pythonapi
+# A handle of vlcs's own: prototypes set on ctypes.pythonapi's functions are
+# everyone's, and a user's restype there would change what vlcs reads.
+_api = ctypes.PyDLL(None, handle=ctypes.pythonapi._handle)
 _api.PyModule_FromDefAndSpec2.restype = ctypes.py_object
 _api.PyModule_FromDefAndSpec2.argtypes = [ctypes.c_void_p, ctypes.py_object, ctypes.c_int]
 _api.PyModule_ExecDef.restype = ctypes.c_int
@@ -39,24 +41,25 @@ try:
 except ValueError:
     _PACKAGE_CONTEXT = None
 
-_api.PyInterpreterState_Get.restype = ctypes.c_void_p
-_api.PyInterpreterState_GetDict.restype = ctypes.c_void_p  # a borrowed reference
-_api.PyInterpreterState_GetDict.argtypes = [ctypes.c_void_p]
-
 # Binding libraries keep one registry of C++ types per interpreter, found by
-# key in builtins (pybind11 2.x) or the interpreter's dict (pybind11 3.x,
-# nanobind): each owner gets its own (the keys: vlcs.libraries.bindings).
+# key in the interpreter's dict (pybind11 3, nanobind) or in builtins
+# (pybind11 2): each owner has its own.  A context's extension modules get
+# the context's own interpreter dict from libvlcs (Owner.state_dict, given
+# to the namespace by the loader); builtins, one dict that every thread
+# reads, has the keys of vlcs.libraries.bindings swapped around the
+# module's initialisation, when pybind11 2 looks them up (it keeps what it
+# found for good).
 
 _service_ready = False
 
 
 @contextlib.contextmanager
 def own_registries(saved: dict[tuple[int, str], Any]) -> Iterator[None]:
-    """Run with the owner's binding registries (saved) in place of the current ones."""
+    """Run with the owner's binding registries in builtins (saved) in place
+    of the current ones."""
     import builtins
 
-    interp = _api.PyInterpreterState_GetDict(_api.PyInterpreterState_Get())
-    dicts = [builtins.__dict__, ctypes.cast(interp, ctypes.py_object).value]
+    dicts = [builtins.__dict__]
     keys = libraries.registry_keys()
     outer: dict[tuple[int, str], Any] = {}
     for i, d in enumerate(dicts):

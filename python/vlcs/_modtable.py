@@ -204,7 +204,9 @@ def reclaim(owner: Owner, before: set[Any]) -> None:
 
 # --- standing in for the interpreter's module dict -----------------------------------
 
-_api = ctypes.pythonapi
+# A handle of vlcs's own: prototypes set on ctypes.pythonapi's functions are
+# everyone's, and a user's restype there would change what vlcs reads.
+_api = ctypes.PyDLL(None, handle=ctypes.pythonapi._handle)
 _api.PyInterpreterState_Get.restype = ctypes.c_void_p
 _api.PyImport_GetModuleDict.restype = ctypes.c_void_p  # borrowed: a plain address
 _api.Py_IncRef.argtypes = [ctypes.py_object]

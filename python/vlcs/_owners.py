@@ -52,7 +52,9 @@ class Owner:
         self.label = label
         self.ctx = ctx
         self.modules: dict[str, Any] = {}
-        self.registries: dict[Any, Any] = {}  # binding libraries' type registries
+        self.registries: dict[Any, Any] = {}  # binding libraries' registries in builtins
+        # what its extension modules' PyInterpreterState_GetDict() returns
+        self.state_dict: dict[Any, Any] = {}
 
     def __repr__(self) -> str:
         return f"<vlcs import owner {self.label}>"
@@ -116,6 +118,7 @@ def forget(owner: Owner) -> list[Any]:
             del _objects[h]
             _handles = None
         owner.registries.clear()
+        owner.state_dict.clear()
     return modules
 
 

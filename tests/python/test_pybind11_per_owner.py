@@ -67,3 +67,58 @@ def test_scipy_fft_and_matplotlib_in_two_contexts_and_the_base():
     assert r["distinct"], r
     assert r["fft_a"] == r["fft_b"] == r["fft_base"] == [[10, 0], [-2, 2], [-2, 0], [-2, -2]], r
     assert r["png_a_equals_base"] and r["png_b_equals_base"], r
+
+
+# Another thread runs all the while a context's module initialises; what it
+# finds in the interpreter's dict must stay the base's.  vlcs used to swap
+# the owner's registries into it around each extension module's exec: a
+# thread of another context that called pybind11 then (scipy's cdist, a
+# first call) used the wrong owner's call-once storage, which pybind11 3
+# freed under it (a heap corruption, about one run in a hundred on
+# CPython 3.12).  A profile function in the importing thread sees the dict
+# at every call the import makes, C calls included.
+UNTOUCHED = r"""
+import ctypes, json, sys, vlcs
+api = ctypes.pythonapi  # vlcs's prototypes are its own: these do not change them
+api.PyInterpreterState_Get.restype = ctypes.c_void_p
+api.PyInterpreterState_GetDict.restype = ctypes.py_object
+api.PyInterpreterState_GetDict.argtypes = [ctypes.c_void_p]
+interp = api.PyInterpreterState_GetDict(api.PyInterpreterState_Get())
+
+import scipy.fft  # the base's pybind11 registries
+def pybind11_entries():
+    return {k: id(v) for k, v in list(interp.items()) if "pybind11" in str(k)}
+base = pybind11_entries()
+
+seen = {"calls": 0, "changed": 0}
+def watch(frame, event, arg):
+    seen["calls"] += 1
+    if pybind11_entries() != base:
+        seen["changed"] += 1
+
+def imported_watched():
+    sys.setprofile(watch)
+    try:
+        import scipy.fft, scipy.spatial.distance
+        return scipy.fft.fft([1.0, 2.0, 3.0, 4.0]).real.tolist()
+    finally:
+        sys.setprofile(None)
+
+b = vlcs.VLC(cpus="1", name="b")
+fft_b = b.submit(imported_watched).result()
+mine = {k for k in b._owner.state_dict if "pybind11" in str(k)}
+print(json.dumps({
+    "calls": seen["calls"], "changed": seen["changed"], "fft_b": fft_b,
+    "base_has_its_own": bool(base) and pybind11_entries() == base,
+    "context_has_its_own": bool(mine) and all(
+        id(b._owner.state_dict[k]) != base.get(k) for k in mine),
+}))
+"""
+
+
+def test_a_context_importing_leaves_the_interpreters_dict_alone():
+    r = run_code(UNTOUCHED, timeout=300)
+    assert r["calls"] > 100, r  # the watch saw the import at work
+    assert r["changed"] == 0, f"another thread saw the context's registries: {r}"
+    assert r["fft_b"] == [10.0, -2.0, -2.0, -2.0]
+    assert r["base_has_its_own"] and r["context_has_its_own"], r

@@ -3,7 +3,10 @@
 A second copy of an extension module built with them (torch, scipy's fft,
 matplotlib) would find the first copy's registry of C++ types through the
 interpreter and fail ('type "..." is already registered'), so vlcs keeps
-one registry per owner: the keys below are swapped in and out around the
+one registry per owner.  pybind11 3 and nanobind keep theirs in the
+interpreter's dict: a context's modules get the context's own from
+PyInterpreterState_GetDict (src/service_python.c).  pybind11 2 keeps its
+in builtins: the keys below are swapped in and out there around the
 module's initialisation (see vlcs._extension).
 """
 
