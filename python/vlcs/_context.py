@@ -67,6 +67,9 @@ def _parse_list(text: str) -> list[int]:
 
 
 _contexts: weakref.WeakValueDictionary[int, VLC] = weakref.WeakValueDictionary()
+# The interpreter dicts libvlcs hands to namespaces' extension modules, by
+# id: alive for as long as their namespace is loaded, whoever drops the VLC.
+_given_state_dicts: dict[int, dict[Any, Any]] = {}
 
 
 def _after_fork_in_child() -> None:
@@ -351,6 +354,7 @@ class VLC:
         if self._state_dict is not d:
             check(lib().vlcs_python_state_dict(self._h, id(d)))
             self._state_dict = d
+            _given_state_dicts[id(d)] = d
 
     def _keep_native(self, what: str) -> None:
         """Native code of the namespace that Python objects may refer to for
@@ -504,8 +508,14 @@ class VLC:
         _contexts.pop(h, None)
         # A kept namespace's code may still run (an array of its numpy): its
         # lazy imports must keep finding its modules, so they stay with it.
-        if not kept and _imports.forget(self._owner):
-            _clear_shared_caches()
+        if not kept:
+            # libvlcs forgot the dict with the namespace; a kept namespace's
+            # code may still ask for it, so it lives on with the namespace
+            if self._state_dict is not None:
+                _given_state_dicts.pop(id(self._state_dict), None)
+                self._state_dict = None
+            if _imports.forget(self._owner):
+                _clear_shared_caches()
         self._libraries.clear()
         self._any_handle = None
         if kept and warn:
