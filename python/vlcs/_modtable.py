@@ -128,6 +128,7 @@ class ModuleTable(dict):  # type: ignore[type-arg]
     def _put(self, owner: Owner, name: Any, module: Any) -> None:
         if owner is BASE:
             _dset(self, name, module)
+            _put_by_base.add(name)
             _owners.note_base_module(name, module)
         else:
             _owners.adopt(owner, name, module)
@@ -189,14 +190,21 @@ def storage_keys() -> set[Any]:
     return set(dict.keys(table)) if table is not None else set()
 
 
+# Names the base entered through the table's methods: a base thread importing
+# while a context's module initialises puts its modules in the storage too,
+# and they stay the base's.
+_put_by_base: set[Any] = set()
+
+
 def reclaim(owner: Owner, before: set[Any]) -> None:
     """Move into owner's table what its C code wrote straight into the
-    storage since before: Cython's module init registers itself with
-    ``PyDict_SetItemString(PyImport_GetModuleDict(), ...)``, which bypasses
-    the table's methods."""
+    storage since before (not through the table's methods, as the base's
+    imports do meanwhile): C code that writes the storage with a call the
+    PyDict_* hooks of src/service_python.c do not cover."""
     if table is None or dict.__len__(table) == len(before):
         return
-    for k in [k for k in dict.keys(table) if k not in before and not is_shared(k)]:
+    new = [k for k in dict.keys(table) if k not in before and k not in _put_by_base]
+    for k in [k for k in new if not is_shared(k)]:
         module = dict.pop(table, k)
         if k not in owner.modules:
             table._put(owner, k, module)

@@ -199,3 +199,48 @@ def test_base_package_lazy_submodule_first_touched_inside_a_context_stays_the_ba
         """
     )
     assert all(r.values()), r
+
+
+# The base imports in one thread while a context's extension module
+# initialises in another: the base's new module must stay the base's (vlcs
+# takes into the context what the module's C code writes straight into the
+# module dict meanwhile, and used to take the base's too).  The base's import
+# is made at the start of the context's first extension module exec, from
+# that thread acting for the base, so the interleaving is certain.
+BASE_IMPORT_DURING_EXEC = r"""
+import importlib, json, os, sys, tempfile, vlcs
+from vlcs import _extension, _owners
+
+d = tempfile.mkdtemp()
+with open(os.path.join(d, "vlcs_base_side.py"), "w") as f:
+    f.write("VALUE = 42\n")
+sys.path.insert(0, d)
+
+real = _extension.ContextExtensionLoader.exec_module
+done = []
+def exec_module(self, module):
+    if not done:
+        done.append(module.__name__)
+        with _owners.acting_for(_owners.BASE):
+            importlib.import_module("vlcs_base_side")
+    return real(self, module)
+_extension.ContextExtensionLoader.exec_module = exec_module
+
+b = vlcs.VLC(cpus="0", name="b")
+with b:
+    import numpy
+    total = float(numpy.ones(3).sum())
+base_mod = sys.modules.get("vlcs_base_side")
+print(json.dumps({
+    "during": done, "total": total,
+    "base_kept": getattr(base_mod, "VALUE", None) == 42,
+    "context_took": "vlcs_base_side" in b.modules,
+}))
+"""
+
+
+@needs("numpy")
+def test_a_base_import_while_a_context_module_initialises_stays_the_base():
+    r = run_code(BASE_IMPORT_DURING_EXEC)
+    assert r["during"] and r["total"] == 3.0, r
+    assert r["base_kept"] and not r["context_took"], r
