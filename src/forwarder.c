@@ -9,7 +9,7 @@
  *
  * The object is the least glibc needs: an ELF header, PT_LOAD and
  * PT_DYNAMIC, .dynsym, .dynstr, a SysV .hash and .dynamic.  It is written to
- * a memfd and loaded from /proc/self/fd/N: no compiler, no temporary file.
+ * a memfd and loaded from /proc/PID/fd/N: no compiler, no temporary file.
  */
 #include "internal.h"
 

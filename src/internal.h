@@ -69,6 +69,9 @@ HIDDEN void shim_forget(const vlcs_ctx *c);
 
 /* ---- code and data addresses (caller.c) ---------------------------------- */
 
+/* The path a memfd of this process is loaded from (service.c). */
+HIDDEN void fd_path(char *buf, size_t size, int fd);
+
 /* The link map of the loaded object whose mapping holds addr, or NULL. */
 HIDDEN void *object_at(const void *addr);
 

@@ -118,14 +118,14 @@ int ns_create(vlcs_ctx *c)
     /* With services, the first object is a generated root whose DT_NEEDED
      * entries are the interposer and the forwarders: together they are the
      * namespace's global scope.  Without, the interposer itself is first. */
-    char why[512], rootpath[32];
+    char why[512], rootpath[48];
     int root = -1, code = services_root(&root, why, sizeof why);
     if (code != VLCS_OK) {
         set_error(code, "Error creating the namespace of context '%s': %s", c->name, why);
         return -1;
     }
     if (root >= 0)
-        snprintf(rootpath, sizeof rootpath, "/proc/self/fd/%d", root);
+        fd_path(rootpath, sizeof rootpath, root);
     dlerror();
     void *h = dlmopen(LM_ID_NEWLM, root >= 0 ? rootpath : interposer_path(),
                       RTLD_NOW | RTLD_LOCAL);

@@ -30,11 +30,17 @@ static struct service *services; /* in the order they were added */
 void services_read_lock(void) { pthread_rwlock_rdlock(&services_lock); }
 void services_unlock(void) { pthread_rwlock_unlock(&services_lock); }
 
+/* The path a memfd is loaded from.  /proc/self would name, in a debugger
+ * that reads the link map (gdb -p, gdb on a core), the debugger's own fd N:
+ * gdb blocked for good reading one of its pipes.  /proc/PID names ours:
+ * readable while the fd is open, absent afterwards, never another file. */
+void fd_path(char *buf, size_t size, int fd) { snprintf(buf, size, "/proc/%d/fd/%d", (int)getpid(), fd); }
+
 /* The forwarder of s loaded into c's namespace, or NULL with code and why set. */
 static void *load_one(vlcs_ctx *c, const struct service *s, int *code, char *why, size_t size)
 {
     char path[64];
-    snprintf(path, sizeof path, "/proc/self/fd/%d", s->fd);
+    fd_path(path, sizeof path, s->fd);
     dlerror();
     void *h = dlmopen(c->lmid, path, RTLD_NOW | RTLD_LOCAL);
     if (h == NULL) {
@@ -57,13 +63,13 @@ int services_root(int *fd_out, char *err, size_t errsize)
         n++;
     int fd = -1, code = VLCS_OK;
     if (n > 1) {
-        char (*paths)[32] = calloc(n, sizeof *paths);
+        char (*paths)[48] = calloc(n, sizeof *paths);
         const char **needed = calloc(n, sizeof *needed);
         if (paths && needed) {
             needed[0] = interposer_path();
             size_t i = 1;
             for (struct service *s = services; s; s = s->next, i++) {
-                snprintf(paths[i], sizeof paths[i], "/proc/self/fd/%d", s->fd);
+                fd_path(paths[i], sizeof paths[i], s->fd);
                 needed[i] = paths[i];
             }
             fd = forwarder_root(needed, n, err, errsize);

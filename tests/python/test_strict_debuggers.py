@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import shutil
 import subprocess
 import sys
@@ -51,6 +52,41 @@ def test_gdb_attaches_and_reads_a_backtrace(build_dir):
         _stop(proc)
     assert "vlcs_waiting_in_strict_mode" in out.stdout, out.stdout + out.stderr
     assert proc.returncode == 0  # still alive and well after the debugger left
+
+
+CTX_TARGET = textwrap.dedent(
+    """
+    import sys, vlcs
+    a = vlcs.VLC(cpus="0", name="a")
+    with a:
+        import numpy  # the namespace holds libpython's forwarder, a memfd
+    print("ready", flush=True)
+    sys.stdin.read()
+    """
+)
+
+
+@pytest.mark.skipif(
+    importlib.util.find_spec("numpy") is None, reason="numpy is not installed (./run installs it)"
+)
+def test_gdb_attaches_to_a_process_whose_context_imported_numpy():
+    # The forwarders are loaded from memfds; named /proc/self/fd/N in the
+    # link map, gdb opened its own fd N (a pipe) and waited for ever.
+    gdb = shutil.which("gdb")
+    assert gdb, "gdb is installed by ./run (Debian package gdb)"
+    proc = _start([sys.executable, "-c", CTX_TARGET])
+    try:
+        out = subprocess.run(
+            [gdb, "-p", str(proc.pid), "-batch", "-ex", "bt"],
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+    finally:
+        _stop(proc)
+    assert out.returncode == 0 and "_Py_read" in out.stdout, out.stdout + out.stderr
+    assert proc.returncode == 0
 
 
 def test_py_spy_dumps_a_python_process_in_strict_mode():
