@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+import re
 
 
 class _LinkMap(ctypes.Structure):
@@ -20,7 +21,14 @@ _LinkMap._fields_ = [
 ]
 
 
-_FD_PREFIX = "/proc/self/fd/"
+# The objects vlcs makes in memory are loaded from /proc/PID/fd/N (the
+# process's pid then: a forked child keeps its parent's in the names).
+_FD_NAME = re.compile(r"/proc/(?:self|\d+)/fd/\d+")
+
+
+def made_in_memory(name: str) -> bool:
+    """Whether an object's name is that of one vlcs made in memory."""
+    return _FD_NAME.fullmatch(name) is not None
 
 
 def namespace_objects(handle: int) -> list[str]:
@@ -41,12 +49,10 @@ def namespace_objects(handle: int) -> list[str]:
 def namespace_files(handle: int) -> dict[str, str]:
     """The namespace's objects loaded from files, real path -> name as
     loaded.  The objects vlcs makes in memory are left out: they are named
-    /proc/self/fd/N after a descriptor long closed, whose number another
+    /proc/PID/fd/N after a descriptor long closed, whose number another
     file (one a thread is loading now) may hold, so their real path would
     be a lie."""
-    return {
-        os.path.realpath(p): p for p in namespace_objects(handle) if not p.startswith(_FD_PREFIX)
-    }
+    return {os.path.realpath(p): p for p in namespace_objects(handle) if not made_in_memory(p)}
 
 
 def namespace_root(handle: int) -> int:
