@@ -283,6 +283,10 @@ HIDDEN int ns_create(vlcs_ctx *c); /* with c->lock held */
  * namespace goes, glibc reuses its number, and the context forgets it (its
  * libc's environment copy freed, its fork handlers dropped). */
 HIDDEN void ns_teardown(vlcs_ctx *c);
+/* Per-namespace tables are indexed by the namespace's number (glibc has at
+ * most 16; it reuses the numbers of namespaces taken back). */
+#define NS_SLOTS 64
+static inline int ns_slot(Lmid_t lmid) { return (int)((unsigned long)lmid % NS_SLOTS); }
 
 /* ---- giving a destroyed context's namespace back (unload.c) ---- */
 

@@ -34,7 +34,10 @@ void services_unlock(void) { pthread_rwlock_unlock(&services_lock); }
  * that reads the link map (gdb -p, gdb on a core), the debugger's own fd N:
  * gdb blocked for good reading one of its pipes.  /proc/PID names ours:
  * readable while the fd is open, absent afterwards, never another file. */
-void fd_path(char *buf, size_t size, int fd) { snprintf(buf, size, "/proc/%d/fd/%d", (int)getpid(), fd); }
+void fd_path(char *buf, size_t size, int fd)
+{
+    snprintf(buf, size, "/proc/%d/fd/%d", (int)getpid(), fd);
+}
 
 /* The forwarder of s loaded into c's namespace, or NULL with code and why set. */
 static void *load_one(vlcs_ctx *c, const struct service *s, int *code, char *why, size_t size)

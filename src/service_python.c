@@ -45,13 +45,9 @@ static bool is_table(obj d)
     return d != NULL && d == atomic_load_explicit(&module_table, memory_order_relaxed);
 }
 
-/* Each namespace's stand-in for the interpreter's dict, by linker
- * namespace id (glibc has at most 16), or NULL: set by the Python package,
- * which keeps the dicts alive. */
-#define NS_SLOTS 64
+/* Each namespace's stand-in for the interpreter's dict, by ns_slot, or
+ * NULL: set by the Python package, which keeps the dicts alive. */
 static obj _Atomic state_dicts[NS_SLOTS];
-
-static int ns_slot_of(Lmid_t lmid) { return (int)((unsigned long)lmid % NS_SLOTS); }
 
 VLCS_API int vlcs_python_state_dict(vlcs_ctx *c, void *dict)
 {
@@ -68,11 +64,11 @@ VLCS_API int vlcs_python_state_dict(vlcs_ctx *c, void *dict)
                   c->name);
         return -1;
     }
-    atomic_store(&state_dicts[ns_slot_of(lmid)], dict);
+    atomic_store(&state_dicts[ns_slot(lmid)], dict);
     return 0;
 }
 
-void python_ns_gone(vlcs_ctx *c) { atomic_store(&state_dicts[ns_slot_of(c->lmid)], NULL); }
+void python_ns_gone(vlcs_ctx *c) { atomic_store(&state_dicts[ns_slot(c->lmid)], NULL); }
 
 /* libpython's own functions: the ones replaced, and the ones that read a
  * mapping.  Filled before any context binds to the forwarder. */
@@ -233,7 +229,7 @@ __attribute__((noinline)) static obj hook_state_dict(obj interp)
     struct link_map *m = object_at(__builtin_return_address(0));
     Lmid_t lmid = LM_ID_BASE;
     if (m != NULL && dlinfo(m, RTLD_DI_LMID, &lmid) == 0 && lmid != LM_ID_BASE) {
-        obj d = atomic_load(&state_dicts[ns_slot_of(lmid)]);
+        obj d = atomic_load(&state_dicts[ns_slot(lmid)]);
         if (d != NULL)
             return d;
     }

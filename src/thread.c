@@ -26,7 +26,7 @@ struct tstate {
     vmask saved;        /* affinity before the outermost enter */
     vmask cur;          /* affinity as last set or read by this thread */
     atomic_bool moved;  /* set_cpus moved the thread: cur is stale */
-    unsigned ns_ready[64]; /* by lmid: ns_generation + 1 when its libc set this thread up */
+    unsigned ns_ready[NS_SLOTS]; /* by ns_slot: ns_generation + 1 when its libc set this thread up */
 };
 
 static _Thread_local struct tstate self;
@@ -167,9 +167,7 @@ static void watch_exit(struct tstate *ts)
  * thread and namespace, before the thread runs the context's code. */
 /* Bumped when a namespace is taken back, whose number glibc then reuses for
  * a new one with a new libc. */
-static unsigned ns_generation[64];
-
-static int ns_slot(const vlcs_ctx *c) { return (int)((unsigned long)c->lmid & 63); }
+static unsigned ns_generation[NS_SLOTS];
 
 static unsigned ns_current(int slot)
 {
@@ -181,7 +179,7 @@ static void ns_thread_ready(vlcs_ctx *c, struct tstate *ts)
     void (*init)(void) = __atomic_load_n(&c->ns_thread_init, __ATOMIC_ACQUIRE);
     if (init == NULL)
         return;
-    int slot = ns_slot(c);
+    int slot = ns_slot(c->lmid);
     unsigned gen = ns_current(slot);
     if (ts->ns_ready[slot] == gen)
         return;
@@ -189,9 +187,16 @@ static void ns_thread_ready(vlcs_ctx *c, struct tstate *ts)
     init();
 }
 
-void thread_ns_created(vlcs_ctx *c) { tstate()->ns_ready[ns_slot(c)] = ns_current(ns_slot(c)); }
+void thread_ns_created(vlcs_ctx *c)
+{
+    int slot = ns_slot(c->lmid);
+    tstate()->ns_ready[slot] = ns_current(slot);
+}
 
-void thread_ns_gone(vlcs_ctx *c) { __atomic_fetch_add(&ns_generation[ns_slot(c)], 1, __ATOMIC_ACQ_REL); }
+void thread_ns_gone(vlcs_ctx *c)
+{
+    __atomic_fetch_add(&ns_generation[ns_slot(c->lmid)], 1, __ATOMIC_ACQ_REL);
+}
 
 /* ---- public ------------------------------------------------------------- */
 
