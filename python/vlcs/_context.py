@@ -151,7 +151,6 @@ class VLC:
         # imports or by the context's own ctypes calls (kept for good).
         self._dlls: list[weakref.ref[ctypes.CDLL]] = []
         self._native: list[str] = []
-        self._state_dict: dict[Any, Any] | None = None  # given to the namespace
         try:
             if cpus is not None:
                 self.set_allowed_cpus(cpus)
@@ -348,12 +347,12 @@ class VLC:
         self._dlls.append(weakref.ref(dll))
         return dll
 
-    def _give_state_dict(self, d: dict[Any, Any]) -> None:
-        """What the namespace's extension modules get as the interpreter's
-        dict (d, which the caller keeps alive); the namespace exists."""
-        if self._state_dict is not d:
+    def _give_state_dict(self) -> None:
+        """The namespace's extension modules get the owner's state dict as
+        the interpreter's (once; the namespace exists)."""
+        d = self._owner.state_dict
+        if _given_state_dicts.get(id(d)) is not d:
             check(lib().vlcs_python_state_dict(self._h, id(d)))
-            self._state_dict = d
             _given_state_dicts[id(d)] = d
 
     def _keep_native(self, what: str) -> None:
@@ -511,9 +510,7 @@ class VLC:
         if not kept:
             # libvlcs forgot the dict with the namespace; a kept namespace's
             # code may still ask for it, so it lives on with the namespace
-            if self._state_dict is not None:
-                _given_state_dicts.pop(id(self._state_dict), None)
-                self._state_dict = None
+            _given_state_dicts.pop(id(self._owner.state_dict), None)
             if _imports.forget(self._owner):
                 _clear_shared_caches()
         self._libraries.clear()

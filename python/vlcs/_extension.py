@@ -54,28 +54,25 @@ _service_ready = False
 
 
 @contextlib.contextmanager
-def own_registries(saved: dict[tuple[int, str], Any]) -> Iterator[None]:
+def own_registries(saved: dict[str, Any]) -> Iterator[None]:
     """Run with the owner's binding registries in builtins (saved) in place
     of the current ones."""
     import builtins
 
-    dicts = [builtins.__dict__]
+    d = builtins.__dict__
     keys = libraries.registry_keys()
-    outer: dict[tuple[int, str], Any] = {}
-    for i, d in enumerate(dicts):
-        for k in [k for k in d if isinstance(k, str) and k.startswith(keys)]:
-            outer[(i, k)] = d.pop(k)
-    for (i, k), v in saved.items():
-        dicts[i][k] = v
+
+    def take() -> dict[str, Any]:
+        return {k: d.pop(k) for k in [k for k in d if isinstance(k, str) and k.startswith(keys)]}
+
+    outer = take()
+    d.update(saved)
     try:
         yield
     finally:
         saved.clear()
-        for i, d in enumerate(dicts):
-            for k in [k for k in d if isinstance(k, str) and k.startswith(keys)]:
-                saved[(i, k)] = d.pop(k)
-        for (i, k), v in outer.items():
-            dicts[i][k] = v
+        saved.update(take())
+        d.update(outer)
 
 
 def python_service() -> None:
@@ -139,7 +136,7 @@ def _init_symbol(name: str) -> str:
 class ContextExtensionLoader:
     """Loader for an extension module that lives in a context's namespace."""
 
-    def __init__(self, load: Any, path: str, registries: dict[tuple[int, str], Any]) -> None:
+    def __init__(self, load: Any, path: str, registries: dict[str, Any]) -> None:
         # load(path) -> ctypes.CDLL of the copy in the context
         self._load = load
         self.path = path

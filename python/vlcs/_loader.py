@@ -179,7 +179,7 @@ class _SharedCodeLoader(SourceFileLoader):
 def _loader_for(owner: Owner, name: str) -> Any:
     def load_into_context(path: str) -> Any:
         dll = owner.ctx._load(path)
-        owner.ctx._give_state_dict(owner.state_dict)
+        owner.ctx._give_state_dict()
         owner.ctx._keep_native(name)
         _owners.register_object(dll._handle, owner)
         return dll

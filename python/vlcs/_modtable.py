@@ -203,8 +203,11 @@ def reclaim(owner: Owner, before: set[Any]) -> None:
     PyDict_* hooks of src/service_python.c do not cover."""
     if table is None or dict.__len__(table) == len(before):
         return
-    new = [k for k in dict.keys(table) if k not in before and k not in _put_by_base]
-    for k in [k for k in new if not is_shared(k)]:
+    for k in [
+        k
+        for k in dict.keys(table)
+        if k not in before and k not in _put_by_base and not is_shared(k)
+    ]:
         module = dict.pop(table, k)
         if k not in owner.modules:
             table._put(owner, k, module)

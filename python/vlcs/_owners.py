@@ -52,7 +52,7 @@ class Owner:
         self.label = label
         self.ctx = ctx
         self.modules: dict[str, Any] = {}
-        self.registries: dict[Any, Any] = {}  # binding libraries' registries in builtins
+        self.registries: dict[str, Any] = {}  # binding libraries' registries in builtins
         # what its extension modules' PyInterpreterState_GetDict() returns
         self.state_dict: dict[Any, Any] = {}
 
