@@ -134,7 +134,8 @@ def _tune(args: argparse.Namespace) -> int:
         print(json.dumps(plan, indent=2))
     else:
         for t in plan["tasks"]:
-            print(f"{t['name']:20} CPUs {t['cpus']}")
+            env = " ".join(f"{k}={v}" for k, v in t["env"].items())
+            print(f"{t['name']:20} CPUs {t['cpus']}" + (f"  {env}" if env else ""))
         print(
             f"makespan {plan['makespan_s']:.3f} s (sharing every CPU "
             f"{plan['baselines']['shared_s']:.3f} s, one after another "

@@ -29,10 +29,10 @@ def model(serial: list[float], parallel: list[float]):
     """measure() of tasks that take serial + parallel / cpus seconds, and
     contend when CPUs are shared (overlap): the slowest task decides."""
 
-    def measure(cfg: tuple[int, ...]) -> float:
-        return max(s + p / c for s, p, c in zip(serial, parallel, cfg, strict=True))
+    def measure(cfg: space.Config) -> float:
+        return max(s + p / c for s, p, c in zip(serial, parallel, cfg.counts, strict=True))
 
-    def alone(task: int, count: int) -> float:
+    def alone(task: int, count: int, env: int) -> float:
         return serial[task] + parallel[task] / count
 
     return measure, alone
@@ -49,12 +49,12 @@ CASES = [
 @pytest.mark.parametrize(("serial", "parallel", "n"), CASES)
 def test_grid_measures_every_configuration_once_and_finds_the_optimum(serial, parallel, n):
     measure, _ = model(serial, parallel)
-    calls: list[tuple[int, ...]] = []
+    calls: list[space.Config] = []
     grid_space = space.configurations(n, len(serial))
     r = space.grid(grid_space, lambda c: calls.append(c) or measure(c))
     assert sorted(calls) == sorted(grid_space) and len(set(calls)) == len(calls)
     assert r.best_s == min(measure(c) for c in grid_space)
-    assert all(sum(c) <= n and min(c) >= 1 for c in grid_space)
+    assert all(sum(c.counts) <= n and min(c.counts) >= 1 for c in grid_space)
 
 
 @pytest.mark.parametrize(("serial", "parallel", "n"), CASES)
@@ -62,7 +62,7 @@ def test_smart_is_within_5_percent_of_the_grid_with_a_third_of_its_runs(serial, 
     measure, alone = model(serial, parallel)
     grid_space = space.configurations(n, len(serial))
     best = space.grid(grid_space, measure).best_s
-    r = space.smart(grid_space, n, len(serial), measure, alone)
+    r = space.smart(grid_space, n, measure, alone)
     assert r.runs <= len(grid_space) / 3, (r.runs, len(grid_space))
     assert r.best_s <= best * 1.05, (r.best, r.best_s, best)
     assert r.prediction_error is not None and r.prediction_error < 0.01  # Amdahl tasks
@@ -75,13 +75,13 @@ def test_smart_survives_a_model_that_is_wrong():
     serial, parallel, n = [0.1, 0.1], [8.0, 4.0], 16
 
     def measure(cfg):
-        a, b = cfg
+        a, b = cfg.counts
         return max(
             serial[0] + parallel[0] / a * (1 + b / 32), serial[1] + parallel[1] / b * (1 + a / 32)
         )
 
     grid_space = space.configurations(n, 2)
-    r = space.smart(grid_space, n, 2, measure, lambda t, c: serial[t] + parallel[t] / c)
+    r = space.smart(grid_space, n, measure, lambda t, c, e: serial[t] + parallel[t] / c)
     assert r.runs <= len(grid_space) / 3
     assert r.best_s == min(r.measured.values())
     assert r.best_s <= space.grid(grid_space, measure).best_s * 1.10
@@ -93,14 +93,19 @@ def test_smart_goes_on_past_failed_configurations():
     measure, alone = model([0.1, 0.1], [8.0, 2.0])
     grid_space = space.configurations(16, 2)
     first = min(grid_space, key=lambda c: measure(c))
-    r = space.smart(grid_space, 16, 2, lambda c: float("inf") if c == first else measure(c), alone)
+    r = space.smart(grid_space, 16, lambda c: float("inf") if c == first else measure(c), alone)
     assert r.best != first and r.best_s < float("inf")
     assert r.best_s <= space.grid(grid_space, measure).best_s * 1.05
 
 
 def test_space_steps_overlap_and_cpu_lists():
-    assert space.configurations(8, 2, step=4) == [(1, 1), (1, 4), (4, 1), (4, 4)]
-    assert (6, 6) in space.configurations(8, 2, overlap=True)
+    assert [c.counts for c in space.configurations(8, 2, step=4)] == [
+        (1, 1),
+        (1, 4),
+        (4, 1),
+        (4, 4),
+    ]
+    assert space.Config((6, 6), (0, 0)) in space.configurations(8, 2, overlap=True)
     assert space.cpu_lists([0, 1, 2, 3, 8, 9], (2, 4)) == [[0, 1], [2, 3, 8, 9]]
     assert space.format_cpus([3, 0, 1, 2, 8, 10, 11]) == "0-3,8,10-11"
 

@@ -23,10 +23,10 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from vlcs._tune import space as _space
-from vlcs._tune.space import Counts, format_cpus
+from vlcs._tune.space import Config, format_cpus
 
 METHODS = ("smart", "grid")
 
@@ -42,11 +42,15 @@ class Task:
 
     call: "module:function" (or a function importable by that name);
     args: its keyword arguments; command: argv of a program; env: variables
-    for the task, where "{cpus}" becomes its CPU count and "{cpulist}" its
-    CPU list.
+    for the task, where "{cpus}" becomes its CPU count ("{cpus*2}",
+    "{cpus/2}": times or divided by an integer) and "{cpulist}" its CPU
+    list; choices: variables whose values the tuning tries, each a list
+    (every combination is crossed with the CPU partitions; the first
+    values are the task's default, which the baselines use).
 
     >>> Task("solver", command=["./solver"], env={"OMP_NUM_THREADS": "{cpus}"}).kind
     'command'
+    >>> t = Task("gemm", call="m:f", choices={"OPENBLAS_NUM_THREADS": ["{cpus}", "1"]})
     """
 
     name: str
@@ -54,6 +58,7 @@ class Task:
     args: Mapping[str, Any] = field(default_factory=dict)
     command: Sequence[str] | None = None
     env: Mapping[str, str] = field(default_factory=dict)
+    choices: Mapping[str, Sequence[str]] = field(default_factory=dict)
 
     @property
     def kind(self) -> str:
@@ -63,7 +68,11 @@ class Task:
         """The JSON form a trial process gets; TuneError when it cannot run."""
         if (self.call is None) == (self.command is None):
             raise TuneError(f"task '{self.name}': give exactly one of call and command")
-        out: dict[str, Any] = {"name": self.name, "env": {k: str(v) for k, v in self.env.items()}}
+        out: dict[str, Any] = {
+            "name": self.name,
+            "env": {k: str(v) for k, v in self.env.items()},
+            "choices": self._choices(),
+        }
         if self.call is not None:
             out["call"] = _call_name(self.name, self.call)
             out["args"] = dict(self.args)
@@ -78,6 +87,26 @@ class Task:
             if shutil.which(argv[0]) is None:
                 raise TuneError(f"task '{self.name}': program {argv[0]!r} not found")
             out["command"] = argv
+        for text in [*out["env"].values(), *(v for vs in out["choices"].values() for v in vs)]:
+            try:
+                _space.fill(text, [0])
+            except ValueError as e:
+                raise TuneError(f"task '{self.name}': {e}") from None
+        return out
+
+    def _choices(self) -> dict[str, list[str]]:
+        if not isinstance(self.choices, Mapping):
+            raise TuneError(f"task '{self.name}': choices must map variables to lists of values")
+        out = {}
+        for k, values in self.choices.items():
+            if isinstance(values, (str, bytes)) or not isinstance(values, Sequence) or not values:
+                raise TuneError(
+                    f"task '{self.name}': choices of {k} must be a non-empty list of values; "
+                    f"got {values!r}"
+                )
+            if k in self.env:
+                raise TuneError(f"task '{self.name}': give {k} in env or in choices, not both")
+            out[k] = [str(v) for v in values]
         return out
 
 
@@ -134,7 +163,7 @@ def load_tasks(path: str | Path) -> list[Task]:
         raise TuneError(f"{p}: no [[task]] entries")
     tasks = []
     for i, t in enumerate(entries):
-        unknown = set(t) - {"name", "call", "args", "command", "env"}
+        unknown = set(t) - {"name", "call", "args", "command", "env", "choices"}
         if unknown:
             raise TuneError(f"{p}: task {i + 1}: unknown keys {sorted(unknown)}")
         tasks.append(
@@ -144,6 +173,7 @@ def load_tasks(path: str | Path) -> list[Task]:
                 t.get("args", {}),
                 t.get("command"),
                 t.get("env", {}),
+                t.get("choices", {}),
             )
         )
     return tasks
@@ -166,6 +196,17 @@ def machine() -> dict[str, Any]:
     }
 
 
+class _Run(NamedTuple):
+    """What one trial runs: its label (the cache's key too), the mode, each
+    task's CPUs and environment choice, and which task alone (or None)."""
+
+    label: str
+    mode: str
+    lists: list[list[int]]
+    env: list[dict[str, str]]
+    only: int | None = None
+
+
 class _Trials:
     """Runs trials in fresh processes, with a cache on disk and progress.
 
@@ -186,7 +227,9 @@ class _Trials:
         self.key = hashlib.sha1(json.dumps([tasks, cpus], sort_keys=True).encode()).hexdigest()[:12]
         self.times: dict[str, list[float]] = {}
         self.errors: dict[str, str] = {}
-        self.args: dict[str, tuple[str, list[list[int]], int | None]] = {}
+        self.args: dict[str, _Run] = {}
+        # task name -> {(thread-pool family, threads_per)} its contexts had
+        self.pools: dict[str, set[tuple[str, str]]] = {t["name"]: set() for t in tasks}
         self.cache_path = out / "trials.jsonl" if out else None
         if self.cache_path and self.cache_path.exists():
             for line in self.cache_path.read_text().splitlines():
@@ -200,6 +243,7 @@ class _Trials:
                     self.errors[rec["config"]] = rec["error"]
                 else:
                     self.times.setdefault(rec["config"], []).append(rec["makespan"])
+                    self._saw_pools(rec.get("pools", {}))
         self.runs = 0  # trial executions this tuning needed (cached ones included)
         self.ran_on: set[str] = set()  # machine:process that started the trials
         self.cluster: _Cluster | None = None
@@ -214,43 +258,42 @@ class _Trials:
     def _count(self) -> str:
         return f"{self.runs}/{self.total}" if self.total else str(self.runs)
 
-    def _spec(self, mode: str, lists: list[list[int]], only: int | None) -> dict[str, Any]:
+    def _saw_pools(self, pools: Mapping[str, list[list[Any]]]) -> None:
+        for name, found in pools.items():
+            self.pools.setdefault(name, set()).update((p[0], p[1]) for p in found)
+
+    def _spec(self, run: _Run) -> dict[str, Any]:
         return {
             "tasks": self.tasks,
-            "mode": mode,
-            "cpus": lists,
-            "only": only,
+            "mode": run.mode,
+            "cpus": run.lists,
+            "env": run.env,
+            "only": run.only,
             "path": [p for p in sys.path if p],
         }
 
-    def _once(self, mode: str, lists: list[list[int]], only: int | None) -> dict[str, Any]:
+    def _once(self, run: _Run) -> dict[str, Any]:
         from vlcs._tune.trial import run_isolated
 
-        spec = self._spec(mode, lists, only)
+        spec = self._spec(run)
         if self.cluster is not None:  # on a worker's machine, not the tuner's
             return self.cluster.run([("", spec)], self.timeout)[0][1]
         return run_isolated(spec, self.timeout)
 
-    def measure(
-        self,
-        label: str,
-        mode: str,
-        lists: list[list[int]],
-        only: int | None = None,
-        runs: int = 1,
-    ) -> float:
+    def measure(self, run: _Run, runs: int = 1) -> float:
         """The median makespan of `runs` runs of a configuration (those in
         the cache count); inf once it failed."""
-        self.args[label] = (mode, lists, only)
+        label = run.label
+        self.args[label] = run
         have = self.times.setdefault(label, [])
         while label not in self.errors and len(have) < runs:
-            self._record(label, self._once(mode, lists, only))
+            self._record(label, self._once(run))
         self.runs += 1
         if label in self.errors:
             self._say(f"[{self._count()}] {label}: FAILED: {self.errors[label]}")
             return float("inf")
         t = statistics.median(have[:runs])
-        if only is None and mode == "split" and (self.best is None or t < self.best[0]):
+        if run.only is None and run.mode == "split" and (self.best is None or t < self.best[0]):
             self.best = (t, label)
         best = f"best {self.best[0]:.3f} s ({self.best[1]})" if self.best else "no best yet"
         self._say(
@@ -266,32 +309,26 @@ class _Trials:
         else:
             self.times.setdefault(label, []).append(r["makespan"])
             self.ran_on.add(r.get("ran_on", "?"))
-            rec.update(makespan=r["makespan"], each=r["each"])
+            self._saw_pools(r.get("pools", {}))
+            rec.update(makespan=r["makespan"], each=r["each"], pools=r.get("pools", {}))
         if self.cache_path:
             with self.cache_path.open("a") as f:
                 f.write(json.dumps(rec) + "\n")
 
-    def measure_many(
-        self, items: list[tuple[str, str, list[list[int]], int | None]], runs: int = 1
-    ) -> list[float]:
+    def measure_many(self, items: list[_Run], runs: int = 1) -> list[float]:
         """Several configurations.  On a Dask cluster their trials run at
         once, one per worker machine at a time (a trial owns its machine's
         CPUs); without one, one after another."""
         if self.cluster is not None:
             jobs = []
-            for label, mode, lists, only in items:
-                self.args[label] = (mode, lists, only)
-                if label not in self.errors:
-                    missing = runs - len(self.times.get(label, []))
-                    jobs += [(label, self._spec(mode, lists, only))] * max(0, missing)
+            for run in items:
+                self.args[run.label] = run
+                if run.label not in self.errors:
+                    missing = runs - len(self.times.get(run.label, []))
+                    jobs += [(run.label, self._spec(run))] * max(0, missing)
             for label, r in self.cluster.run(jobs, self.timeout):
                 self._record(label, r)
-        return [self.measure(label, mode, lists, only, runs) for label, mode, lists, only in items]
-
-    def again(self, label: str, runs: int) -> float:
-        """Measure a configuration measured before up to `runs` runs."""
-        mode, lists, only = self.args[label]
-        return self.measure(label, mode, lists, only, runs)
+        return [self.measure(run, runs) for run in items]
 
     def spread(self, label: str) -> list[float]:
         t = self.times.get(label)
@@ -372,10 +409,6 @@ class _Cluster:
             except Exception as e:  # the worker died or the trial could not start there
                 done.append((label, {"error": f"on {host}: {type(e).__name__}: {e}"}))
         return done
-
-
-def _label(names: list[str], lists: list[list[int]]) -> str:
-    return " | ".join(f"{n}={format_cpus(c)}" for n, c in zip(names, lists, strict=True))
 
 
 def tune(
@@ -483,65 +516,58 @@ def _tune(
 
     trials = _Trials(specs, cpu_ids, outdir, timeout, progress)
     trials.cluster = cluster
-    grid_space = _space.configurations(n, len(tasks), step, overlap)
+    choices = [_space.env_choices(s["choices"]) for s in specs]
+    grid_space = _distinct(
+        _space.configurations(n, len(tasks), step, overlap, [len(c) for c in choices]),
+        lambda cfg: _split(names, cpu_ids, choices, cfg).label,
+    )
 
-    def measure(cfg: Counts) -> float:
-        lists = _space.cpu_lists(cpu_ids, cfg)
-        return trials.measure(_label(names, lists), "split", lists)
+    def measure(cfg: Config) -> float:
+        return trials.measure(_split(names, cpu_ids, choices, cfg))
 
-    def split(cfg: Counts) -> tuple[str, str, list[list[int]], None]:
-        lists = _space.cpu_lists(cpu_ids, cfg)
-        return (_label(names, lists), "split", lists, None)
-
-    def alone(task: int, count: int) -> tuple[str, str, list[list[int]], int]:
+    def alone(task: int, count: int, env: int) -> _Run:
         lists = [cpu_ids[:count] if i == task else [cpu_ids[0]] for i in range(len(tasks))]
-        return (f"{names[task]}={format_cpus(cpu_ids[:count])} alone", "split", lists, task)
+        envs = [choices[i][env if i == task else 0] for i in range(len(tasks))]
+        label = _label(names[task : task + 1], lists[task : task + 1], envs[task : task + 1])
+        return _Run(f"{label} alone", "split", lists, envs, task)
 
-    def measure_alone(task: int, count: int) -> float:
-        return trials.measure(*alone(task, count))
+    def measure_alone(task: int, count: int, env: int) -> float:
+        return trials.measure(alone(task, count, env))
 
-    def measure_many(cfgs: list[Counts]) -> list[float]:
-        return trials.measure_many([split(c) for c in cfgs])
+    def measure_many(cfgs: list[Config]) -> list[float]:
+        return trials.measure_many([_split(names, cpu_ids, choices, c) for c in cfgs])
 
-    def alone_many(pairs: list[tuple[int, int]]) -> list[float]:
-        return trials.measure_many([alone(t, c) for t, c in pairs])
+    def alone_many(items: list[tuple[int, int, int]]) -> list[float]:
+        return trials.measure_many([alone(*a) for a in items])
 
     every = [cpu_ids] * len(tasks)
-    base_labels = [
-        "shared: every task on " + format_cpus(cpu_ids),
-        "sequential on " + format_cpus(cpu_ids),
+    defaults = [c[0] for c in choices]  # the baselines run each task's first choice
+    baselines = [
+        _Run("shared: every task on " + format_cpus(cpu_ids), "shared", every, defaults),
+        _Run("sequential on " + format_cpus(cpu_ids), "sequential", every, defaults),
     ]
-    small = _grid_is_cheaper(len(grid_space), n, len(tasks))
+    small = _grid_is_cheaper(grid_space, n)
     trials.total = (len(grid_space) if method == "grid" or small else len(grid_space) // 3) + 2
     t0 = time.monotonic()
-    shared, sequential = trials.measure_many(
-        [(base_labels[0], "shared", every, None), (base_labels[1], "sequential", every, None)]
-    )
+    shared, sequential = trials.measure_many(baselines)
     many = cluster is not None
     if method == "grid" or small:
         # A grid no larger than three profiles is cheaper measured whole.
         found = _space.grid(grid_space, measure, measure_many if many else None)
     else:
         found = _space.smart(
-            grid_space,
-            n,
-            len(tasks),
-            measure,
-            measure_alone,
-            alone_many=alone_many if many else None,
+            grid_space, n, measure, measure_alone, alone_many=alone_many if many else None
         )
     # More rounds, interleaved over the baselines and every configuration
     # measured, until the best stays the best from one round to the next
     # (or `repeats` rounds): noise on a shared machine moves single runs.
-    labels = {_label(names, _space.cpu_lists(cpu_ids, c)): c for c in found.measured}
+    measured_runs = [_split(names, cpu_ids, choices, c) for c in found.measured]
     rounds, previous = 1, found.best
     for rnd in range(2, repeats + 1):
         trials._say(f"round {rnd} of at most {repeats}")
-        again = [(lbl, *trials.args[lbl]) for lbl in [*labels, *base_labels]]
-        values = trials.measure_many(again, rnd)
-        medians = dict(zip(labels.values(), values, strict=False))
+        values = trials.measure_many([*measured_runs, *baselines], rnd)
+        found.measured.update(zip(found.measured, values, strict=False))
         shared, sequential = values[-2:]
-        found.measured.update(medians)
         rounds = rnd
         best = min(found.measured, key=lambda c: found.measured[c])
         found.best, found.best_s = best, found.measured[best]
@@ -553,7 +579,7 @@ def _tune(
         raise TuneError(
             "every trial failed: " + "; ".join(f"{k}: {v}" for k, v in trials.errors.items())
         )
-    best_lists = _space.cpu_lists(cpu_ids, found.best)
+    best_run = _split(names, cpu_ids, choices, found.best)
     plan: dict[str, Any] = {
         "version": 1,
         "method": method,
@@ -564,12 +590,12 @@ def _tune(
             {
                 "name": t.name,
                 "cpus": format_cpus(c),
-                "env": {k: _space.fill(v, c) for k, v in s["env"].items()},
+                "env": {k: _space.fill(v, c) for k, v in {**s["env"], **e}.items()},
             }
-            for t, s, c in zip(tasks, specs, best_lists, strict=True)
+            for t, s, c, e in zip(tasks, specs, best_run.lists, best_run.env, strict=True)
         ],
         "makespan_s": found.best_s,
-        "spread_s": trials.spread(_label(names, best_lists)),
+        "spread_s": trials.spread(best_run.label),
         "baselines": {"shared_s": shared, "sequential_s": sequential},
         "runs": found.runs + 2,
         "grid_runs": len(grid_space) + 2,
@@ -577,15 +603,22 @@ def _tune(
         "trial_runs": sum(len(v) for v in trials.times.values()) + len(trials.errors),
         "tuning_s": wall,
         "prediction_error": found.prediction_error,
+        "choices": {t.name: len(c) for t, c in zip(tasks, choices, strict=True) if len(c) > 1},
         "measured": [
             {
-                "config": list(cfg),
-                "cpus": [format_cpus(c) for c in _space.cpu_lists(cpu_ids, cfg)],
+                "config": list(cfg.counts),
+                "cpus": [format_cpus(c) for c in run.lists],
+                "env": [
+                    {k: _space.fill(v, c) for k, v in e.items()}
+                    for c, e in zip(run.lists, run.env, strict=True)
+                ],
                 "makespan_s": t,
                 **({"predicted_s": found.predicted[cfg]} if cfg in found.predicted else {}),
             }
             for cfg, t in sorted(found.measured.items())
+            for run in [_split(names, cpu_ids, choices, cfg)]
         ],
+        "without_contexts": _without_contexts(names, trials.pools, found),
         "failures": trials.errors,
         "ran_on": sorted(trials.ran_on),
         "dask": None if cluster is None else {"hosts": sorted(cluster.hosts)},
@@ -594,6 +627,56 @@ def _tune(
         (outdir / "plan.json").write_text(json.dumps(plan, indent=2) + "\n")
         _report(plan, outdir, names, n, found)
     return plan
+
+
+def _label(names: Sequence[str], lists: Sequence[list[int]], env: Sequence[dict[str, str]]) -> str:
+    """A configuration as people read it and the cache keys it: each
+    task's CPUs and its environment choice, filled in."""
+    return " | ".join(
+        f"{n}={format_cpus(c)}" + "".join(f" {k}={_space.fill(v, c)}" for k, v in e.items())
+        for n, c, e in zip(names, lists, env, strict=True)
+    )
+
+
+def _split(
+    names: list[str], cpu_ids: list[int], choices: list[list[dict[str, str]]], cfg: Config
+) -> _Run:
+    lists = _space.cpu_lists(cpu_ids, cfg.counts)
+    env = [c[i] for c, i in zip(choices, cfg.env, strict=True)]
+    return _Run(_label(names, lists, env), "split", lists, env)
+
+
+def _distinct(space: list[Config], label: Callable[[Config], str]) -> list[Config]:
+    """The space without configurations that run the same thing: choices
+    that come out equal once filled in ("{cpus}" and "1" on one CPU)."""
+    seen: set[str] = set()
+    out = []
+    for cfg in space:
+        key = label(cfg)
+        if key not in seen:
+            seen.add(key)
+            out.append(cfg)
+    return out
+
+
+def _without_contexts(
+    names: list[str], pools: Mapping[str, set[tuple[str, str]]], found: _space.SearchResult
+) -> dict[str, Any]:
+    """Which measured CPU counts a process without contexts could also set
+    with the libraries' own thread-count APIs (the paper's marks in its
+    Fig. 2), and the best of those: where tasks share a library whose
+    count is one per process (OpenBLAS, torch), only equal counts."""
+    families = [{f for f, _ in pools.get(n, ())} for n in names]
+    per_process = {f for n in names for f, per in pools.get(n, ()) if per == "process"}
+    shared = sorted(f for f in per_process if sum(f in fs for fs in families) > 1)
+    ok = [c for c in found.measured if _space.reachable(c.counts, families, shared)]
+    best = min(ok, key=lambda c: found.measured[c]) if ok else None
+    return {
+        "pools": {n: sorted(f for f, _ in pools.get(n, ())) for n in names},
+        "one_count_per_process": shared,
+        "reachable": sorted({tuple(c.counts) for c in ok}),
+        "best_s": None if best is None else found.measured[best],
+    }
 
 
 def _parse_cpus(cpus: str | Sequence[int]) -> list[int]:
@@ -609,10 +692,10 @@ def _parse_cpus(cpus: str | Sequence[int]) -> list[int]:
     return sorted(set(out))
 
 
-def _grid_is_cheaper(configurations: int, ncpus: int, ntasks: int) -> bool:
+def _grid_is_cheaper(space: list[Config], ncpus: int) -> bool:
     """Whether measuring every configuration costs no more than three
     profiles (each task alone on a few CPU counts): then `smart` does that."""
-    return configurations <= 3 * len(_space.profile_counts(ncpus)) * ntasks
+    return len(space) <= 3 * _space.profile_runs(ncpus, space)
 
 
 def _report(
@@ -652,8 +735,29 @@ def _report(
     lines += ["", "| configuration | measured s | predicted s |", "|---|---|---|"]
     for m in plan["measured"]:
         pred = f"{m['predicted_s']:.3f}" if "predicted_s" in m else ""
-        split = ", ".join(f"{n}={c}" for n, c in zip(names, m["cpus"], strict=True))
+        split = ", ".join(
+            f"{n}={c}" + "".join(f" {k}={v}" for k, v in e.items())
+            for n, c, e in zip(names, m["cpus"], m["env"], strict=True)
+        )
         lines.append(f"| {split} | {m['makespan_s']:.3f} | {pred} |")
+    wc = plan["without_contexts"]
+    cells = {tuple(c.counts) for c in found.measured}
+    if wc["one_count_per_process"]:
+        why = (
+            f"{' and '.join(wc['one_count_per_process'])}, used by more than one task, has one "
+            "thread count per process: without contexts only equal counts are reachable"
+        )
+    else:
+        why = "no library the tasks share has one thread count per process"
+    best = "none measured" if wc["best_s"] is None else f"best of those {wc['best_s']:.3f} s"
+    lines += [
+        "",
+        "Without contexts (thread pools seen: "
+        + "; ".join(f"{n}: {', '.join(p) or 'none seen'}" for n, p in wc["pools"].items())
+        + f"): {why}; {len(wc['reachable'])} of the {len(cells)} measured CPU counts are "
+        f"reachable so ({best}; timed with contexts"
+        + ("; dotted in the heatmap)." if len(wc["reachable"]) < len(cells) else ")."),
+    ]
     if plan["failures"]:
         lines += ["", "Failed trials:", *[f"- {k}: {v}" for k, v in plan["failures"].items()]]
     if len(names) == 2 and _heatmap(plan, out / "heatmap.png", names, n, found):
@@ -661,11 +765,29 @@ def _report(
     (out / "report.md").write_text("\n".join(lines) + "\n")
 
 
+def heatmap_cells(
+    found: _space.SearchResult, n: int, reachable: Sequence[Sequence[int]]
+) -> tuple[list[list[float]], list[tuple[int, int]], tuple[int, int]]:
+    """What the heatmap of two tasks draws: values[b - 1][a - 1] is the
+    makespan with a CPUs for the first task and b for the second (the best
+    over their environment choices; nan where not measured), the cells
+    reachable without contexts, and the optimum's cell, as (a, b)."""
+    values = [[float("nan")] * n for _ in range(n)]
+    for cfg, t in found.measured.items():
+        a, b = cfg.counts
+        if t != float("inf") and not values[b - 1][a - 1] <= t:
+            values[b - 1][a - 1] = t
+    marks = [(a, b) for a, b in reachable]
+    a, b = found.best.counts
+    return values, marks, (a, b)
+
+
 def _heatmap(
     plan: dict[str, Any], path: Path, names: list[str], n: int, found: _space.SearchResult
 ) -> bool:
-    """Cells: the makespan of (CPUs of task 1, CPUs of task 2), blank where
-    not measured; the optimum boxed.  False when matplotlib is missing."""
+    """The paper's Fig. 2: cells are makespans by CPUs per task, blank
+    where not measured, the optimum boxed, the counts reachable without
+    contexts dotted.  False when matplotlib is missing."""
     try:
         import matplotlib
 
@@ -674,18 +796,25 @@ def _heatmap(
         from matplotlib.patches import Rectangle
     except ImportError:
         return False
-    values = [[float("nan")] * n for _ in range(n)]
-    for cfg, t in found.measured.items():
-        if t != float("inf"):
-            values[cfg[1] - 1][cfg[0] - 1] = t
-    fig, ax = plt.subplots(figsize=(1.2 + 0.45 * n, 1 + 0.45 * n))
+    values, marks, (a, b) = heatmap_cells(found, n, plan["without_contexts"]["reachable"])
+    fig, ax = plt.subplots(figsize=(1.6 + 0.45 * n, 1.4 + 0.45 * n))
     im = ax.imshow(values, origin="lower", cmap="viridis_r")
     ax.set_xticks(range(n), [str(i + 1) for i in range(n)])
     ax.set_yticks(range(n), [str(i + 1) for i in range(n)])
     ax.set_xlabel(f"CPUs of {names[0]}")
     ax.set_ylabel(f"CPUs of {names[1]}")
-    a, b = found.best
     ax.add_patch(Rectangle((a - 1.5, b - 1.5), 1, 1, fill=False, edgecolor="red", linewidth=2.5))
+    if marks and len(marks) < len({c.counts for c in found.measured}):  # all: nothing to mark
+        ax.scatter(
+            [x - 1 for x, _ in marks],
+            [y - 1 for _, y in marks],
+            s=18,
+            c="white",
+            edgecolors="black",
+            linewidths=0.6,
+            label="reachable without contexts",
+        )
+        ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.18), fontsize=7, frameon=False)
     fig.colorbar(im, ax=ax, label="makespan (s)")
     ax.set_title(f"{plan['method']}: {plan['runs']} runs, best {plan['makespan_s']:.3f} s")
     fig.tight_layout()

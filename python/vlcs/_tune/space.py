@@ -1,43 +1,87 @@
 """The search space of ``vlcs tune`` and the two ways through it.
 
-A configuration gives each task a number of CPUs; CPU lists are assigned
-in task order from the tuning's CPU set, so (4, 12) over "0-15" is
-"0-3" | "4-15".  Two baselines are always part of a tuning: every task on
-every CPU at once ("shared"), and the tasks one after another with every
-CPU ("sequential").
+A configuration gives each task a number of CPUs and, for a task with
+environment choices (OMP_NUM_THREADS = "{cpus}" or "1", say), one of
+them; CPU lists are assigned in task order from the tuning's CPU set, so
+counts (4, 12) over "0-15" are "0-3" | "4-15".  Two baselines are always
+part of a tuning: every task on every CPU at once ("shared"), and the
+tasks one after another with every CPU ("sequential").
 
 ``grid`` measures every configuration.  ``smart`` measures each task alone
-on a few CPU counts, fits Amdahl's law t(c) = a + b / c to each, predicts
-every configuration's makespan as the slowest task's predicted time, and
-measures only the most promising configurations, within a third of the
-grid's runs.  Both are pure functions of a ``measure`` callback, so the
-search itself is tested with tasks of known scaling.
+on a few CPU counts (once per environment choice), fits Amdahl's law
+t(c) = a + b / c to each, predicts every configuration's makespan as the
+slowest task's predicted time, and measures only the most promising
+configurations, within a third of the grid's runs.  Both are pure
+functions of a ``measure`` callback, so the search itself is tested with
+tasks of known scaling.
 """
 
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Sequence
+import re
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 Counts = tuple[int, ...]
 
 
-def configurations(ncpus: int, ntasks: int, step: int = 1, overlap: bool = False) -> list[Counts]:
-    """Every way to give each task a CPU count: multiples of `step` (and
-    the whole set), at least one each; disjoint CPUs unless `overlap`.
+class Config(NamedTuple):
+    """One point of the space: each task's CPU count, and the index of the
+    environment choice each task runs with (0 for a task without choices)."""
 
-    >>> configurations(4, 2)
+    counts: Counts
+    env: tuple[int, ...]
+
+
+def configurations(
+    ncpus: int,
+    ntasks: int,
+    step: int = 1,
+    overlap: bool = False,
+    choices: Sequence[int] | None = None,
+) -> list[Config]:
+    """Every way to give each task a CPU count: multiples of `step` (and
+    the whole set), at least one each; disjoint CPUs unless `overlap`;
+    crossed with each task's environment choices (`choices`: how many
+    each task has; one each by default).
+
+    >>> [c.counts for c in configurations(4, 2)]
     [(1, 1), (1, 2), (1, 3), (2, 1), (2, 2), (3, 1)]
+    >>> len(configurations(4, 2, choices=[2, 3]))
+    36
     """
     sizes = sorted(
         {c for c in range(step, ncpus + 1, step)} | {ncpus} | ({1} if step > 1 else set())
     )
+    envs = list(itertools.product(*(range(k) for k in (choices or [1] * ntasks))))
     out = []
     for combo in itertools.product(sizes, repeat=ntasks):
         if overlap or sum(combo) <= ncpus:
-            out.append(tuple(combo))
+            out += [Config(tuple(combo), env) for env in envs]
     return out
+
+
+def reachable(counts: Counts, families: Sequence[Collection[str]], shared: Collection[str]) -> bool:
+    """Whether the tasks' thread counts could be set so in one process
+    without contexts, with the libraries' own thread-count APIs: tasks that
+    use one library whose count is one per process (``shared``: OpenBLAS's
+    openblas_set_num_threads, torch.set_num_threads) must use the same
+    count; a per-thread count (omp_set_num_threads) constrains nothing.
+
+    >>> reachable((4, 4), [{"openblas"}, {"openblas"}], {"openblas"})
+    True
+    >>> reachable((4, 12), [{"openblas"}, {"openblas", "openmp"}], {"openblas"})
+    False
+    >>> reachable((4, 12), [{"openmp"}, {"openblas"}], {"openblas"})
+    True
+    """
+    for lib in shared:
+        used = {c for c, f in zip(counts, families, strict=True) if lib in f}
+        if len(used) > 1:
+            return False
+    return True
 
 
 def cpu_lists(cpus: Sequence[int], counts: Counts) -> list[list[int]]:
@@ -73,14 +117,47 @@ def format_cpus(cpus: Sequence[int]) -> str:
     return ",".join(out)
 
 
+_SCALED = re.compile(r"\{cpus([*/])(\d+)\}")
+
+
 def fill(text: str, cpus: Sequence[int]) -> str:
     """A task's environment value or argument with its placeholders filled:
-    {cpus} (the count) and {cpulist} (the list).
+    {cpus} (the count), {cpus*K} and {cpus/K} (times or divided by an
+    integer K, rounded down, at least 1) and {cpulist} (the list).
 
     >>> fill("OMP_NUM_THREADS={cpus} on {cpulist}", [4, 5, 6])
     'OMP_NUM_THREADS=3 on 4-6'
+    >>> fill("{cpus*2} {cpus/2} {cpus/4}", [0, 1, 2, 3, 4, 5])
+    '12 3 1'
     """
-    return text.replace("{cpus}", str(len(cpus))).replace("{cpulist}", format_cpus(cpus))
+    n = len(cpus)
+
+    def scaled(m: re.Match[str]) -> str:
+        k = int(m.group(2))
+        if k == 0:
+            raise ValueError(f"{m.group(0)}: K must be at least 1")
+        return str(n * k if m.group(1) == "*" else max(1, n // k))
+
+    text = _SCALED.sub(scaled, text)
+    return text.replace("{cpus}", str(n)).replace("{cpulist}", format_cpus(cpus))
+
+
+def env_choices(choices: Mapping[str, Sequence[str]]) -> list[dict[str, str]]:
+    """Every combination of a task's environment choices, in order (the
+    first value of each variable first).
+
+    >>> for env in env_choices({"OMP_NUM_THREADS": ["{cpus}", "1"], "OMP_PROC_BIND": ["close"]}):
+    ...     print(env)
+    {'OMP_NUM_THREADS': '{cpus}', 'OMP_PROC_BIND': 'close'}
+    {'OMP_NUM_THREADS': '1', 'OMP_PROC_BIND': 'close'}
+    >>> env_choices({})
+    [{}]
+    """
+    names = list(choices)
+    return [
+        dict(zip(names, values, strict=True))
+        for values in itertools.product(*(list(choices[k]) for k in names))
+    ]
 
 
 @dataclass
@@ -122,18 +199,24 @@ class Amdahl:
 class SearchResult:
     """What a search measured and chose."""
 
-    best: Counts
+    best: Config
     best_s: float
-    measured: dict[Counts, float]
+    measured: dict[Config, float]
     runs: int  # trial runs used, the profiling runs of `smart` included
-    predicted: dict[Counts, float] = field(default_factory=dict)
-    profiles: dict[int, list[tuple[int, float]]] = field(default_factory=dict)
+    predicted: dict[Config, float] = field(default_factory=dict)
+    #: (task, environment choice) -> [(CPU count, seconds alone)]
+    profiles: dict[tuple[int, int], list[tuple[int, float]]] = field(default_factory=dict)
 
     @property
     def prediction_error(self) -> float | None:
         """Mean |predicted - measured| / measured over the measured
         configurations `smart` predicted; None for `grid`."""
-        both = [c for c in self.measured if c in self.predicted]
+        inf = float("inf")
+        both = [
+            c
+            for c in self.measured
+            if c in self.predicted and inf not in (self.measured[c], self.predicted[c])
+        ]
         if not both:
             return None
         return sum(
@@ -142,9 +225,9 @@ class SearchResult:
 
 
 def grid(
-    space: list[Counts],
-    measure: Callable[[Counts], float],
-    measure_many: Callable[[list[Counts]], list[float]] | None = None,
+    space: list[Config],
+    measure: Callable[[Config], float],
+    measure_many: Callable[[list[Config]], list[float]] | None = None,
 ) -> SearchResult:
     """Every configuration, once each (through measure_many, all at once,
     when given: a cluster runs them side by side)."""
@@ -164,34 +247,61 @@ def profile_counts(ncpus: int) -> list[int]:
     return sorted({1, max(1, ncpus // 4), max(1, ncpus // 2), ncpus})
 
 
+def profile_runs(ncpus: int, space: Sequence[Config]) -> int:
+    """How many runs alone `smart` profiles with: each task on each of
+    profile_counts, once per environment choice of that task."""
+    return len(profile_counts(ncpus)) * sum(n for n in _choices(space))
+
+
+def _choices(space: Sequence[Config]) -> list[int]:
+    """How many environment choices each task has in the space."""
+    return [max(c.env[t] for c in space) + 1 for t in range(len(space[0].env))]
+
+
+Alone = tuple[int, int, int]  # (task, CPU count, environment choice)
+
+
 def smart(
-    space: list[Counts],
+    space: list[Config],
     ncpus: int,
-    ntasks: int,
-    measure: Callable[[Counts], float],
-    measure_alone: Callable[[int, int], float],
+    measure: Callable[[Config], float],
+    measure_alone: Callable[[int, int, int], float],
     budget: int | None = None,
-    alone_many: Callable[[list[tuple[int, int]]], list[float]] | None = None,
+    alone_many: Callable[[list[Alone]], list[float]] | None = None,
 ) -> SearchResult:
     """Profile, fit, predict, then measure the most promising configurations.
 
-    measure_alone(task, count): seconds of task alone on `count` CPUs;
-    alone_many: the same for a list of (task, count), all at once.
-    budget: the most trial runs, profiling included (default: a third of
-    the space, and at least the profiling plus one configuration)."""
+    measure_alone(task, count, env): seconds of the task alone on `count`
+    CPUs with its environment choice `env`; alone_many: the same for a
+    list of (task, count, env), all at once.  budget: the most trial runs,
+    profiling included (default: a third of the space, and at least the
+    profiling plus one configuration)."""
     counts = profile_counts(ncpus)
-    pairs = [(t, c) for t in range(ntasks) for c in counts]
-    times = alone_many(pairs) if alone_many else [measure_alone(t, c) for t, c in pairs]
-    profiles: dict[int, list[tuple[int, float]]] = {t: [] for t in range(ntasks)}
-    for (t, c), s in zip(pairs, times, strict=True):
-        profiles[t].append((c, s))
-    runs = len(counts) * ntasks
-    models = {t: Amdahl.fit(p) for t, p in profiles.items()}
-    predicted = {cfg: max(models[t](c) for t, c in enumerate(cfg)) for cfg in space}
+    pairs = [(t, c, e) for t, k in enumerate(_choices(space)) for e in range(k) for c in counts]
+    times = alone_many(pairs) if alone_many else [measure_alone(*p) for p in pairs]
+    profiles: dict[tuple[int, int], list[tuple[int, float]]] = {}
+    for (t, c, e), s in zip(pairs, times, strict=True):
+        profiles.setdefault((t, e), []).append((c, s))
+    runs = len(pairs)
+    # A profile run that failed (inf) says nothing of the scaling; a choice
+    # whose every profile failed is predicted to fail.
+    models = {
+        k: Amdahl.fit(ok) if (ok := [(c, s) for c, s in p if s != float("inf")]) else None
+        for k, p in profiles.items()
+    }
+
+    def predict(cfg: Config) -> float:
+        out = 0.0
+        for t, (c, e) in enumerate(zip(cfg.counts, cfg.env, strict=True)):
+            m = models[(t, e)]
+            out = max(out, m(c) if m is not None else float("inf"))
+        return out
+
+    predicted = {cfg: predict(cfg) for cfg in space}
     order = sorted(space, key=lambda cfg: (predicted[cfg], cfg))
     if budget is None:
         budget = max(len(space) // 3, runs + 1)
-    measured: dict[Counts, float] = {}
+    measured: dict[Config, float] = {}
     for cfg in order:
         if runs >= budget and measured:
             break
@@ -202,7 +312,11 @@ def smart(
         best = min(measured.values())
         # Failed configurations (inf) say nothing of the model's error.
         err = max(
-            (abs(predicted[c] - m) / m for c, m in measured.items() if m != float("inf")),
+            (
+                abs(predicted[c] - m) / m
+                for c, m in measured.items()
+                if m != float("inf") and predicted[c] != float("inf")
+            ),
             default=0.0,
         )
         rest = [predicted[c] for c in order if c not in measured]

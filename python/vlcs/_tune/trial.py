@@ -6,9 +6,12 @@ as one JSON line on stdout.
     python -m vlcs._tune.trial < spec.json
 
 The spec: {"tasks": [...], "mode": "split" | "shared" | "sequential",
-"cpus": [[cpu, ...] per task], "only": task index or null}.  Setup
+"cpus": [[cpu, ...] per task], "env": [{variable: value} per task: the
+environment choice each runs with], "only": task index or null}.  Setup
 (importing a task's module into its context, starting nothing yet) is not
-timed; each task's clock starts when all are launched.
+timed; each task's clock starts when all are launched.  The result also
+names the thread pools each function's context had (the libraries whose
+thread-count APIs decide what is reachable without contexts).
 """
 
 from __future__ import annotations
@@ -38,9 +41,9 @@ def _function(ctx: Any, call: str) -> Any:
 class _Running:
     """A launched task: a future of a context's executor, or a process."""
 
-    def __init__(self, task: dict[str, Any], cpus: list[int]) -> None:
+    def __init__(self, task: dict[str, Any], cpus: list[int], choice: dict[str, str]) -> None:
         self.task, self.cpus = task, cpus
-        env = {k: fill(str(v), cpus) for k, v in task.get("env", {}).items()}
+        env = {k: fill(str(v), cpus) for k, v in {**task.get("env", {}), **choice}.items()}
         self.fn: Any = None
         self.ctx: Any = None
         self.argv: list[str] = []
@@ -86,13 +89,22 @@ class _Running:
                 )
         return self.done - self.started
 
+    def pools(self) -> list[list[Any]]:
+        """[family, threads_per, threads] of each thread pool in the task's
+        context, as the library answers inside it after the run."""
+        if self.ctx is None:
+            return []
+        found = {(p["api"], p["threads_per"], p["num_threads"]) for p in self.ctx.threadpools()}
+        return [list(p) for p in sorted(found)]
+
 
 def run(spec: dict[str, Any]) -> dict[str, Any]:
     tasks, mode, cpus = spec["tasks"], spec["mode"], spec["cpus"]
+    envs = spec.get("env") or [{} for _ in tasks]
     if spec.get("only") is not None:
         i = spec["only"]
-        tasks, cpus = [tasks[i]], [cpus[i]]
-    running = [_Running(t, c) for t, c in zip(tasks, cpus, strict=True)]
+        tasks, cpus, envs = [tasks[i]], [cpus[i]], [envs[i]]
+    running = [_Running(t, c, e) for t, c, e in zip(tasks, cpus, envs, strict=True)]
     each: list[float] = []
     t0 = time.perf_counter()
     if mode == "sequential":
@@ -110,6 +122,7 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
     return {
         "makespan": time.perf_counter() - t0,
         "each": each,
+        "pools": {r.task["name"]: r.pools() for r in running},
         "ran_on": f"{platform.node()}:{os.getppid()}",
     }
 

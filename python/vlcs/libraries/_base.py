@@ -32,6 +32,12 @@ class LibraryController:
     get_threads: ClassVar[tuple[str, ...]] = ()
     #: functions resizing it (void f(int)), first found is used
     set_threads: ClassVar[tuple[str, ...]] = ()
+    #: whether one process can run it with different thread counts in
+    #: different threads through its own API ("thread": omp_set_num_threads,
+    #: mkl_set_num_threads_local, a TBB arena each) or has one count for
+    #: the whole process ("process": openblas_set_num_threads); what
+    #: ``vlcs tune`` marks as reachable without contexts
+    threads_per: ClassVar[str] = "process"
     #: keys (prefixes) of per-interpreter registries the library keeps in
     #: builtins or the interpreter's dict; vlcs keeps one set per owner
     registry_keys: ClassVar[tuple[str, ...]] = ()
@@ -85,6 +91,7 @@ class LibraryController:
             "api": self.name,
             "user_api": self.user_api,
             "num_threads": self.num_threads(),
+            "threads_per": self.threads_per,
         }
 
 

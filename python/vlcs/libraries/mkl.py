@@ -21,4 +21,5 @@ class MKL(LibraryController):
     env_var = "MKL_NUM_THREADS"
     get_threads = ("MKL_Get_Max_Threads",)
     set_threads = ("MKL_Set_Num_Threads",)
+    threads_per = "thread"
     elastic = "resized by vlcs to the current CPUs (MKL_Set_Num_Threads)"

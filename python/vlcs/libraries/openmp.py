@@ -13,6 +13,7 @@ class OpenMP(LibraryController):
     get_threads = ("omp_get_max_threads",)
     # the calling thread's nthreads-var: regions it starts later use n threads
     set_threads = ("omp_set_num_threads",)
+    threads_per = "thread"
     elastic = (
         "teams sized by the current CPUs (OMP_DYNAMIC); omp_get_max_threads() reports the bound"
     )

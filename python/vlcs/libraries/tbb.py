@@ -15,6 +15,7 @@ class TBB(LibraryController):
     name = "tbb"
     user_api = "tbb"
     filename_prefixes = ("libtbb.so",)
+    threads_per = "thread"  # a task_arena of its own concurrency per caller
     sharing = (
         "oneTBB keeps one worker pool per process: load it per context for "
         "private pools, or make it a service (vlcs.service('libtbb.so.12')) for "
