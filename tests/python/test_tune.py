@@ -98,6 +98,102 @@ def test_smart_goes_on_past_failed_configurations():
     assert r.best_s <= space.grid(grid_space, measure).best_s * 1.05
 
 
+def crossed():
+    """Two tasks with two environment choices each and known scaling: the
+    first is slow with its second choice (one thread); the second is
+    faster with its second choice (a serial part it avoids)."""
+    times = {
+        (0, 0): (0.1, 8.0),
+        (0, 1): (8.1, 0.0),
+        (1, 0): (0.5, 6.0),
+        (1, 1): (0.2, 6.0),
+    }
+
+    def alone(task: int, count: int, env: int) -> float:
+        s, p = times[(task, env)]
+        return s + p / count
+
+    def measure(cfg: space.Config) -> float:
+        return max(alone(t, c, e) for t, (c, e) in enumerate(zip(cfg.counts, cfg.env, strict=True)))
+
+    return measure, alone
+
+
+def test_environment_choices_are_crossed_with_the_partitions():
+    measure, alone = crossed()
+    splits = space.configurations(16, 2)
+    grid_space = space.configurations(16, 2, choices=[2, 2])
+    assert len(grid_space) == 4 * len(splits) == len(set(grid_space))
+    assert {c.env for c in grid_space} == {(0, 0), (0, 1), (1, 0), (1, 1)}
+    g = space.grid(grid_space, measure)
+    assert g.runs == len(grid_space) and g.best.env == (0, 1)
+    # smart profiles each choice of each task alone and fits each
+    r = space.smart(grid_space, 16, measure, alone)
+    assert sorted(r.profiles) == [(0, 0), (0, 1), (1, 0), (1, 1)]
+    assert all(len(p) == len(space.profile_counts(16)) for p in r.profiles.values())
+    assert r.runs <= len(grid_space) / 3, (r.runs, len(grid_space))
+    assert r.best.env == (0, 1) and r.best_s <= g.best_s * 1.05, (r.best, r.best_s, g.best_s)
+
+
+def test_a_choice_that_fails_alone_is_predicted_to_fail():
+    measure, alone = crossed()
+    grid_space = space.configurations(12, 2, choices=[2, 2])
+
+    def alone_or_fail(task, count, env):
+        return float("inf") if (task, env) == (1, 1) else alone(task, count, env)
+
+    def measure_or_fail(cfg):
+        return float("inf") if cfg.env[1] == 1 else measure(cfg)
+
+    r = space.smart(grid_space, 12, measure_or_fail, alone_or_fail)
+    assert r.best.env == (0, 0) and r.best_s < float("inf")
+    assert all(c.env[1] == 0 for c in r.measured), "configurations of the failed choice not run"
+
+
+def test_fill_and_env_choices():
+    assert space.fill("{cpus}/{cpus*2}/{cpus/2}/{cpulist}", [4, 5, 6, 7]) == "4/8/2/4-7"
+    assert space.fill("{cpus/8}", [0]) == "1", "at least one"
+    with pytest.raises(ValueError, match="at least 1"):
+        space.fill("{cpus/0}", [0])
+    assert space.env_choices({"A": ["1", "2"], "B": ["x", "y"]})[1] == {"A": "1", "B": "y"}
+
+
+def test_reachable_without_contexts_and_the_heatmaps_cells():
+    # Two tasks using OpenBLAS (one thread count per process): only equal
+    # counts; with OpenMP beside it (a count per thread), any.
+    ob, omp = {"openblas"}, {"openmp"}
+    assert space.reachable((2, 2), [ob, ob | omp], {"openblas"})
+    assert not space.reachable((1, 2), [ob, ob | omp], {"openblas"})
+    assert space.reachable((1, 2), [omp, ob], {"openblas"})
+    C = space.Config
+    found = space.SearchResult(
+        best=C((2, 1), (0, 0)),
+        best_s=1.0,
+        measured={
+            C((1, 1), (0, 0)): 2.0,
+            C((1, 1), (1, 0)): 1.5,  # the better choice is what the cell shows
+            C((2, 1), (0, 0)): 1.0,
+            C((1, 2), (0, 0)): float("inf"),  # failed: blank
+        },
+        runs=4,
+    )
+    pools = {"a": {("openblas", "process")}, "b": {("openblas", "process"), ("openmp", "thread")}}
+    grid_space = space.configurations(3, 2, choices=[2, 1])  # (1,1) (1,2) (2,1)
+    wc = vlcs._tune._without_contexts(["a", "b"], pools, grid_space, found)
+    assert wc["one_count_per_process"] == ["openblas"] and wc["splits"] == 3
+    assert wc["reachable"] == [[1, 1]] and wc["best_s"] == 1.5
+    values, marks, best = vlcs._tune.heatmap_cells(found, 3, wc["reachable"])
+    assert values[0][0] == 1.5 and values[0][1] == 1.0 and values[1][0] != values[1][0]  # nan
+    assert marks == [(1, 1)] and best == (2, 1)
+    # marks cover the space, measured or not
+    big = space.configurations(8, 2)
+    wc = vlcs._tune._without_contexts(["a", "b"], pools, big, found)
+    assert wc["reachable"] == [[k, k] for k in range(1, 5)] and wc["best_s"] == 1.5
+    other = {"a": {("openmp", "thread")}, "b": {("openblas", "process")}}
+    wc = vlcs._tune._without_contexts(["a", "b"], other, grid_space, found)
+    assert wc["one_count_per_process"] == [] and len(wc["reachable"]) == 3
+
+
 def test_space_steps_overlap_and_cpu_lists():
     assert [c.counts for c in space.configurations(8, 2, step=4)] == [
         (1, 1),
@@ -194,6 +290,49 @@ def test_smart_profiles_each_task_alone_and_predicts(kernels, data_on_path, monk
     assert plan["prediction_error"] is not None and plan["prediction_error"] >= 0
     assert plan["measured"][0]["predicted_s"] > 0
     assert [t["cpus"] for t in plan["tasks"]] == ["0", "1"]
+
+
+@needs_two
+def test_environment_choices_reach_the_libraries_and_openblas_limits_reach(data_on_path, tmp_path):
+    # Two numpy GEMM series, CPUs shared allowed, the first trying
+    # OPENBLAS_NUM_THREADS = its CPU count or 1: every distinct filled-in
+    # configuration is measured once, each trial's OpenBLAS ran with the
+    # count chosen, and both tasks' OpenBLAS (one count per process) leaves
+    # only equal counts reachable without contexts.
+    tasks = [
+        vlcs.Task(
+            "gemm",
+            call="tune_tasks:gemm_series",
+            args={"n": 300, "reps": 3},
+            choices={"OPENBLAS_NUM_THREADS": ["{cpus}", "1"]},
+        ),
+        vlcs.Task("gemm2", call="tune_tasks:gemm_series", args={"n": 200, "reps": 3}),
+    ]
+    plan = vlcs.tune(tasks, cpus="0-1", method="grid", overlap=True, out=tmp_path, progress=False)
+    # counts (1,1) (1,2) (2,1) (2,2); on one CPU "{cpus}" and "1" are the same
+    assert plan["grid_runs"] == 6 + 2 and plan["choices"] == {"gemm": 2}
+    assert not plan["failures"]
+    seen = {}
+    for line in (tmp_path / "trials.jsonl").read_text().splitlines():
+        rec = json.loads(line)
+        seen[rec["config"]] = {p[0]: p[2] for p in rec["pools"]["gemm"]}
+    assert seen["gemm=0-1 OPENBLAS_NUM_THREADS=1 | gemm2=0-1"] == {"openblas": 1}
+    assert seen["gemm=0-1 OPENBLAS_NUM_THREADS=2 | gemm2=0-1"] == {"openblas": 2}
+    assert len(seen) == plan["grid_runs"]
+    wc = plan["without_contexts"]
+    assert wc["pools"] == {"gemm": ["openblas"], "gemm2": ["openblas"]}
+    assert wc["one_count_per_process"] == ["openblas"]
+    assert wc["reachable"] == [[1, 1], [2, 2]]
+    gemm = plan["tasks"][0]
+    assert gemm["env"]["OPENBLAS_NUM_THREADS"] in ("1", "2")
+    measured = {
+        (tuple(m["cpus"]), m["env"][0].get("OPENBLAS_NUM_THREADS")) for m in plan["measured"]
+    }
+    assert len(measured) == 6
+    report = (tmp_path / "report.md").read_text()
+    assert "OPENBLAS_NUM_THREADS=1" in report and "only equal counts are reachable" in report
+    ctx = vlcs.VLC.from_plan(tmp_path / "plan.json", "gemm")
+    assert ctx.getenv("OPENBLAS_NUM_THREADS") == gemm["env"]["OPENBLAS_NUM_THREADS"]
 
 
 @needs_two

@@ -618,7 +618,7 @@ def _tune(
             for cfg, t in sorted(found.measured.items())
             for run in [_split(names, cpu_ids, choices, cfg)]
         ],
-        "without_contexts": _without_contexts(names, trials.pools, found),
+        "without_contexts": _without_contexts(names, trials.pools, grid_space, found),
         "failures": trials.errors,
         "ran_on": sorted(trials.ran_on),
         "dask": None if cluster is None else {"hosts": sorted(cluster.hosts)},
@@ -660,21 +660,27 @@ def _distinct(space: list[Config], label: Callable[[Config], str]) -> list[Confi
 
 
 def _without_contexts(
-    names: list[str], pools: Mapping[str, set[tuple[str, str]]], found: _space.SearchResult
+    names: list[str],
+    pools: Mapping[str, set[tuple[str, str]]],
+    grid_space: list[Config],
+    found: _space.SearchResult,
 ) -> dict[str, Any]:
-    """Which measured CPU counts a process without contexts could also set
-    with the libraries' own thread-count APIs (the paper's marks in its
-    Fig. 2), and the best of those: where tasks share a library whose
-    count is one per process (OpenBLAS, torch), only equal counts."""
+    """Which CPU counts of the space a process without contexts could also
+    set with the libraries' own thread-count APIs (the paper's marks in
+    its Fig. 2), and the best measured of those: where tasks share a
+    library whose count is one per process (OpenBLAS, torch), only equal
+    counts."""
     families = [{f for f, _ in pools.get(n, ())} for n in names]
     per_process = {f for n in names for f, per in pools.get(n, ()) if per == "process"}
     shared = sorted(f for f in per_process if sum(f in fs for fs in families) > 1)
-    ok = [c for c in found.measured if _space.reachable(c.counts, families, shared)]
-    best = min(ok, key=lambda c: found.measured[c]) if ok else None
+    ok = {c.counts for c in grid_space if _space.reachable(c.counts, families, shared)}
+    tried = [c for c in found.measured if c.counts in ok]
+    best = min(tried, key=lambda c: found.measured[c]) if tried else None
     return {
         "pools": {n: sorted(f for f, _ in pools.get(n, ())) for n in names},
         "one_count_per_process": shared,
-        "reachable": sorted({tuple(c.counts) for c in ok}),
+        "reachable": [list(c) for c in sorted(ok)],
+        "splits": len({c.counts for c in grid_space}),
         "best_s": None if best is None else found.measured[best],
     }
 
@@ -741,22 +747,21 @@ def _report(
         )
         lines.append(f"| {split} | {m['makespan_s']:.3f} | {pred} |")
     wc = plan["without_contexts"]
-    cells = {tuple(c.counts) for c in found.measured}
     if wc["one_count_per_process"]:
         why = (
-            f"{' and '.join(wc['one_count_per_process'])}, used by more than one task, has one "
-            "thread count per process: without contexts only equal counts are reachable"
+            f"{' and '.join(wc['one_count_per_process'])} (used by more than one task) has one "
+            "thread count per process, so only equal counts are reachable"
         )
     else:
         why = "no library the tasks share has one thread count per process"
-    best = "none measured" if wc["best_s"] is None else f"best of those {wc['best_s']:.3f} s"
+    best = "none measured" if wc["best_s"] is None else f"the best measured {wc['best_s']:.3f} s"
     lines += [
         "",
         "Without contexts (thread pools seen: "
         + "; ".join(f"{n}: {', '.join(p) or 'none seen'}" for n, p in wc["pools"].items())
-        + f"): {why}; {len(wc['reachable'])} of the {len(cells)} measured CPU counts are "
-        f"reachable so ({best}; timed with contexts"
-        + ("; dotted in the heatmap)." if len(wc["reachable"]) < len(cells) else ")."),
+        + f"): {why}; {len(wc['reachable'])} of the {wc['splits']} CPU splits are reachable so "
+        f"({best}, timed with contexts"
+        + ("; dotted in the heatmap)." if len(wc["reachable"]) < wc["splits"] else ")."),
     ]
     if plan["failures"]:
         lines += ["", "Failed trials:", *[f"- {k}: {v}" for k, v in plan["failures"].items()]]
@@ -797,14 +802,14 @@ def _heatmap(
     except ImportError:
         return False
     values, marks, (a, b) = heatmap_cells(found, n, plan["without_contexts"]["reachable"])
-    fig, ax = plt.subplots(figsize=(1.6 + 0.45 * n, 1.4 + 0.45 * n))
+    fig, ax = plt.subplots(figsize=(max(4.0, 1.6 + 0.45 * n), max(3.4, 1.4 + 0.45 * n)))
     im = ax.imshow(values, origin="lower", cmap="viridis_r")
     ax.set_xticks(range(n), [str(i + 1) for i in range(n)])
     ax.set_yticks(range(n), [str(i + 1) for i in range(n)])
     ax.set_xlabel(f"CPUs of {names[0]}")
     ax.set_ylabel(f"CPUs of {names[1]}")
     ax.add_patch(Rectangle((a - 1.5, b - 1.5), 1, 1, fill=False, edgecolor="red", linewidth=2.5))
-    if marks and len(marks) < len({c.counts for c in found.measured}):  # all: nothing to mark
+    if marks and len(marks) < plan["without_contexts"]["splits"]:  # all: nothing to mark
         ax.scatter(
             [x - 1 for x, _ in marks],
             [y - 1 for _, y in marks],
@@ -814,10 +819,11 @@ def _heatmap(
             linewidths=0.6,
             label="reachable without contexts",
         )
-        ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.18), fontsize=7, frameon=False)
+        ax.legend(loc="upper left", bbox_to_anchor=(0.0, -0.16), fontsize=8, frameon=False)
     fig.colorbar(im, ax=ax, label="makespan (s)")
-    ax.set_title(f"{plan['method']}: {plan['runs']} runs, best {plan['makespan_s']:.3f} s")
-    fig.tight_layout()
-    fig.savefig(path, dpi=90)
+    ax.set_title(
+        f"{plan['method']}: {plan['runs']} runs, best {plan['makespan_s']:.3f} s", fontsize=10
+    )
+    fig.savefig(path, dpi=90, bbox_inches="tight")
     plt.close(fig)
     return True
