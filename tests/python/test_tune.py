@@ -337,7 +337,12 @@ def test_environment_choices_reach_the_libraries_and_openblas_limits_reach(data_
 
 @needs_two
 def test_cli_tunes_a_function_and_a_program_with_placeholders(kernels, tmp_path):
-    gemm = {"name": "gemm", "call": "tune_tasks:gemm_series", "args": {"n": 300, "reps": 4}}
+    gemm = {
+        "name": "gemm",
+        "call": "tune_tasks:gemm_series",
+        "args": {"n": 300, "reps": 4},
+        "choices": {"OPENBLAS_NUM_THREADS": ["{cpus}", "{cpus*2}"]},
+    }
     spin = {
         "name": "spin",
         "command": [kernels["program"], "20000000", "{cpulist}"],
@@ -353,6 +358,8 @@ def test_cli_tunes_a_function_and_a_program_with_placeholders(kernels, tmp_path)
                 name = "gemm"
                 call = "tune_tasks:gemm_series"
                 args = {{ n = 300, reps = 4 }}
+                [task.choices]
+                OPENBLAS_NUM_THREADS = ["{{cpus}}", "{{cpus*2}}"]
 
                 [[task]]
                 name = "spin"
@@ -387,6 +394,9 @@ def test_cli_tunes_a_function_and_a_program_with_placeholders(kernels, tmp_path)
     plan = json.loads(p.stdout)
     spin = next(t for t in plan["tasks"] if t["name"] == "spin")
     assert spin["env"] == {"OMP_NUM_THREADS": "1"}, "{cpus} filled with the chosen count"
+    gemm = next(t for t in plan["tasks"] if t["name"] == "gemm")
+    assert gemm["env"]["OPENBLAS_NUM_THREADS"] in ("1", "2")  # its CPU count, or twice it
+    assert plan["grid_runs"] == 2 + 2 and plan["choices"] == {"gemm": 2}
     assert not plan["failures"]
 
 
@@ -402,6 +412,16 @@ def test_bad_input_is_refused_and_a_failing_trial_is_reported(kernels, data_on_p
         vlcs.tune(
             [vlcs.Task("a", command=["true"]), vlcs.Task("b", command=["true"])], cpus="0-1023"
         )
+    true = vlcs.Task("b", command=["true"])
+    for choices, says in (
+        ({"OMP_NUM_THREADS": []}, "choices of OMP_NUM_THREADS must be a non-empty list"),
+        ({"OMP_NUM_THREADS": "4"}, "must be a non-empty list of values; got '4'"),
+        ({"X": ["1"]}, "give X in env or in choices, not both"),
+        ({"OMP_NUM_THREADS": ["{cpus/0}"]}, r"\{cpus/0\}: K must be at least 1"),
+    ):
+        bad = vlcs.Task("a", command=["true"], env={"X": "1"}, choices=choices)
+        with pytest.raises(vlcs.TuneError, match=says):
+            vlcs.tune([bad, true])
     with pytest.raises(vlcs.TuneError, match="cannot be imported by a fresh process"):
         vlcs.tune([vlcs.Task("a", call=lambda: 0), vlcs.Task("b", command=["true"])])
     # a task that fails in every trial: reported, and the tuning says why
