@@ -150,6 +150,13 @@ def test_a_choice_that_fails_alone_is_predicted_to_fail():
     assert all(c.env[1] == 0 for c in r.measured), "configurations of the failed choice not run"
 
 
+def test_the_examples_in_the_search_modules_docstrings_hold():
+    import doctest
+
+    r = doctest.testmod(space)
+    assert r.attempted >= 10 and r.failed == 0
+
+
 def test_fill_and_env_choices():
     assert space.fill("{cpus}/{cpus*2}/{cpus/2}/{cpulist}", [4, 5, 6, 7]) == "4/8/2/4-7"
     assert space.fill("{cpus/8}", [0]) == "1", "at least one"
