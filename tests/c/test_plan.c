@@ -41,7 +41,10 @@ int main(void)
         "\"cpus_usable\": [0, 1]},\n  \"tasks\": [\n    {\"name\": \"gemm\", \"cpus\": \"0\", "
         "\"env\": {}},\n    {\"name\": \"solver \\\"b\\\"\", \"cpus\": \"1\", \"env\": "
         "{\"OMP_NUM_THREADS\": \"1\", \"NOTE\": \"a\\tb\\u0041\"}}\n  ],\n  \"makespan_s\": "
-        "0.318, \"prediction_error\": null, \"failures\": {}, \"ok\": true, \"x\": -1.5e-3\n}\n");
+        "0.318, \"prediction_error\": null, \"failures\": {}, \"ok\": true, \"x\": -1.5e-3,\n"
+        "  \"choices\": {\"gemm\": 2}, \"measured\": [{\"config\": [1, 1], \"env\": "
+        "[{\"OPENBLAS_NUM_THREADS\": \"1\"}, {}]}],\n  \"without_contexts\": {\"pools\": "
+        "{\"gemm\": [\"openblas\"]}, \"reachable\": [[1, 1], [2, 2]], \"best_s\": null}\n}\n");
     vlcs_ctx *c = vlcs_ctx_create("c");
     CHECK_EQ(0, vlcs_ctx_apply_plan(c, good, "solver \"b\""), "apply");
     CHECK_STR("1", cpus(c), "the task's CPUs");
