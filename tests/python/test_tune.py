@@ -274,7 +274,10 @@ def test_grid_tuning_of_real_tasks_writes_a_plan_that_from_plan_reproduces(
         assert (tmp_path / "heatmap.png").read_bytes()[:4] == b"\x89PNG"
     else:  # the report says nothing of a chart it could not draw
         assert "heatmap" not in report and not (tmp_path / "heatmap.png").exists()
-    assert "vlcs tune: [1/3]" in capsys.readouterr().err  # progress
+    err = capsys.readouterr().err  # progress: a bar, runs done, the best so far, time
+    assert "vlcs tune: [######.............. 1/3] shared: every task on 0-1:" in err
+    assert "vlcs tune: [#################### 3/3] gemm=0 | stencil=1:" in err
+    assert "best " in err and " s elapsed" in err
     ctx = vlcs.VLC.from_plan(tmp_path / "plan.json", "stencil")
     assert ctx.cpus == [1]
     # resuming: every trial comes from the cache, none runs again
@@ -340,6 +343,24 @@ def test_environment_choices_reach_the_libraries_and_openblas_limits_reach(data_
     assert "OPENBLAS_NUM_THREADS=1" in report and "only equal counts are reachable" in report
     ctx = vlcs.VLC.from_plan(tmp_path / "plan.json", "gemm")
     assert ctx.getenv("OPENBLAS_NUM_THREADS") == gemm["env"]["OPENBLAS_NUM_THREADS"]
+
+
+@needs_two
+def test_tune_takes_plain_functions_and_argv_lists(kernels, data_on_path):
+    import tune_tasks
+
+    plan = vlcs.tune(
+        [tune_tasks.gemm_series, [kernels["program"], "2000000", "{cpulist}"]],
+        cpus="0-1",
+        method="grid",
+        progress=False,
+    )
+    assert [t["name"] for t in plan["tasks"]] == ["gemm_series", "spin"]
+    assert not plan["failures"] and plan["runs"] == 3
+    with pytest.raises(vlcs.TuneError, match="a task is a vlcs.Task, a function"):
+        vlcs.tune([3, "tune_tasks:gemm_series"])
+    with pytest.raises(vlcs.TuneError, match="task names must differ"):
+        vlcs.tune(["tune_tasks:gemm_series", tune_tasks.gemm_series])
 
 
 @needs_two

@@ -256,7 +256,12 @@ class _Trials:
             print(f"vlcs tune: {text}", file=sys.stderr, flush=True)
 
     def _count(self) -> str:
-        return f"{self.runs}/{self.total}" if self.total else str(self.runs)
+        """Runs done, as a bar when the total is known (smart's is its
+        budget: it may stop before; rounds of --repeats go past it)."""
+        if not self.total:
+            return str(self.runs)
+        done = min(20, 20 * self.runs // self.total)
+        return f"{'#' * done}{'.' * (20 - done)} {self.runs}/{self.total}"
 
     def _saw_pools(self, pools: Mapping[str, list[list[Any]]]) -> None:
         for name, found in pools.items():
@@ -411,8 +416,30 @@ class _Cluster:
         return done
 
 
+def as_task(task: Task | str | Callable[..., Any] | Sequence[str]) -> Task:
+    """A Task from what ``tune`` accepts: a Task, a function importable by
+    name, "module:function", or a program's argv; named after the function
+    or the program.
+
+    >>> as_task(["./solver", "--n", "4000"]).name, as_task("mytrain:run").name
+    ('solver', 'run')
+    """
+    if isinstance(task, Task):
+        return task
+    if isinstance(task, str):
+        return Task(task.rpartition(":")[2] or task, call=task)
+    if callable(task):
+        return Task(getattr(task, "__name__", "task"), call=task)
+    if isinstance(task, Sequence) and task and all(isinstance(a, str) for a in task):
+        return Task(os.path.basename(task[0]), command=list(task))
+    raise TuneError(
+        "a task is a vlcs.Task, a function, 'module:function' or a program's argv list; "
+        f"got {task!r}"
+    )
+
+
 def tune(
-    tasks: Sequence[Task],
+    tasks: Sequence[Task | str | Callable[..., Any] | Sequence[str]],
     cpus: str | Sequence[int] | None = None,
     method: str = "smart",
     *,
@@ -425,6 +452,9 @@ def tune(
     dask: Any = None,
 ) -> dict[str, Any]:
     """Find the CPU partition that runs `tasks` at once fastest.
+
+    tasks: vlcs.Task objects, or functions importable by name,
+    "module:function" strings and programs' argv lists (see as_task).
 
     dask: a Dask scheduler address (or a distributed.Client): the trials
     run on its workers' machines, which must be identical, one trial per
@@ -447,12 +477,14 @@ def tune(
     """
     if method not in METHODS:
         raise TuneError(f"method must be one of {', '.join(METHODS)}; got {method!r}")
-    tasks = list(tasks)
+    tasks = [as_task(t) for t in tasks]
     if len(tasks) < 2:
         raise TuneError(f"give at least two tasks to tune (got {len(tasks)})")
     names = [t.name for t in tasks]
     if len(set(names)) != len(names):
-        raise TuneError(f"task names must differ; got {names}")
+        raise TuneError(
+            f"task names must differ; got {names} (give each a vlcs.Task with its own name)"
+        )
     if step < 1 or repeats < 1 or timeout <= 0:
         raise TuneError("step and repeats must be at least 1 and timeout positive")
     specs = [t.spec() for t in tasks]
