@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <future>
 #include <thread>
 
 typedef int (*int_fn)(void);
@@ -109,6 +110,29 @@ int main()
     tb.join();
     expect_one_cpu(ra, "context a");
     expect_one_cpu(rb, "context b");
+
+    // Elastic, on the shared TBB: an arena is sized when it is made (oneTBB
+    // fixes its concurrency then), so one made while a has borrowed b's CPU
+    // gets both, and one made after b took its CPU back gets one.
+    CHECK_EQ(0, vlcs_ctx_set_elastic(a, "0-1", 0), "a elastic");
+    CHECK_EQ(0, vlcs_ctx_set_elastic(b, "0-1", 0), "b elastic");
+    CHECK_EQ(0, vlcs_enter(a), "enter a");
+    CHECK_EQ(2, SYM(la, int_fn, "cvt_new_arena")(), "an arena made while a holds both CPUs");
+    CHECK_EQ(0, vlcs_leave(), "leave a");
+    std::promise<void> inside, done;
+    std::future<void> go = done.get_future();
+    std::thread holder([&] {
+        CHECK_EQ(0, vlcs_enter(b), "enter b");
+        inside.set_value();
+        go.wait();
+        CHECK_EQ(0, vlcs_leave(), "leave b");
+    });
+    inside.get_future().wait();
+    CHECK_EQ(0, vlcs_enter(a), "enter a again");
+    CHECK_EQ(1, SYM(la, int_fn, "cvt_new_arena")(), "an arena made while b is busy");
+    CHECK_EQ(0, vlcs_leave(), "leave a again");
+    done.set_value();
+    holder.join();
 
     // The base keeps the whole process: contexts did not shrink TBB's default.
     void *lbase = dlopen(CV_TBB_LIB, RTLD_NOW);

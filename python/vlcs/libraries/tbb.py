@@ -16,6 +16,11 @@ class TBB(LibraryController):
     user_api = "tbb"
     filename_prefixes = ("libtbb.so",)
     threads_per = "thread"  # a task_arena of its own concurrency per caller
+    elastic = (
+        "as a service (vlcs.service), arenas made later get the current CPU count; an "
+        "arena made earlier keeps its concurrency (oneTBB fixes it when the arena is made); "
+        "its threads move"
+    )
     sharing = (
         "oneTBB keeps one worker pool per process: load it per context for "
         "private pools, or make it a service (vlcs.service('libtbb.so.12')) for "
