@@ -200,7 +200,9 @@ def build_parser() -> argparse.ArgumentParser:
         description="Measure the tasks of TASKS (TOML [[task]] tables or JSON) running at once "
         "in CPU partitions, each trial in a fresh process, and write the best plan "
         "(plan.json, report.md, heatmap.png for two tasks). smart fits each task's scaling "
-        "from a few runs alone and measures only the promising partitions; grid measures all.",
+        "from a few runs alone and measures only the promising partitions; grid measures all. "
+        'A task\'s [task.choices] (e.g. OMP_NUM_THREADS = ["{cpus}", "1"]) are crossed '
+        "with the partitions.",
     )
     t.add_argument("tasks", help="the tasks file, e.g. tasks.toml")
     t.add_argument("--cpus", help='the CPUs to split, e.g. "0-15" (default: all usable)')
