@@ -25,10 +25,8 @@ from typing import Any
 from vlcs import libraries
 from vlcs._errors import UnsupportedPlatformError
 from vlcs._lib import check, lib
+from vlcs._lib import pythonapi as _api
 
-# A handle of vlcs's own: prototypes set on ctypes.pythonapi's functions are
-# everyone's, and a user's restype there would change what vlcs reads.
-_api = ctypes.PyDLL(None, handle=ctypes.pythonapi._handle)
 _api.PyModule_FromDefAndSpec2.restype = ctypes.py_object
 _api.PyModule_FromDefAndSpec2.argtypes = [ctypes.c_void_p, ctypes.py_object, ctypes.c_int]
 _api.PyModule_ExecDef.restype = ctypes.c_int

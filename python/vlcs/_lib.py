@@ -11,6 +11,11 @@ from typing import Any, NoReturn
 from vlcs._errors import VlcsError, error_for
 from vlcs._paths import library_path
 
+# libpython, through a handle of vlcs's own: prototypes set on
+# ctypes.pythonapi's functions are everyone's, and a user's restype there
+# would change what vlcs reads.
+pythonapi = ctypes.PyDLL(None, handle=ctypes.pythonapi._handle)
+
 _c = ctypes.c_void_p
 _s = ctypes.c_char_p
 _i = ctypes.c_int

@@ -34,6 +34,7 @@ from typing import Any
 from vlcs import _owners
 from vlcs._errors import UnsupportedPlatformError
 from vlcs._lib import lib
+from vlcs._lib import pythonapi as _api
 from vlcs._owners import BASE, Owner, is_shared, resolve
 
 # Python code that indexes sys.modules runs one of these; C code
@@ -215,9 +216,6 @@ def reclaim(owner: Owner, before: set[Any]) -> None:
 
 # --- standing in for the interpreter's module dict -----------------------------------
 
-# A handle of vlcs's own: prototypes set on ctypes.pythonapi's functions are
-# everyone's, and a user's restype there would change what vlcs reads.
-_api = ctypes.PyDLL(None, handle=ctypes.pythonapi._handle)
 _api.PyInterpreterState_Get.restype = ctypes.c_void_p
 _api.PyImport_GetModuleDict.restype = ctypes.c_void_p  # borrowed: a plain address
 _api.Py_IncRef.argtypes = [ctypes.py_object]
