@@ -593,11 +593,11 @@ def _tune(
     # More rounds, interleaved over the baselines and every configuration
     # measured, until the best stays the best from one round to the next
     # (or `repeats` rounds): noise on a shared machine moves single runs.
-    measured_runs = [_split(names, cpu_ids, choices, c) for c in found.measured]
+    runs = {c: _split(names, cpu_ids, choices, c) for c in found.measured}
     rounds, previous = 1, found.best
     for rnd in range(2, repeats + 1):
         trials._say(f"round {rnd} of at most {repeats}")
-        values = trials.measure_many([*measured_runs, *baselines], rnd)
+        values = trials.measure_many([*runs.values(), *baselines], rnd)
         found.measured.update(zip(found.measured, values, strict=False))
         shared, sequential = values[-2:]
         rounds = rnd
@@ -611,7 +611,7 @@ def _tune(
         raise TuneError(
             "every trial failed: " + "; ".join(f"{k}: {v}" for k, v in trials.errors.items())
         )
-    best_run = _split(names, cpu_ids, choices, found.best)
+    best_run = runs[found.best]
     plan: dict[str, Any] = {
         "version": 1,
         "method": method,
@@ -622,7 +622,7 @@ def _tune(
             {
                 "name": t.name,
                 "cpus": format_cpus(c),
-                "env": {k: _space.fill(v, c) for k, v in {**s["env"], **e}.items()},
+                "env": _space.fill_env({**s["env"], **e}, c),
             }
             for t, s, c, e in zip(tasks, specs, best_run.lists, best_run.env, strict=True)
         ],
@@ -639,16 +639,15 @@ def _tune(
         "measured": [
             {
                 "config": list(cfg.counts),
-                "cpus": [format_cpus(c) for c in run.lists],
+                "cpus": [format_cpus(c) for c in runs[cfg].lists],
                 "env": [
-                    {k: _space.fill(v, c) for k, v in e.items()}
-                    for c, e in zip(run.lists, run.env, strict=True)
+                    _space.fill_env(e, c)
+                    for c, e in zip(runs[cfg].lists, runs[cfg].env, strict=True)
                 ],
                 "makespan_s": t,
                 **({"predicted_s": found.predicted[cfg]} if cfg in found.predicted else {}),
             }
             for cfg, t in sorted(found.measured.items())
-            for run in [_split(names, cpu_ids, choices, cfg)]
         ],
         "without_contexts": _without_contexts(names, trials.pools, grid_space, found),
         "failures": trials.errors,
@@ -665,7 +664,7 @@ def _label(names: Sequence[str], lists: Sequence[list[int]], env: Sequence[dict[
     """A configuration as people read it and the cache keys it: each
     task's CPUs and its environment choice, filled in."""
     return " | ".join(
-        f"{n}={format_cpus(c)}" + "".join(f" {k}={_space.fill(v, c)}" for k, v in e.items())
+        f"{n}={format_cpus(c)}" + "".join(f" {k}={v}" for k, v in _space.fill_env(e, c).items())
         for n, c, e in zip(names, lists, env, strict=True)
     )
 

@@ -142,6 +142,15 @@ def fill(text: str, cpus: Sequence[int]) -> str:
     return text.replace("{cpus}", str(n)).replace("{cpulist}", format_cpus(cpus))
 
 
+def fill_env(env: Mapping[str, str], cpus: Sequence[int]) -> dict[str, str]:
+    """A task's variables with their placeholders filled (see fill).
+
+    >>> fill_env({"OMP_NUM_THREADS": "{cpus}"}, [2, 3])
+    {'OMP_NUM_THREADS': '2'}
+    """
+    return {k: fill(str(v), cpus) for k, v in env.items()}
+
+
 def env_choices(choices: Mapping[str, Sequence[str]]) -> list[dict[str, str]]:
     """Every combination of a task's environment choices, in order (the
     first value of each variable first).

@@ -26,7 +26,7 @@ import time
 from concurrent.futures import Future
 from typing import Any
 
-from vlcs._tune.space import fill
+from vlcs._tune.space import fill, fill_env
 
 
 def _function(ctx: Any, call: str) -> Any:
@@ -43,7 +43,7 @@ class _Running:
 
     def __init__(self, task: dict[str, Any], cpus: list[int], choice: dict[str, str]) -> None:
         self.task, self.cpus = task, cpus
-        env = {k: fill(str(v), cpus) for k, v in {**task.get("env", {}), **choice}.items()}
+        env = fill_env({**task.get("env", {}), **choice}, cpus)
         self.fn: Any = None
         self.ctx: Any = None
         self.argv: list[str] = []
