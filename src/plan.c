@@ -176,9 +176,10 @@ static int env_object(struct reader *r, struct entry *e)
     while ((k = next_member(r, &first, name, sizeof name)) == 1) {
         if (e->nenv == PLAN_MAX_ENV)
             return fail(r, "env: too many variables");
-        if (name[0] == '\0' || strlen(name) >= sizeof e->env_name[0])
+        size_t len = strlen(name);
+        if (len == 0 || len >= sizeof e->env_name[0])
             return fail(r, "env: a variable name empty or too long");
-        snprintf(e->env_name[e->nenv], sizeof e->env_name[0], "%s", name);
+        memcpy(e->env_name[e->nenv], name, len + 1);
         if (text_value(r, e->env_value[e->nenv], sizeof e->env_value[0]) != 0)
             return -1;
         e->nenv++;
