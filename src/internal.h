@@ -69,9 +69,6 @@ HIDDEN void shim_forget(const vlcs_ctx *c);
 
 /* ---- code and data addresses (caller.c) ---------------------------------- */
 
-/* The path a memfd of this process is loaded from (service.c). */
-HIDDEN void fd_path(char *buf, size_t size, int fd);
-
 /* The link map of the loaded object whose mapping holds addr, or NULL. */
 HIDDEN void *object_at(const void *addr);
 
@@ -337,6 +334,10 @@ HIDDEN int services_root(int *fd, char *err, size_t errsize);
  * context's lock: a service is added under the write lock. */
 HIDDEN void services_read_lock(void);
 HIDDEN void services_unlock(void);
+/* The path a memfd of this process is loaded from, "/proc/PID/fd/N", in a
+ * buffer of FD_PATH_SIZE. */
+#define FD_PATH_SIZE 48
+HIDDEN void fd_path(char *buf, size_t size, int fd);
 
 /* ---- threads (thread.c) ---------------------------------------------------- */
 

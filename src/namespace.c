@@ -118,7 +118,7 @@ int ns_create(vlcs_ctx *c)
     /* With services, the first object is a generated root whose DT_NEEDED
      * entries are the interposer and the forwarders: together they are the
      * namespace's global scope.  Without, the interposer itself is first. */
-    char why[512], rootpath[48];
+    char why[512], rootpath[FD_PATH_SIZE];
     int root = -1, code = services_root(&root, why, sizeof why);
     if (code != VLCS_OK) {
         set_error(code, "Error creating the namespace of context '%s': %s", c->name, why);

@@ -42,7 +42,7 @@ void fd_path(char *buf, size_t size, int fd)
 /* The forwarder of s loaded into c's namespace, or NULL with code and why set. */
 static void *load_one(vlcs_ctx *c, const struct service *s, int *code, char *why, size_t size)
 {
-    char path[64];
+    char path[FD_PATH_SIZE];
     fd_path(path, sizeof path, s->fd);
     dlerror();
     void *h = dlmopen(c->lmid, path, RTLD_NOW | RTLD_LOCAL);
@@ -66,7 +66,7 @@ int services_root(int *fd_out, char *err, size_t errsize)
         n++;
     int fd = -1, code = VLCS_OK;
     if (n > 1) {
-        char (*paths)[48] = calloc(n, sizeof *paths);
+        char (*paths)[FD_PATH_SIZE] = calloc(n, sizeof *paths);
         const char **needed = calloc(n, sizeof *needed);
         if (paths && needed) {
             needed[0] = interposer_path();
