@@ -549,13 +549,18 @@ def _tune(
     trials = _Trials(specs, cpu_ids, outdir, timeout, progress)
     trials.cluster = cluster
     choices = [_space.env_choices(s["choices"]) for s in specs]
-    grid_space = _distinct(
-        _space.configurations(n, len(tasks), step, overlap, [len(c) for c in choices]),
-        lambda cfg: _split(names, cpu_ids, choices, cfg).label,
-    )
+    # What each configuration runs, made once; configurations that run the
+    # same thing (choices equal once filled in: "{cpus}" and "1" on one
+    # CPU) are one, the first of them.
+    by_label: dict[str, tuple[Config, _Run]] = {}
+    for cfg in _space.configurations(n, len(tasks), step, overlap, [len(c) for c in choices]):
+        run = _split(names, cpu_ids, choices, cfg)
+        by_label.setdefault(run.label, (cfg, run))
+    split_of = dict(by_label.values())
+    grid_space = list(split_of)
 
     def measure(cfg: Config) -> float:
-        return trials.measure(_split(names, cpu_ids, choices, cfg))
+        return trials.measure(split_of[cfg])
 
     def alone(task: int, count: int, env: int) -> _Run:
         lists = [cpu_ids[:count] if i == task else [cpu_ids[0]] for i in range(len(tasks))]
@@ -567,7 +572,7 @@ def _tune(
         return trials.measure(alone(task, count, env))
 
     def measure_many(cfgs: list[Config]) -> list[float]:
-        return trials.measure_many([_split(names, cpu_ids, choices, c) for c in cfgs])
+        return trials.measure_many([split_of[c] for c in cfgs])
 
     def alone_many(items: list[tuple[int, int, int]]) -> list[float]:
         return trials.measure_many([alone(*a) for a in items])
@@ -593,11 +598,10 @@ def _tune(
     # More rounds, interleaved over the baselines and every configuration
     # measured, until the best stays the best from one round to the next
     # (or `repeats` rounds): noise on a shared machine moves single runs.
-    runs = {c: _split(names, cpu_ids, choices, c) for c in found.measured}
     rounds, previous = 1, found.best
     for rnd in range(2, repeats + 1):
         trials._say(f"round {rnd} of at most {repeats}")
-        values = trials.measure_many([*runs.values(), *baselines], rnd)
+        values = trials.measure_many([*(split_of[c] for c in found.measured), *baselines], rnd)
         found.measured.update(zip(found.measured, values, strict=False))
         shared, sequential = values[-2:]
         rounds = rnd
@@ -611,7 +615,7 @@ def _tune(
         raise TuneError(
             "every trial failed: " + "; ".join(f"{k}: {v}" for k, v in trials.errors.items())
         )
-    best_run = runs[found.best]
+    best_run = split_of[found.best]
     plan: dict[str, Any] = {
         "version": 1,
         "method": method,
@@ -639,10 +643,10 @@ def _tune(
         "measured": [
             {
                 "config": list(cfg.counts),
-                "cpus": [format_cpus(c) for c in runs[cfg].lists],
+                "cpus": [format_cpus(c) for c in split_of[cfg].lists],
                 "env": [
                     _space.fill_env(e, c)
-                    for c, e in zip(runs[cfg].lists, runs[cfg].env, strict=True)
+                    for c, e in zip(split_of[cfg].lists, split_of[cfg].env, strict=True)
                 ],
                 "makespan_s": t,
                 **({"predicted_s": found.predicted[cfg]} if cfg in found.predicted else {}),
@@ -664,9 +668,14 @@ def _label(names: Sequence[str], lists: Sequence[list[int]], env: Sequence[dict[
     """A configuration as people read it and the cache keys it: each
     task's CPUs and its environment choice, filled in."""
     return " | ".join(
-        f"{n}={format_cpus(c)}" + "".join(f" {k}={v}" for k, v in _space.fill_env(e, c).items())
+        _task_text(n, format_cpus(c), _space.fill_env(e, c))
         for n, c, e in zip(names, lists, env, strict=True)
     )
+
+
+def _task_text(name: str, cpus: str, env: Mapping[str, str]) -> str:
+    """One task of a configuration, as labels and the report write it."""
+    return f"{name}={cpus}" + "".join(f" {k}={v}" for k, v in env.items())
 
 
 def _split(
@@ -675,19 +684,6 @@ def _split(
     lists = _space.cpu_lists(cpu_ids, cfg.counts)
     env = [c[i] for c, i in zip(choices, cfg.env, strict=True)]
     return _Run(_label(names, lists, env), "split", lists, env)
-
-
-def _distinct(space: list[Config], label: Callable[[Config], str]) -> list[Config]:
-    """The space without configurations that run the same thing: choices
-    that come out equal once filled in ("{cpus}" and "1" on one CPU)."""
-    seen: set[str] = set()
-    out = []
-    for cfg in space:
-        key = label(cfg)
-        if key not in seen:
-            seen.add(key)
-            out.append(cfg)
-    return out
 
 
 def _without_contexts(
@@ -773,8 +769,7 @@ def _report(
     for m in plan["measured"]:
         pred = f"{m['predicted_s']:.3f}" if "predicted_s" in m else ""
         split = ", ".join(
-            f"{n}={c}" + "".join(f" {k}={v}" for k, v in e.items())
-            for n, c, e in zip(names, m["cpus"], m["env"], strict=True)
+            _task_text(n, c, e) for n, c, e in zip(names, m["cpus"], m["env"], strict=True)
         )
         lines.append(f"| {split} | {m['makespan_s']:.3f} | {pred} |")
     wc = plan["without_contexts"]

@@ -259,7 +259,7 @@ def profile_counts(ncpus: int) -> list[int]:
 def profile_runs(ncpus: int, space: Sequence[Config]) -> int:
     """How many runs alone `smart` profiles with: each task on each of
     profile_counts, once per environment choice of that task."""
-    return len(profile_counts(ncpus)) * sum(n for n in _choices(space))
+    return len(profile_counts(ncpus)) * sum(_choices(space))
 
 
 def _choices(space: Sequence[Config]) -> list[int]:
