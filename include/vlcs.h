@@ -59,7 +59,8 @@ typedef enum vlcs_errcode {
     VLCS_E_NOT_FOUND = 2,   /* a library, one of its dependencies or a symbol is
                                not found */
     VLCS_E_LIMIT = 3,       /* a platform limit is reached: linker namespaces,
-                               static TLS, enter nesting depth, shim slots */
+                               static TLS, enter nesting depth, shim slots;
+                               which one: vlcs_errlimit() */
     VLCS_E_UNSUPPORTED = 4, /* the platform lacks it: seccomp, not x86_64, no
                                _dl_find_object */
     VLCS_E_BUSY = 5,        /* destroying a context a thread is inside */
@@ -67,6 +68,22 @@ typedef enum vlcs_errcode {
     VLCS_E_SYSTEM = 7       /* a system call failed (memfd, mmap, out of memory,
                                ...): the sentence carries errno's text */
 } vlcs_errcode_t;
+
+/**
+ * Which limit a VLCS_E_LIMIT failure hit; see vlcs_errlimit().  The values
+ * are part of the ABI and never change; programs and the Python package act
+ * on them, never on the words of vlcs_error().
+ */
+typedef enum vlcs_limit {
+    VLCS_LIMIT_NONE = 0,           /* the last failure was no VLCS_E_LIMIT */
+    VLCS_LIMIT_NAMESPACES = 1,     /* glibc's linker namespaces (16 at most) */
+    VLCS_LIMIT_STATIC_TLS = 2,     /* glibc's static TLS reserve */
+    VLCS_LIMIT_NESTING = 3,        /* contexts entered inside each other */
+    VLCS_LIMIT_SHIM_SLOTS = 4,     /* contexts with their own copy behind a shim */
+    VLCS_LIMIT_ELASTIC = 5,        /* elastic contexts in one process */
+    VLCS_LIMIT_SECCOMP = 6,        /* the kernel's size limit on seccomp filters */
+    VLCS_LIMIT_OTHER = 7           /* another of glibc's limits ("too many ...") */
+} vlcs_limit_t;
 
 /**
  * Version of the library that is loaded, e.g. "0.1.0".
@@ -401,6 +418,15 @@ VLCS_API const char *vlcs_error(void);
  * failing call in this thread; a successful call leaves both alone.
  */
 VLCS_API int vlcs_errcode(void);
+
+/**
+ * For a VLCS_E_LIMIT failure, which limit it hit: a vlcs_limit_t value
+ * (VLCS_LIMIT_NAMESPACES, VLCS_LIMIT_STATIC_TLS, ...); VLCS_LIMIT_NONE when
+ * the calling thread's last failure was of another kind.  Set and kept with
+ * vlcs_errcode().  Namespaces and static TLS are raised by starting the
+ * program under `vlcs run` (GLIBC_TUNABLES); the others are vlcs's own.
+ */
+VLCS_API int vlcs_errlimit(void);
 
 /* ==== Not part of the stable API ========================================
  *

@@ -22,22 +22,30 @@
 
 namespace vlcs {
 
-// Every failure of the C API, with vlcs_error()'s sentence as what() and
-// vlcs_errcode()'s kind of failure as code() (VLCS_E_LIMIT, ...).
+// Every failure of the C API, with vlcs_error()'s sentence as what(),
+// vlcs_errcode()'s kind of failure as code() (VLCS_E_LIMIT, ...) and, for a
+// limit, vlcs_errlimit()'s which one as limit() (VLCS_LIMIT_NAMESPACES, ...).
 class Error : public std::runtime_error {
 public:
-    explicit Error(const std::string &what, vlcs_errcode_t code = VLCS_E_SYSTEM)
-        : std::runtime_error(what), code_(code)
+    explicit Error(const std::string &what, vlcs_errcode_t code = VLCS_E_SYSTEM,
+                   vlcs_limit_t limit = VLCS_LIMIT_NONE)
+        : std::runtime_error(what), code_(code), limit_(limit)
     {
     }
     vlcs_errcode_t code() const noexcept { return code_; }
+    vlcs_limit_t limit() const noexcept { return limit_; }
 
 private:
     vlcs_errcode_t code_;
+    vlcs_limit_t limit_;
 };
 
 namespace detail {
-[[noreturn]] inline void fail() { throw Error(vlcs_error(), static_cast<vlcs_errcode_t>(vlcs_errcode())); }
+[[noreturn]] inline void fail()
+{
+    throw Error(vlcs_error(), static_cast<vlcs_errcode_t>(vlcs_errcode()),
+                static_cast<vlcs_limit_t>(vlcs_errlimit()));
+}
 inline void check(int rc)
 {
     if (rc != 0)

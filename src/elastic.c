@@ -296,7 +296,7 @@ VLCS_API int vlcs_ctx_set_elastic(vlcs_ctx *c, const char *bound, unsigned weigh
                   c->name, home, bound, mask_first_outside(&c->home, &b));
         rc = -1;
     } else if (!off && !c->elastic && nmembers == MAX_ELASTIC) {
-        set_error(VLCS_E_LIMIT, "Error making context '%s' elastic: %d contexts are elastic already, "
+        set_error(LIMIT_CODE(VLCS_LIMIT_ELASTIC), "Error making context '%s' elastic: %d contexts are elastic already, "
                   "the most vlcs plans for",
                   c->name, MAX_ELASTIC);
         rc = -1;

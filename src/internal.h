@@ -109,9 +109,13 @@ HIDDEN void hooks_leave(const int saved[VLCS_HOOK_SLOTS]);
 /* ---- errors (error.c) ---------------------------------------------------- */
 
 /* Sets the calling thread's error: a vlcs_errcode_t and its sentence,
- * worded "Error <doing what>: <detail>". */
+ * worded "Error <doing what>: <detail>".  A VLCS_E_LIMIT names its limit in
+ * the bits above the code, LIMIT_CODE(VLCS_LIMIT_...), so that helpers which
+ * return a code carry the limit with it; vlcs_errlimit() reads it back. */
+#define LIMIT_CODE(limit) (VLCS_E_LIMIT | ((limit) << 8))
 HIDDEN void set_error(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-/* The code for a dlopen/dlmopen/dlsym failure, from dlerror()'s words. */
+/* The code for a dlopen/dlmopen/dlsym failure, from dlerror()'s words
+ * (glibc's limits as LIMIT_CODE). */
 HIDDEN int dl_errcode(const char *dlerr);
 
 /* ---- contexts ------------------------------------------------------------ */

@@ -426,38 +426,6 @@ const char *base_name(const char *path)
     return s ? s + 1 : path;
 }
 
-/* glibc's words for its limits, and what to do about them. */
-static const char *limit_advice(const char *dlerr)
-{
-    const char *t = getenv("GLIBC_TUNABLES");
-    bool tuned = t != NULL && strstr(t, "glibc.rtld.nns") != NULL;
-    if (strstr(dlerr, "no more namespaces")) {
-        return tuned ? "every linker namespace glibc allows is in use (glibc.rtld.nns is at "
-                       "most 16; destroy contexts no longer needed, and see vlcs_ctx_destroy "
-                       "for those whose namespace stays)"
-                     : "every linker namespace glibc allows by default is in use; start the "
-                       "program with `vlcs run -- PROGRAM` to raise glibc.rtld.nns to 16";
-    }
-    if (strstr(dlerr, "static TLS")) {
-        return tuned ? "the static TLS block is full; raise "
-                       "glibc.rtld.optional_static_tls in GLIBC_TUNABLES"
-                     : "the static TLS block is full; start the program with `vlcs run -- "
-                       "PROGRAM` to raise glibc.rtld.optional_static_tls";
-    }
-    return NULL;
-}
-
-void load_error(vlcs_ctx *c, const char *what, const char *dlerr)
-{
-    const char *advice = limit_advice(dlerr ? dlerr : "");
-    int code = dl_errcode(dlerr);
-    if (advice)
-        set_error(code, "Error loading %s into context '%s': %s", what, c->name, advice);
-    else
-        set_error(code, "Error loading %s into context '%s': %s", what, c->name,
-                  dlerr ? dlerr : "unknown dlmopen failure");
-}
-
 VLCS_API void *vlcs_ctx_load(vlcs_ctx *c, const char *path)
 {
     if (ctx_check(c, "loading a library") != 0)

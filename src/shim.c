@@ -134,7 +134,7 @@ int shim_note_load(vlcs_ctx *c, const char *real_path, void *handle)
             continue;
         char why[512];
         if (slot == 0) {
-            set_error(VLCS_E_LIMIT,
+            set_error(LIMIT_CODE(VLCS_LIMIT_SHIM_SLOTS),
                       "Error loading %s transparently into context '%s': only the first %d "
                       "contexts of a process can have their own copy behind a shim",
                       s->soname, c->name, VLCS_SHIM_SLOTS - 1);

@@ -124,7 +124,7 @@ static int add_filter(const struct code_range *r, size_t n, char *err, size_t er
         snprintf(err, errsize, "a filter for %zu code ranges needs %zu BPF instructions, over "
                                "the kernel's %d",
                  n, k, BPF_MAXINSNS);
-        return VLCS_E_LIMIT;
+        return LIMIT_CODE(VLCS_LIMIT_SECCOMP);
     }
     struct sock_filter *f = calloc(k, sizeof *f);
     if (f == NULL) {
@@ -153,7 +153,7 @@ static int add_filter(const struct code_range *r, size_t n, char *err, size_t er
     }
     if (e == ENOMEM) {
         snprintf(err, errsize, "the kernel's limit on seccomp filter size is reached");
-        return VLCS_E_LIMIT;
+        return LIMIT_CODE(VLCS_LIMIT_SECCOMP);
     }
     snprintf(err, errsize,
              "seccomp is not allowed here (%s: a container policy or an existing filter "

@@ -206,7 +206,7 @@ VLCS_API int vlcs_enter(vlcs_ctx *c)
         return -1;
     struct tstate *ts = tstate();
     if (ts->depth == MAX_DEPTH) {
-        set_error(VLCS_E_LIMIT, "Error entering context '%s': contexts are nested %d deep already; leave one "
+        set_error(LIMIT_CODE(VLCS_LIMIT_NESTING), "Error entering context '%s': contexts are nested %d deep already; leave one "
                   "first",
                   c->name, MAX_DEPTH);
         return -1;

@@ -17,6 +17,7 @@ True
 from __future__ import annotations
 
 import enum
+from typing import Callable
 
 
 class Errcode(enum.IntEnum):
@@ -51,25 +52,63 @@ class LibraryNotFoundError(VlcsError, FileNotFoundError):
     code = Errcode.NOT_FOUND
 
 
+class Limit(enum.IntEnum):
+    """The ``VLCS_LIMIT_*`` values of vlcs.h: which limit a
+    :class:`VlcsLimitError` hit (libvlcs's ``vlcs_errlimit()``)."""
+
+    NONE = 0
+    NAMESPACES = 1
+    STATIC_TLS = 2
+    NESTING = 3
+    SHIM_SLOTS = 4
+    ELASTIC = 5
+    SECCOMP = 6
+    OTHER = 7
+
+
+_LIMIT_NAMES = {
+    Limit.NAMESPACES: "linker namespaces",
+    Limit.STATIC_TLS: "static TLS",
+    Limit.NESTING: "nesting depth",
+    Limit.SHIM_SLOTS: "shim slots",
+    Limit.ELASTIC: "elastic contexts",
+    Limit.SECCOMP: "seccomp filter size",
+}
+
+# Set by vlcs._lib: the calling thread's vlcs_errlimit().  An exception the
+# C side raises itself (``with ctx:``) is made by its class alone, on the
+# thread whose call failed, so it reads the limit when it is made.
+_read_limit: Callable[[], int] = lambda: Limit.NONE  # noqa: E731
+
+
 class VlcsLimitError(VlcsError):
-    """A platform limit was reached; ``limit`` names it ("linker namespaces",
-    "static TLS", "nesting depth", "shim slots").  Starting the program with
-    ``vlcs run -- PROGRAM`` raises the first two."""
+    """A platform limit was reached: ``limit_code`` says which
+    (:class:`Limit`), ``limit`` names it ("linker namespaces", "static TLS",
+    "nesting depth", "shim slots", ...).  Starting the program with
+    ``vlcs run -- PROGRAM`` raises the first two (:attr:`raised_by_vlcs_run`)."""
 
     code = Errcode.LIMIT
 
+    def __init__(self, *args: object, limit: int | None = None) -> None:
+        super().__init__(*args)
+        if limit is None:
+            try:
+                limit = _read_limit()
+            except Exception:  # a limit error made without libvlcs
+                limit = Limit.NONE
+        try:
+            self.limit_code = Limit(limit)
+        except ValueError:
+            self.limit_code = Limit.OTHER
+
     @property
     def limit(self) -> str:
-        text = str(self).lower()
-        for needle, name in (
-            ("static tls", "static TLS"),  # before namespaces: "creating its namespace"
-            ("namespace", "linker namespaces"),
-            ("nest", "nesting depth"),
-            ("shim", "shim slots"),
-        ):
-            if needle in text:
-                return name
-        return "unknown"
+        return _LIMIT_NAMES.get(self.limit_code, "unknown")
+
+    @property
+    def raised_by_vlcs_run(self) -> bool:
+        """Whether the limit is one of glibc's that ``vlcs run`` raises."""
+        return self.limit_code in (Limit.NAMESPACES, Limit.STATIC_TLS)
 
 
 class UnsupportedPlatformError(VlcsError):
@@ -100,12 +139,14 @@ _BY_CODE: dict[int, type[VlcsError]] = {
 }
 
 
-def error_for(code: int, message: str) -> VlcsError:
-    """The exception for a failure with this code and sentence."""
+def error_for(code: int, message: str, limit: int = Limit.NONE) -> VlcsError:
+    """The exception for a failure with this code, sentence and (for a
+    VLCS_E_LIMIT) limit."""
     try:
         c = Errcode(code)
     except ValueError:
         c = Errcode.SYSTEM
-    e = _BY_CODE.get(c, VlcsError)(message)
+    cls = _BY_CODE.get(c, VlcsError)
+    e = cls(message, limit=limit) if cls is VlcsLimitError else cls(message)
     e.code = c
     return e

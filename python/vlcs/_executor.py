@@ -54,7 +54,7 @@ from typing import Any, NamedTuple
 
 from vlcs import _views
 from vlcs._context import VLC, _parse_list
-from vlcs._errors import VlcsLimitError
+from vlcs._errors import Limit, VlcsLimitError
 from vlcs._imports import share as _share
 
 __all__ = ["BrokenContextPool", "ContextPoolExecutor"]
@@ -417,7 +417,8 @@ class ContextPoolExecutor(concurrent.futures.Executor):
             raise VlcsLimitError(
                 f"ContextPoolExecutor(max_workers={n}): glibc allows at most {_MAX_NAMESPACES} "
                 f"contexts in a process (16 linker namespaces, one the base's); use "
-                f"max_workers={_MAX_NAMESPACES} or fewer, or processes beyond that"
+                f"max_workers={_MAX_NAMESPACES} or fewer, or processes beyond that",
+                limit=Limit.NAMESPACES,
             )
         if env is None or isinstance(env, Mapping):
             envs: list[Mapping[str, str]] = [env or {}] * n
@@ -476,15 +477,16 @@ class ContextPoolExecutor(concurrent.futures.Executor):
             _close_all(made)
             tuned = "glibc.rtld.nns" in os.environ.get("GLIBC_TUNABLES", "")
             how = (
-                ""
-                if tuned
-                else f", or start the program with `vlcs run -- PROGRAM` (up to {_MAX_NAMESPACES})"
+                f", or start the program with `vlcs run -- PROGRAM` (up to {_MAX_NAMESPACES})"
+                if e.raised_by_vlcs_run and not tuned
+                else ""
             )
             raise VlcsLimitError(
                 f"ContextPoolExecutor(max_workers={self._max_workers}): this process has room for "
                 f"{len(made)} more contexts (the limit of {e.limit} is reached); use "
                 f"max_workers={max(len(made), 1)} or fewer, close contexts no longer "
-                f"needed{how}"
+                f"needed{how}",
+                limit=e.limit_code,
             ) from e
         except BaseException:
             _close_all(made)

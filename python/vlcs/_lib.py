@@ -8,7 +8,8 @@ import os
 import threading
 from typing import Any, NoReturn
 
-from vlcs._errors import VlcsError, error_for
+from vlcs import _errors
+from vlcs._errors import Limit, VlcsError, error_for
 from vlcs._paths import library_path
 
 # libpython, through a handle of vlcs's own: prototypes set on
@@ -30,6 +31,7 @@ _SIGNATURES: dict[str, tuple[Any, list[Any]]] = {
     "vlcs_version": (_s, []),
     "vlcs_error": (_s, []),
     "vlcs_errcode": (_i, []),
+    "vlcs_errlimit": (_i, []),
     "vlcs_init_opts": (_i, [ctypes.POINTER(_Opts)]),
     "vlcs_strict_active": (_i, []),
     "vlcs_node_ledger": (_s, []),
@@ -76,6 +78,7 @@ def lib() -> ctypes.CDLL:
                     f = getattr(handle, name)
                     f.restype, f.argtypes = res, args
                 _lib = handle
+                _errors._read_limit = handle.vlcs_errlimit
     return _lib
 
 
@@ -142,10 +145,10 @@ _NAMESPACES_HINT = (
 
 def last_error() -> VlcsError:
     """The calling thread's last libvlcs failure as an exception of its code's class."""
-    text = _error()
-    if "glibc.rtld.nns is at most" in text or "static TLS block is full" in text:
+    text, limit = _error(), lib().vlcs_errlimit()
+    if limit in (Limit.NAMESPACES, Limit.STATIC_TLS):
         text += _NAMESPACES_HINT
-    return error_for(lib().vlcs_errcode(), text)
+    return error_for(lib().vlcs_errcode(), text, limit)
 
 
 def fail() -> NoReturn:

@@ -72,6 +72,7 @@ int main(void)
         depth++;
     CHECK_EQ(64, depth, "enters nest 64 deep");
     CHECK_CODE(VLCS_E_LIMIT, "nesting too deep");
+    CHECK_EQ(VLCS_LIMIT_NESTING, vlcs_errlimit(), "the limit hit is the nesting depth");
     CHECK(strstr(vlcs_error(), "nested 64 deep") != NULL, "says the limit: %s", vlcs_error());
     CHECK(vlcs_current() == a, "still in the innermost context");
     while (depth-- > 0)

@@ -34,7 +34,7 @@ int main(int argc, char **argv)
     sum_fn sum[WANT];
     int loaded = 0;
     char err[1024] = "";
-    int code = VLCS_OK;
+    int code = VLCS_OK, limit = VLCS_LIMIT_NONE;
     for (int i = 0; i < WANT; i++) {
         char name[16];
         snprintf(name, sizeof name, "c%d", i);
@@ -46,6 +46,7 @@ int main(int argc, char **argv)
         if (h == NULL) {
             snprintf(err, sizeof err, "%s", vlcs_error());
             code = vlcs_errcode();
+            limit = vlcs_errlimit();
             break;
         }
         sum[i] = SYM(h, sum_fn, "omp_probe_sum");
@@ -60,6 +61,8 @@ int main(int argc, char **argv)
         CHECK(strstr(err, "vlcs run") != NULL, "the error says how to fix it: %s", err);
         CHECK(strstr(err, "static TLS") != NULL || strstr(err, "namespace") != NULL,
               "the error names the limit: %s", err);
+        CHECK(limit == VLCS_LIMIT_STATIC_TLS || limit == VLCS_LIMIT_NAMESPACES,
+              "vlcs_errlimit() says which limit (%d): %s", limit, err);
         /* The context that failed still works for what fits. */
         CHECK(vlcs_ctx_load(ctx[loaded], PROBE_LIB) != NULL || strstr(vlcs_error(), "vlcs run"),
               "failed context still usable or cleanly refused");

@@ -89,7 +89,7 @@ cos = ok[0][1].cos
 cos.restype, cos.argtypes = ctypes.c_double, [ctypes.c_double]
 print(json.dumps({
     "loaded": len(ok), "class": type(err).__name__, "code": int(err.code),
-    "limit": err.limit, "says_vlcs_run": "vlcs run" in str(err),
+    "limit": err.limit, "limit_code": int(err.limit_code), "says_vlcs_run": "vlcs run" in str(err),
     "first_still_works": cos(0.0) == 1.0,
 }))
 """
@@ -107,6 +107,7 @@ def test_namespace_exhaustion_is_a_limit_error_naming_the_limit():
     assert r["class"] == "VlcsLimitError", r
     assert r["code"] == vlcs.Errcode.LIMIT, r
     assert r["limit"] in ("linker namespaces", "static TLS"), r
+    assert r["limit_code"] in (vlcs.Limit.NAMESPACES, vlcs.Limit.STATIC_TLS), r
     assert r["says_vlcs_run"], r
     assert r["loaded"] >= 3 and r["first_still_works"], r
 
