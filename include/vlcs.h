@@ -469,6 +469,16 @@ VLCS_API void *vlcs_stack_find(void **handles, unsigned long n);
 VLCS_API int vlcs_view_open(vlcs_ctx *ctx, const char *path, int flags);
 
 /**
+ * Row i of the table of files a context forges (the one table every door
+ * reads: the interposer's open family, strict mode's trap, Python's open()).
+ * Every path row i forges starts with the prefix it returns; *example (if
+ * example is not NULL) is set to one such path, for tests.
+ *
+ * @return the prefix, or NULL when i is past the last row.
+ */
+VLCS_API const char *vlcs_view_file(unsigned long i, const char **example);
+
+/**
  * The Python package's module table (a dict subclass standing as the
  * interpreter's module dict), or NULL when there is none: PyDict_GetItem*,
  * PyDict_Contains*, PyDict_SetItem* and PyDict_DelItem* called on it by a

@@ -17,7 +17,7 @@
 #include <stddef.h>
 #include <sys/types.h>
 
-#define VLCS_IP_ABI_VERSION 6
+#define VLCS_IP_ABI_VERSION 7
 
 struct vlcs_ctx;
 
@@ -49,10 +49,12 @@ struct vlcs_ip_api {
      * contexts answer 0 so that OpenMP's dynamic teams follow vlcs). */
     int (*loadavg)(struct vlcs_ctx *, double *, int);
 
-    /* Forged files: for a read-only open of /proc/cpuinfo, /proc/self/status
-     * or /sys/devices/system/cpu/..., a file descriptor with the context's
-     * view; -2 for any other open (the caller opens it as usual). */
+    /* Forged files (the table in view.c): for a read-only open of one, a
+     * file descriptor with the context's view; -2 for any other open (the
+     * caller opens it as usual).  forged_prefixes (NULL-terminated) lets the
+     * interposer pass every other path on without a call. */
     int (*open_forged)(struct vlcs_ctx *, int dirfd, const char *path, int flags);
+    const char *const *forged_prefixes;
 
     /* Thread-specific data keys: a thread's slots are shared by every libc
      * copy, so keys must come from one table (the base libc's) or a

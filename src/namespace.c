@@ -94,6 +94,7 @@ static void api_fill(vlcs_ctx *c, struct vlcs_ip_api *a)
     a->ncpus = view_ncpus;
     a->loadavg = elastic_loadavg;
     a->open_forged = view_open_forged;
+    a->forged_prefixes = view_forged_prefixes();
     a->key_create = ns_key_create;
     a->key_delete = ns_key_delete;
     a->getspecific = pthread_getspecific;

@@ -45,8 +45,6 @@ long view_ncpus(vlcs_ctx *c) { return ctx_view(c)->count; }
 
 /* ---- forged files --------------------------------------------------------- */
 
-enum forged_kind { NOT_FORGED, CPUINFO, STATUS, CPULIST };
-
 /* "/proc/self/status", "/proc/thread-self/status", "/proc/<pid>/status",
  * "/proc/<pid or self>/task/<tid>/status": the caller's own process. */
 static bool own_status_path(const char *p)
@@ -71,22 +69,6 @@ static bool own_status_path(const char *p)
         p = end + 1;
     }
     return strcmp(p, "status") == 0;
-}
-
-static enum forged_kind classify(const char *p)
-{
-    if (strncmp(p, "/sys/devices/system/cpu/", 24) == 0) {
-        const char *f = p + 24;
-        return strcmp(f, "online") == 0 || strcmp(f, "present") == 0 ||
-                       strcmp(f, "possible") == 0
-                   ? CPULIST
-                   : NOT_FORGED;
-    }
-    if (strcmp(p, "/proc/cpuinfo") == 0)
-        return CPUINFO;
-    if (strncmp(p, "/proc/", 6) == 0 && own_status_path(p))
-        return STATUS;
-    return NOT_FORGED;
 }
 
 /* Buffers come from mmap, not malloc: strict mode forges files inside a
@@ -267,38 +249,43 @@ static int memfd_with(const char *name, const char *data, size_t len, int flags)
     return fd;
 }
 
-int view_open_forged(vlcs_ctx *c, int dirfd, const char *path, int flags)
+/* ---- the table: one row per forged file --------------------------------- */
+
+/* Each forge returns a file descriptor with the context's text, or -1 with
+ * errno set. */
+static int forge_cpulist(vlcs_ctx *c, const char *path, int flags)
 {
-    (void)dirfd; /* only absolute paths are forged */
-    if ((flags & O_ACCMODE) != O_RDONLY)
-        return -2; /* writers get the real file (and the kernel's answer) */
-    enum forged_kind kind = classify(path);
-    if (kind == NOT_FORGED)
-        return -2;
+    (void)path;
     struct cpuview *v = ctx_view(c);
-    if (kind == CPULIST) {
-        char buf[sizeof v->list + 2];
-        int n = snprintf(buf, sizeof buf, "%s\n", v->list);
-        return memfd_with("vlcs-cpulist", buf, (size_t)n, flags);
-    }
-    if (kind == CPUINFO) {
-        /* Built once per CPU set: the model, flags and topology it lists do
-         * not change (only "cpu MHz" goes stale). */
-        struct forged_text *info = __atomic_load_n(&v->cpuinfo, __ATOMIC_ACQUIRE);
-        if (info == NULL) {
-            struct forged_text *fresh = filter_cpuinfo(&v->mask), *expected = NULL;
-            if (fresh == NULL)
-                return -1;
-            if (__atomic_compare_exchange_n(&v->cpuinfo, &expected, fresh, false,
-                                            __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
-                info = fresh;
-            else {
-                buf_free(fresh, fresh->cap); /* another thread built it first */
-                info = expected;
-            }
+    char buf[sizeof v->list + 2];
+    int n = snprintf(buf, sizeof buf, "%s\n", v->list);
+    return memfd_with("vlcs-cpulist", buf, (size_t)n, flags);
+}
+
+static int forge_cpuinfo(vlcs_ctx *c, const char *path, int flags)
+{
+    (void)path;
+    struct cpuview *v = ctx_view(c);
+    /* Built once per CPU set: the model, flags and topology it lists do
+     * not change (only "cpu MHz" goes stale). */
+    struct forged_text *info = __atomic_load_n(&v->cpuinfo, __ATOMIC_ACQUIRE);
+    if (info == NULL) {
+        struct forged_text *fresh = filter_cpuinfo(&v->mask), *expected = NULL;
+        if (fresh == NULL)
+            return -1;
+        if (__atomic_compare_exchange_n(&v->cpuinfo, &expected, fresh, false, __ATOMIC_ACQ_REL,
+                                        __ATOMIC_ACQUIRE))
+            info = fresh;
+        else {
+            buf_free(fresh, fresh->cap); /* another thread built it first */
+            info = expected;
         }
-        return memfd_with("vlcs-cpuinfo", info->text, info->len, flags);
     }
+    return memfd_with("vlcs-cpuinfo", info->text, info->len, flags);
+}
+
+static int forge_own_status(vlcs_ctx *c, const char *path, int flags)
+{
     size_t len, cap;
     char *status = forge_status(c, path, &len, &cap);
     if (status == NULL)
@@ -306,6 +293,66 @@ int view_open_forged(vlcs_ctx *c, int dirfd, const char *path, int flags)
     int fd = memfd_with("vlcs-status", status, len, flags);
     buf_free(status, cap);
     return fd;
+}
+
+/* Every file a context forges, for every door: the interposer's open family
+ * (its cheap test reads the prefixes through the ABI table), strict mode's
+ * trap, and Python's open() (vlcs_view_file).  A new forged file is one row.
+ * `match` NULL: the path is the prefix itself. */
+static const struct forged_file {
+    const char *prefix;
+    bool (*match)(const char *path);
+    int (*forge)(vlcs_ctx *c, const char *path, int flags);
+    const char *example;
+} forged_files[] = {
+    {"/proc/cpuinfo", NULL, forge_cpuinfo, "/proc/cpuinfo"},
+    {"/proc/", own_status_path, forge_own_status, "/proc/self/status"},
+    {"/sys/devices/system/cpu/online", NULL, forge_cpulist, "/sys/devices/system/cpu/online"},
+    {"/sys/devices/system/cpu/present", NULL, forge_cpulist, "/sys/devices/system/cpu/present"},
+    {"/sys/devices/system/cpu/possible", NULL, forge_cpulist, "/sys/devices/system/cpu/possible"},
+};
+
+#define NFORGED (sizeof forged_files / sizeof *forged_files)
+
+/* The rows' prefixes, NULL-terminated, for the interposer's cheap test. */
+static const char *prefix_list[NFORGED + 1];
+static pthread_once_t prefix_once = PTHREAD_ONCE_INIT;
+
+static void fill_prefixes(void)
+{
+    for (size_t i = 0; i < NFORGED; i++)
+        prefix_list[i] = forged_files[i].prefix;
+    prefix_list[NFORGED] = NULL;
+}
+
+const char *const *view_forged_prefixes(void)
+{
+    pthread_once(&prefix_once, fill_prefixes);
+    return prefix_list;
+}
+
+int view_open_forged(vlcs_ctx *c, int dirfd, const char *path, int flags)
+{
+    (void)dirfd; /* only absolute paths are forged */
+    if ((flags & O_ACCMODE) != O_RDONLY)
+        return -2; /* writers get the real file (and the kernel's answer) */
+    for (size_t i = 0; i < NFORGED; i++) {
+        const struct forged_file *f = &forged_files[i];
+        bool hit = f->match != NULL ? strncmp(path, f->prefix, strlen(f->prefix)) == 0 && f->match(path)
+                                    : strcmp(path, f->prefix) == 0;
+        if (hit)
+            return f->forge(c, path, flags);
+    }
+    return -2;
+}
+
+VLCS_API const char *vlcs_view_file(unsigned long i, const char **example)
+{
+    if (i >= NFORGED)
+        return NULL;
+    if (example != NULL)
+        *example = forged_files[i].example;
+    return forged_files[i].prefix;
 }
 
 VLCS_API int vlcs_view_open(vlcs_ctx *ctx, const char *path, int flags)

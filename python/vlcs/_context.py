@@ -39,7 +39,7 @@ from typing import Any
 from vlcs import _dlopen, _imports, _registries, _views, libraries
 from vlcs._errors import ContextDestroyedError
 from vlcs._extension import python_service
-from vlcs._lib import c_string, check, enter_binding, fail, last_error, lib
+from vlcs._lib import c_string, check, enter_binding, fail, forged_files, last_error, lib
 from vlcs._linkmap import namespace_objects
 
 
@@ -166,7 +166,7 @@ class VLC:
             raise
         self._owner = _imports.Owner(self.name, self)
         _contexts[handle] = self
-        _views.install(_view_open)
+        _views.install(_view_open, tuple(prefix for prefix, _ in forged_files()))
         _dlopen.install()
         _imports.install(_thread_owner)
         _registries.install()

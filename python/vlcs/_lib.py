@@ -56,6 +56,7 @@ _SIGNATURES: dict[str, tuple[Any, list[Any]]] = {
     "vlcs_stack_find": (_c, [ctypes.POINTER(_c), ctypes.c_ulong]),
     # internal: the context's forged /proc and /sys files, for Python's open()
     "vlcs_view_open": (ctypes.c_int, [_c, ctypes.c_char_p, ctypes.c_int]),
+    "vlcs_view_file": (_s, [ctypes.c_ulong, ctypes.POINTER(_s)]),
     # internal: context extension modules' PyDict_* calls on sys.modules go
     # through the module table's methods
     "vlcs_python_module_table": (None, [_c]),
@@ -141,6 +142,14 @@ _NAMESPACES_HINT = (
     "; from Python, close() contexts no longer needed, or reuse contexts with vlcs.ContextPool "
     "(a context that imported extension modules keeps its namespace when closed)"
 )
+
+
+def forged_files() -> list[tuple[str, str]]:
+    """libvlcs's table of forged files: (prefix, an example path) per row."""
+    rows, example = [], _s()
+    while (prefix := lib().vlcs_view_file(len(rows), ctypes.byref(example))) is not None:
+        rows.append((prefix.decode(), (example.value or b"").decode()))
+    return rows
 
 
 def last_error() -> VlcsError:

@@ -10,9 +10,10 @@ of :mod:`vlcs._owners`) the process looks like the context:
   libraries' ``getenv`` reads), not the process's, and child processes
   started by ``subprocess`` (so ``os.popen``, ``asyncio``) or ``os.system``
   without an explicit environment get it;
-* ``open()``/``io.open()`` (and so ``pathlib``) of ``/proc/cpuinfo``,
-  ``/proc/self/status`` and ``/sys/devices/system/cpu/{online,present,possible}``
-  read the same forged text the context's C libraries get (src/view.c).
+* ``open()``/``io.open()`` (and so ``pathlib``) of the files libvlcs forges
+  (its one table, src/view.c: ``/proc/cpuinfo``, ``/proc/self/status``,
+  ``/sys/devices/system/cpu/{online,present,possible}``) read the same
+  forged text the context's C libraries get.
 
 Base code sees the real process.  The C side forges the same answers for
 C code (src/view.c and src/interpose/).
@@ -43,6 +44,9 @@ _real_open = io.open
 _installed = False
 # ctx -> its forged file descriptor for path, or -2 (set by install)
 _view_open: Callable[[Any, str, int], int] = lambda ctx, path, flags: -2  # noqa: E731
+# the prefixes of libvlcs's table of forged files (set by install): no
+# other path leaves Python's open() for the C side
+_forged_prefixes: tuple[str, ...] = ()
 
 
 def _ctx(frame: Any) -> Any:
@@ -234,13 +238,11 @@ def _unsetenv(key: str) -> None:
 
 # --- files the context forges -------------------------------------------------------
 
-_FORGED_PREFIXES = ("/proc/", "/sys/devices/system/cpu/")
-
 
 def _open(file: Any, mode: str = "r", *args: Any, **kwargs: Any) -> Any:
     if isinstance(file, (str, os.PathLike)) and mode in ("r", "rt", "rb", "br", "tr"):
         path = os.fspath(file)
-        if isinstance(path, str) and path.startswith(_FORGED_PREFIXES):
+        if isinstance(path, str) and path.startswith(_forged_prefixes):
             c = _ctx(sys._getframe(1))
             if c is not None:
                 fd = _view_open(c, path, os.O_RDONLY | os.O_CLOEXEC)
@@ -252,11 +254,12 @@ def _open(file: Any, mode: str = "r", *args: Any, **kwargs: Any) -> Any:
     return _real_open(file, mode, *args, **kwargs)
 
 
-def install(view_open: Callable[[Any, str, int], int]) -> None:
-    """Make os's CPU counts, environment and the forged files answer for the
-    caller's context (idempotent)."""
-    global _installed, _view_open
-    _view_open = view_open
+def install(view_open: Callable[[Any, str, int], int], forged_prefixes: tuple[str, ...]) -> None:
+    """Make os's CPU counts, environment and the forged files (those whose
+    paths start with forged_prefixes) answer for the caller's context
+    (idempotent)."""
+    global _installed, _view_open, _forged_prefixes
+    _view_open, _forged_prefixes = view_open, forged_prefixes
     if _installed:
         return
     _installed = True

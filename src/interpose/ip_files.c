@@ -1,9 +1,10 @@
 /*
  * ip_files.c - the open family, for the files that describe CPUs.
  *
- * Opens of /proc/cpuinfo, /proc/self/status and
- * /sys/devices/system/cpu/{online,present,possible} return an in-memory file
- * with the context's view; every other path goes straight to libc.
+ * Opens of the files libvlcs forges (the table in src/view.c: /proc/cpuinfo,
+ * /proc/self/status, /sys/devices/system/cpu/{online,present,possible})
+ * return an in-memory file with the context's view; every other path goes
+ * straight to libc.
  * fopen is covered separately because libc's fopen opens through an
  * internal entry point that no interposer can see.
  */
@@ -24,15 +25,17 @@ typedef int (*openat2_fn)(int, const char *, int);
 typedef FILE *(*fopen_fn)(const char *, const char *);
 
 
-/* Cheap prefix test so ordinary opens never leave the namespace. */
+/* Cheap prefix test (the rows of libvlcs's table of forged files) so
+ * ordinary opens never leave the namespace. */
 static int forged(int dirfd, const char *path, int flags)
 {
     const struct vlcs_ip_api *a = vlcs_ip;
-    if (a == NULL || path == NULL)
+    if (a == NULL || path == NULL || path[0] != '/')
         return -2;
-    if (strncmp(path, "/proc/", 6) != 0 && strncmp(path, "/sys/devices/system/cpu/", 24) != 0)
-        return -2;
-    return a->open_forged(a->ctx, dirfd, path, flags);
+    for (const char *const *p = a->forged_prefixes; *p != NULL; p++)
+        if (strncmp(path, *p, strlen(*p)) == 0)
+            return a->open_forged(a->ctx, dirfd, path, flags);
+    return -2;
 }
 
 static mode_t mode_arg(int flags, va_list ap)

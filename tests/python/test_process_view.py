@@ -45,6 +45,38 @@ def test_environment_and_cpu_files_follow_the_context():
     assert r["base_cpuinfo"] == sum(s.startswith("processor") for s in open("/proc/cpuinfo"))
 
 
+@needs_two
+def test_every_forged_file_of_the_table_is_forged_for_python_open():
+    # The third door of libvlcs's one table (the C doors: tests/c/test_forged_files.c).
+    r = run_code(
+        """
+        import json, os, pathlib, vlcs
+        from vlcs._lib import forged_files
+        a = vlcs.VLC(cpus="0", name="a")
+        def name(f):
+            return os.readlink(f"/proc/self/fd/{f.fileno()}")
+        rows = forged_files()
+        out = {"rows": rows, "a": [], "base": []}
+        with a:
+            for _, path in rows:
+                with open(path) as f:
+                    out["a"].append([name(f), f.name])
+        for _, path in rows:
+            with open(path) as f:
+                out["base"].append(name(f))
+        print(json.dumps(out))
+        """
+    )
+    assert len(r["rows"]) >= 5
+    assert [path for _, path in r["rows"]][:1] == ["/proc/cpuinfo"]
+    for (prefix, path), (fd_name, name) in zip(r["rows"], r["a"]):
+        assert path.startswith(prefix)
+        assert fd_name.startswith("/memfd:vlcs-"), (path, fd_name)
+        assert name == path  # f.name as a plain open() gives it
+    for (_, path), fd_name in zip(r["rows"], r["base"]):
+        assert fd_name == path, (path, fd_name)
+
+
 def test_environb_and_child_processes_follow_the_context():
     r = run_code(
         """

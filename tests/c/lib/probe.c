@@ -167,3 +167,20 @@ pid_t probe_fork_and_allocate(int blocks)
     }
     return pid;
 }
+
+/* What an open() of path by this library gets: the name of the file behind
+ * the descriptor ("/memfd:vlcs-cpuinfo (deleted)" for a forged one). */
+int probe_open_name(const char *path, char *out, size_t size)
+{
+    int fd = open(path, O_RDONLY);
+    if (fd < 0)
+        return -1;
+    char link[64];
+    snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+    ssize_t n = readlink(link, out, size - 1);
+    close(fd);
+    if (n < 0)
+        return -1;
+    out[n] = '\0';
+    return 0;
+}
