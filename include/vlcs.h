@@ -82,7 +82,8 @@ typedef enum vlcs_limit {
     VLCS_LIMIT_SHIM_SLOTS = 4,     /* contexts with their own copy behind a shim */
     VLCS_LIMIT_ELASTIC = 5,        /* elastic contexts in one process */
     VLCS_LIMIT_SECCOMP = 6,        /* the kernel's size limit on seccomp filters */
-    VLCS_LIMIT_OTHER = 7           /* another of glibc's limits ("too many ...") */
+    VLCS_LIMIT_OTHER = 7,          /* another of glibc's limits ("too many ...") */
+    VLCS_LIMIT_FAMILIES = 8        /* library families (vlcs_family_register) */
 } vlcs_limit_t;
 
 /**
@@ -404,6 +405,61 @@ VLCS_API int vlcs_ctx_keep_loaded(vlcs_ctx *c, const char *reason);
  *         (already destroyed), VLCS_E_BUSY (a thread is still inside it).
  */
 VLCS_API int vlcs_ctx_destroy(vlcs_ctx *c);
+
+/* ==== Library families ================================================
+ *
+ * What vlcs knows about one kind of library (OpenBLAS, OpenMP, MKL, ...):
+ * how to recognise its files, how to read and set its thread count, and
+ * how to stop its pool before a context's libraries are unloaded.  The
+ * built-in families are rows of one table (src/families.c); a program, or
+ * the Python package's vlcs.register(), adds its own with
+ * vlcs_family_register(), and from then on elastic contexts resize its
+ * pools and vlcs_ctx_destroy stops them, as for the built-in ones.
+ */
+
+/** The C type of a family's thread count, in its getters and setters. */
+typedef enum vlcs_count_type {
+    VLCS_COUNT_INT = 0,   /* int f(void) / void f(int) */
+    VLCS_COUNT_INT64 = 1  /* int64_t f(void) / void f(int64_t): BLIS's dim_t, ILP64 APIs */
+} vlcs_count_type_t;
+
+/**
+ * A library family.  Every list is NULL-terminated (NULL: empty) and holds
+ * at most 16 names; the first symbol a loaded copy exports is the one used.
+ */
+typedef struct vlcs_family {
+    unsigned size;                  /* sizeof(vlcs_family): set it */
+    const char *name;               /* "openblas": at most 63 characters */
+    const char *const *prefixes;    /* file names (base name prefixes) of its objects */
+    const char *const *get_threads; /* its thread count (count_type f(void)) */
+    const char *const *set_threads; /* set it (void f(count_type)) */
+    int count_type;                 /* a vlcs_count_type_t */
+    int resize_when_elastic;        /* 1: an elastic context that grows or shrinks
+                                       calls set_threads with its CPU count (a
+                                       process-wide pool); 0: it does not (OpenMP's
+                                       setter is per thread) */
+    const char *const *stop_pool;   /* void f(void): joins its threads before the
+                                       context's libraries are unloaded */
+} vlcs_family;
+
+/**
+ * Teach vlcs a library family; the descriptor and its strings are copied.
+ * A family of the same name is replaced.  Contexts already holding such
+ * libraries find the new family's functions at their next resize or destroy.
+ *
+ * @return 0, or -1 with vlcs_error(): VLCS_E_INVALID (no name, a name too
+ *         long, an empty or too long list, an unknown count_type),
+ *         VLCS_E_LIMIT (VLCS_LIMIT_FAMILIES: 256 families), VLCS_E_SYSTEM.
+ */
+VLCS_API int vlcs_family_register(const vlcs_family *family);
+
+/**
+ * Family i, built-in ones first, in the order they were registered.
+ *
+ * @return the family (valid for the life of the process), or NULL when i is
+ *         past the last one.
+ */
+VLCS_API const vlcs_family *vlcs_family_at(unsigned long i);
 
 /**
  * The last error of the calling thread, one plain sentence; "" if none.

@@ -107,7 +107,7 @@ static void apply(size_t n, const vlcs_ctx *cause, const char *why)
 {
     for (size_t i = 0; i < n; i++) {
         vlcs_ctx *c = members[i];
-        void (*resize[MAX_POOLS])(int);
+        struct family_fn resize[MAX_POOLS];
         size_t nresize = 0;
         pthread_mutex_lock(&c->lock);
         vmask from = ctx_view(c)->mask;
@@ -128,7 +128,7 @@ static void apply(size_t n, const vlcs_ctx *cause, const char *why)
          * meanwhile: destroy waits for elastic_mutex (elastic_forget). */
         int count = mask_count(&plan_out[i]);
         for (size_t k = 0; k < nresize; k++)
-            resize[k](count);
+            family_fn_set(&resize[k], count);
     }
 }
 
@@ -218,8 +218,8 @@ void elastic_loaded(vlcs_ctx *c, void *handle)
 {
     if (!__atomic_load_n(&c->elastic, __ATOMIC_RELAXED))
         return;
-    void (*resize[MAX_POOLS])(int);
-    size_t n = pools_in(handle, resize, MAX_POOLS);
+    struct family_fn resize[MAX_POOLS];
+    size_t n = families_find(handle, FAMILY_RESIZE, resize, 0, MAX_POOLS);
     if (n == 0)
         return;
     /* Under the plan's lock, so that a plan running meanwhile cannot be
@@ -227,7 +227,7 @@ void elastic_loaded(vlcs_ctx *c, void *handle)
     elastic_lock();
     int count = mask_count(&ctx_view(c)->mask);
     for (size_t k = 0; k < n; k++)
-        resize[k](count);
+        family_fn_set(&resize[k], count);
     elastic_unlock();
 }
 

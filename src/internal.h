@@ -93,18 +93,49 @@ struct service_hooks {
     void (*on_leave)(int saved);
 };
 
-#define VLCS_HOOK_SLOTS 4 /* families the table below may hold */
+#define VLCS_HOOK_SLOTS 8 /* built-in families (families.c) */
 extern HIDDEN const struct service_hooks tbb_hooks; /* service_tbb.c */
 extern HIDDEN const struct service_hooks gpu_hooks; /* gpu.c */
 extern HIDDEN const struct service_hooks python_hooks; /* service_python.c */
 /* c's namespace is being given back: its interpreter dict goes with it. */
 HIDDEN void python_ns_gone(vlcs_ctx *c);
 
-/* The table in hooks.c, run in its order (on_leave in reverse). */
+/* The built-in families' hooks (families.c), run in the table's order
+ * (on_leave in reverse). */
 HIDDEN size_t hooks_overrides(void *handle, struct fwd_override *ov, size_t cap);
 HIDDEN void hooks_note_service(void *handle);
 HIDDEN void hooks_enter(vlcs_ctx *c, int saved[VLCS_HOOK_SLOTS]);
 HIDDEN void hooks_leave(const int saved[VLCS_HOOK_SLOTS]);
+
+/* ---- library families (families.c) ----------------------------------------- */
+
+/* A row of the table: the public descriptor, and for a built-in family its
+ * Service-context hooks (NULL: none; a family registered at run time has none). */
+struct family {
+    vlcs_family d;
+    const struct service_hooks *hooks;
+};
+extern HIDDEN const struct family builtin_families[];
+extern HIDDEN const size_t nbuiltin_families;
+/* Changes whenever a family is registered: what was found in a context's
+ * handles with an older generation is looked up again. */
+HIDDEN unsigned families_generation(void);
+
+/* One function of a family found in a loaded object. */
+struct family_fn {
+    void *fn;
+    int count_type; /* vlcs_count_type_t, for a setter */
+};
+enum family_role {
+    FAMILY_RESIZE, /* set_threads of families resized with elastic contexts */
+    FAMILY_STOP,   /* stop_pool */
+};
+/* Appends to out[n..cap) the role's functions that handle (and what it
+ * depends on) exports, each once; returns the new count. */
+HIDDEN size_t families_find(void *handle, enum family_role role, struct family_fn *out,
+                            size_t n, size_t cap);
+/* Calls a set_threads function with count, in its count type. */
+HIDDEN void family_fn_set(const struct family_fn *f, int count);
 
 /* ---- errors (error.c) ---------------------------------------------------- */
 
@@ -169,9 +200,9 @@ struct vlcs_ctx {
     vmask bound;     /* the most an elastic context may grow to */
     unsigned weight; /* its share of lent CPUs; 0: its home's size */
     bool elastic;
-    void (**pool_resize)(int); /* resize functions of its libraries' pools (pools.c) */
+    struct family_fn *pool_resize; /* resize functions of its libraries' pools (pools.c) */
     size_t npool_resize, cappool_resize;
-    bool pools_known;          /* pool_resize matches the loaded libraries */
+    unsigned pools_gen; /* families_generation() pool_resize was found with; 0: stale */
 
     struct envop *pending_env; /* applied when the namespace is created */
     struct member *members;
@@ -242,12 +273,11 @@ HIDDEN void elastic_forget(vlcs_ctx *c);
 HIDDEN int elastic_set_home(vlcs_ctx *c, const vmask *m);
 /* getloadavg() inside c: -2 to ask the kernel, else the count answered. */
 HIDDEN int elastic_loadavg(vlcs_ctx *c, double *avg, int n);
-/* The functions that resize the thread pools vlcs knows in c's libraries
- * (openblas_set_num_threads, ...), at most cap of them into out; with
- * c->lock held.  They are to be called without it. */
-HIDDEN size_t pools_find(vlcs_ctx *c, void (**out)(int), size_t cap);
-/* The same functions found from one handle (no lock needed). */
-HIDDEN size_t pools_in(void *handle, void (**out)(int), size_t cap);
+/* The functions that resize the thread pools of c's libraries (the
+ * families' set_threads: openblas_set_num_threads, ...), at most cap of
+ * them into out; with c->lock held.  They are to be called without it
+ * (family_fn_set). */
+HIDDEN size_t pools_find(vlcs_ctx *c, struct family_fn *out, size_t cap);
 /* A library was loaded into c (no lock held): in an elastic context, its
  * pools start at the context's current CPUs, whatever they read at load. */
 HIDDEN void elastic_loaded(vlcs_ctx *c, void *handle);

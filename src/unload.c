@@ -38,7 +38,7 @@ int ns_note_handle(vlcs_ctx *c, void *h)
     if (array_grow((void **)&c->handles, &c->caphandles, c->nhandles, sizeof *c->handles) != 0)
         return -1;
     c->handles[c->nhandles++] = h;
-    c->pools_known = false;
+    c->pools_gen = 0;
     return 0;
 }
 
@@ -48,7 +48,7 @@ void ns_close_handle(vlcs_ctx *c, void *h)
     for (size_t i = c->nhandles; i-- > 0;)
         if (c->handles[i] == h) {
             c->handles[i] = c->handles[--c->nhandles];
-            c->pools_known = false;
+            c->pools_gen = 0;
             break;
         }
     pthread_mutex_unlock(&c->lock);
@@ -172,26 +172,16 @@ static void delete_keys(vlcs_ctx *c)
 /* Step 2: pools whose library has a call that ends their threads.  Calling
  * it is what the library's own destructor would do at unload, early enough
  * for step 3 to wait on the threads. */
-static const char *const pool_stoppers[] = {
-    "blas_thread_shutdown_", /* OpenBLAS: joins its workers; restarted on next use */
-};
-
+/* The families' stop_pool functions (OpenBLAS's blas_thread_shutdown_, which
+ * joins its workers), each run once. */
 static void stop_known_pools(vlcs_ctx *c)
 {
-    void (*done[16])(void);
-    size_t ndone = 0;
+    struct family_fn stop[32];
+    size_t n = 0;
     for (size_t i = 0; i < c->nhandles; i++)
-        for (size_t s = 0; s < sizeof pool_stoppers / sizeof *pool_stoppers; s++) {
-            void (*stop)(void) = (void (*)(void))dlsym(c->handles[i], pool_stoppers[s]);
-            bool seen = stop == NULL;
-            for (size_t d = 0; d < ndone && !seen; d++)
-                seen = done[d] == stop;
-            if (seen)
-                continue;
-            stop();
-            if (ndone < sizeof done / sizeof *done)
-                done[ndone++] = stop;
-        }
+        n = families_find(c->handles[i], FAMILY_STOP, stop, n, sizeof stop / sizeof *stop);
+    for (size_t i = 0; i < n; i++)
+        ((void (*)(void))stop[i].fn)();
 }
 
 static void pause_briefly(void)
