@@ -38,3 +38,10 @@ void hooks_leave(const int saved[VLCS_HOOK_SLOTS])
         if (HOOKS(i) != NULL && HOOKS(i)->on_leave != NULL)
             HOOKS(i)->on_leave(saved[i]);
 }
+
+void hooks_ns_gone(vlcs_ctx *c)
+{
+    for (size_t i = 0; i < nbuiltin_families; i++)
+        if (HOOKS(i) != NULL && HOOKS(i)->ns_gone != NULL)
+            HOOKS(i)->ns_gone(c);
+}

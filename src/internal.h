@@ -51,11 +51,6 @@ HIDDEN int strict_enable(char *err, size_t errsize);
 HIDDEN bool strict_active(void);
 /* Cover code newly loaded into contexts with a filter (after each load). */
 HIDDEN void strict_note_load(void);
-/* Walk with registry_lock() held: destroyed contexts leave the registry. */
-HIDDEN void registry_lock(void);
-HIDDEN void registry_unlock(void);
-HIDDEN vlcs_ctx *registry_first(void);
-HIDDEN vlcs_ctx *registry_next(vlcs_ctx *c);
 
 /* ---- transparent mode (shim.c) -------------------------------------------- */
 
@@ -91,14 +86,14 @@ struct service_hooks {
     int (*on_enter)(vlcs_ctx *c);
     /* The thread leaves the frame on_enter answered `saved` for. */
     void (*on_leave)(int saved);
+    /* c's namespace is being given back: forget what was kept for it. */
+    void (*ns_gone)(vlcs_ctx *c);
 };
 
 #define VLCS_HOOK_SLOTS 8 /* built-in families (families.c) */
 extern HIDDEN const struct service_hooks tbb_hooks; /* service_tbb.c */
 extern HIDDEN const struct service_hooks gpu_hooks; /* gpu.c */
 extern HIDDEN const struct service_hooks python_hooks; /* service_python.c */
-/* c's namespace is being given back: its interpreter dict goes with it. */
-HIDDEN void python_ns_gone(vlcs_ctx *c);
 
 /* The built-in families' hooks (families.c), run in the table's order
  * (on_leave in reverse). */
@@ -106,6 +101,7 @@ HIDDEN size_t hooks_overrides(void *handle, struct fwd_override *ov, size_t cap)
 HIDDEN void hooks_note_service(void *handle);
 HIDDEN void hooks_enter(vlcs_ctx *c, int saved[VLCS_HOOK_SLOTS]);
 HIDDEN void hooks_leave(const int saved[VLCS_HOOK_SLOTS]);
+HIDDEN void hooks_ns_gone(vlcs_ctx *c);
 
 /* ---- library families (families.c) ----------------------------------------- */
 
@@ -148,6 +144,10 @@ HIDDEN void set_error(int code, const char *fmt, ...) __attribute__((format(prin
 /* The code for a dlopen/dlmopen/dlsym failure, from dlerror()'s words
  * (glibc's limits as LIMIT_CODE). */
 HIDDEN int dl_errcode(const char *dlerr);
+struct vlcs_ctx;
+/* Sets the error for a failed dlmopen into c, with what to do about one of
+ * glibc's limits when one was hit. */
+HIDDEN void load_error(struct vlcs_ctx *c, const char *what, const char *dlerr);
 
 /* ---- contexts ------------------------------------------------------------ */
 
@@ -241,20 +241,38 @@ struct vlcs_ctx {
     struct vlcs_ctx *next_all;
 };
 
+/* ---- the ground floor (registry.c): calls nothing above error.c ---------- */
+
+/* Walk with registry_lock() held: destroyed contexts leave the registry. */
+HIDDEN void registry_lock(void);
+HIDDEN void registry_unlock(void);
+HIDDEN vlcs_ctx *registry_first(void);
+HIDDEN vlcs_ctx *registry_next(vlcs_ctx *c);
+HIDDEN void registry_after_fork(void); /* in the child, the lock taken before fork */
+/* A context's memory, reused from a destroyed one or new, with its id; NULL
+ * when out of memory.  registry_add makes it alive and listed. */
+HIDDEN vlcs_ctx *registry_take(void);
+HIDDEN void registry_add(vlcs_ctx *c);
+/* Unlists a destroyed context and keeps its memory (zeroed but for its lock,
+ * id and name) for the next registry_take. */
+HIDDEN void registry_release(vlcs_ctx *c);
 HIDDEN int ctx_check(const vlcs_ctx *c, const char *doing);
 HIDDEN struct cpuview *ctx_view(const vlcs_ctx *c);
-/* Makes m the context's CPU set (with c->lock held): its view published,
- * its threads moved.  0, or -1 when out of memory. */
-HIDDEN int ctx_switch_view(vlcs_ctx *c, const vmask *m);
+/* The CPUs the process may use, read once at init. */
 HIDDEN const vmask *process_mask(void);
+HIDDEN void registry_set_process_mask(const vmask *m);
 /* Room for one more element in a doubling array (*arr: *cap elements of
  * elem bytes, n in use): 0, or -1 when out of memory (the array unchanged). */
 HIDDEN int array_grow(void **arr, size_t *cap, size_t n, size_t elem);
-HIDDEN const char *interposer_path(void);
 /* The file name of a path: "libfoo.so" of "/usr/lib/libfoo.so". */
 HIDDEN const char *base_name(const char *path);
-/* Sets the error for a failed dlmopen, naming the platform limit if one was hit. */
-HIDDEN void load_error(vlcs_ctx *c, const char *what, const char *dlerr);
+
+/* ---- the life of a context (runtime.c) ------------------------------------ */
+
+/* Makes m the context's CPU set (with c->lock held): its view published,
+ * its threads moved.  0, or -1 when out of memory. */
+HIDDEN int ctx_switch_view(vlcs_ctx *c, const vmask *m);
+HIDDEN const char *interposer_path(void);
 
 /* ---- elastic contexts (elastic.c, pools.c; the plan: elastic_policy.c) ---- */
 
@@ -285,9 +303,10 @@ HIDDEN void elastic_loaded(vlcs_ctx *c, void *handle);
 /* ---- node-wide lending (node.c) ------------------------------------------ */
 
 struct elastic_in; /* elastic_policy.h */
-/* Joins the node's ledger and starts the watcher: VLCS_OK, or a
- * vlcs_errcode_t with err set (nothing changed). */
-HIDDEN int node_enable(char *err, size_t errsize);
+/* Joins the node's ledger and starts the watcher, which calls changed when
+ * another process planned: VLCS_OK, or a vlcs_errcode_t with err set
+ * (nothing changed). */
+HIDDEN int node_enable(void (*changed)(uint32_t generation), char *err, size_t errsize);
 HIDDEN bool node_active(void);
 HIDDEN void node_after_fork(void); /* a child is no member */
 /* With elastic_lock() held: publishes this process's elastic contexts
@@ -301,8 +320,8 @@ HIDDEN void node_read(const uint64_t *keys, size_t n, vmask *out);
 HIDDEN void node_lent(uint64_t key, const vmask *home, vmask *out);
 /* Whether this process's own plan produced that generation. */
 HIDDEN bool node_planned_here(uint32_t generation);
-/* elastic.c, called by node.c: another process planned (the watcher), or
- * this process joined and publishes its contexts. */
+/* elastic.c, handed to node.c by runtime.c: another process planned (the
+ * watcher); and called by runtime.c when this process joined the node. */
 HIDDEN void elastic_node_changed(uint32_t generation);
 HIDDEN void elastic_node_joined(void);
 

@@ -253,7 +253,7 @@ void ns_teardown(vlcs_ctx *c)
     __atomic_store_n(&c->ns_thread_init, NULL, __ATOMIC_RELEASE);
     c->has_ns = false;
     thread_ns_gone(c);
-    python_ns_gone(c);
+    hooks_ns_gone(c);
     /* The namespace's libc is gone, and with it every reader of the copy.
      * Its setenv may have moved to an array of its own, or replaced entries
      * of ours (putenv even with the caller's memory): only the strings the

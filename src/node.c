@@ -279,6 +279,11 @@ void node_lent(uint64_t key, const vmask *home, vmask *out)
 
 /* ---- the watcher --------------------------------------------------------- */
 
+/* Who applies another process's plan: elastic.c's, handed to node_enable
+ * by the file above both, so that this file calls nothing above it. */
+static void (*on_plan)(uint32_t generation);
+
+
 static void *watch(void *arg)
 {
     (void)arg;
@@ -291,7 +296,7 @@ static void *watch(void *arg)
         uint32_t now = atomic_load_explicit(&L->generation, memory_order_acquire);
         if (now != seen) {
             seen = now;
-            elastic_node_changed(now);
+            on_plan(now);
         } else if (rc != 0 && errno == ETIMEDOUT) {
             /* A plan without the departed; this process applies it too, at
              * the next turn (it is not marked as its own). */
@@ -398,7 +403,7 @@ out:
     return code;
 }
 
-int node_enable(char *err, size_t errsize)
+int node_enable(void (*changed)(uint32_t generation), char *err, size_t errsize)
 {
     static pthread_mutex_t once = PTHREAD_MUTEX_INITIALIZER;
     pthread_mutex_lock(&once);
@@ -415,6 +420,7 @@ int node_enable(char *err, size_t errsize)
     if (code != VLCS_OK)
         goto out;
     self = getpid();
+    on_plan = changed;
     if (hold_live_lock() != 0) {
         snprintf(err, errsize, "cannot lock a byte of the node ledger %s: %s", ledger_path,
                  strerror(errno));

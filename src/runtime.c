@@ -18,37 +18,8 @@ static pthread_once_t init_once = PTHREAD_ONCE_INIT;
 static int init_rc, init_code;
 static char init_error[PATH_MAX + 512];
 static char ip_path[PATH_MAX];
-static vmask allowed; /* CPUs the process may use, read at init */
-
-static pthread_mutex_t registry_mutex = PTHREAD_MUTEX_INITIALIZER;
-static vlcs_ctx *all_contexts;
-/* Contexts destroyed with their namespace: their memory is the next one's.
- * A stale pointer then reads as destroyed until it is reused, as a closed
- * file descriptor number does. */
-static vlcs_ctx *free_contexts;
-static int next_id;
 
 VLCS_API const char *vlcs_version(void) { return VLCS_VERSION_STRING; }
-
-const vmask *process_mask(void) { return &allowed; }
-
-int array_grow(void **arr, size_t *cap, size_t n, size_t elem)
-{
-    if (n < *cap)
-        return 0;
-    size_t ncap = *cap ? 2 * *cap : 8;
-    void *p = realloc(*arr, ncap * elem);
-    if (p == NULL)
-        return -1;
-    *arr = p;
-    *cap = ncap;
-    return 0;
-}
-
-void registry_lock(void) { pthread_mutex_lock(&registry_mutex); }
-void registry_unlock(void) { pthread_mutex_unlock(&registry_mutex); }
-vlcs_ctx *registry_first(void) { return all_contexts; }
-vlcs_ctx *registry_next(vlcs_ctx *c) { return c->next_all; }
 
 /* fork: the child gets a registry no other thread was changing. */
 static void registry_prepare(void)
@@ -65,7 +36,7 @@ static void registry_child(void)
 {
     thread_after_fork();
     node_after_fork();
-    pthread_mutex_init(&registry_mutex, NULL);
+    registry_after_fork();
     elastic_unlock(); /* the forking thread took it: its owner */
 }
 
@@ -103,6 +74,7 @@ static void do_init(void)
         init_code = errno == ENOENT ? VLCS_E_NOT_FOUND : VLCS_E_SYSTEM;
         return;
     }
+    vmask allowed; /* CPUs the process may use, read once */
     if (mask_get_thread(getpid(), &allowed) != 0) {
         snprintf(init_error, sizeof init_error,
                  "Error initialising vlcs: sched_getaffinity failed: %s", strerror(errno));
@@ -110,6 +82,7 @@ static void do_init(void)
         init_code = VLCS_E_SYSTEM;
         return;
     }
+    registry_set_process_mask(&allowed);
     /* glibc skips locking in code paths it believes single-threaded; threads
      * that namespaces create are invisible to the base libc, so make it
      * multi-threaded for good before any exist. */
@@ -172,7 +145,7 @@ VLCS_API int vlcs_init_opts(const vlcs_opts *opts)
      * passes a smaller size. */
     if (opts->size >= offsetof(vlcs_opts, node) + sizeof opts->node && opts->node) {
         char why[PATH_MAX + 256];
-        int code = node_enable(why, sizeof why);
+        int code = node_enable(elastic_node_changed, why, sizeof why);
         if (code != VLCS_OK) {
             set_error(code, "Error turning node-wide mode on: %s; elastic contexts keep lending "
                       "within this process", why);
@@ -184,28 +157,6 @@ VLCS_API int vlcs_init_opts(const vlcs_opts *opts)
 }
 
 VLCS_API int vlcs_strict_active(void) { return strict_active() ? 1 : 0; }
-
-int ctx_check(const vlcs_ctx *c, const char *doing)
-{
-    if (c == NULL) {
-        set_error(VLCS_E_INVALID, "Error %s: the context is NULL", doing);
-        return -1;
-    }
-    if (c->magic == CTX_DEAD) {
-        set_error(VLCS_E_DESTROYED, "Error %s: context '%s' was destroyed", doing, c->name);
-        return -1;
-    }
-    if (c->magic != CTX_ALIVE) {
-        set_error(VLCS_E_INVALID, "Error %s: %p is not a vlcs context", doing, (const void *)c);
-        return -1;
-    }
-    return 0;
-}
-
-struct cpuview *ctx_view(const vlcs_ctx *c)
-{
-    return atomic_load_explicit((struct cpuview *_Atomic *)&c->view, memory_order_acquire);
-}
 
 static struct cpuview *view_new(const vmask *m, struct cpuview *older)
 {
@@ -228,37 +179,26 @@ VLCS_API vlcs_ctx *vlcs_ctx_create(const char *name)
                   name, sizeof((vlcs_ctx *)0)->name - 1);
         return NULL;
     }
-    struct cpuview *v = view_new(&allowed, NULL);
+    struct cpuview *v = view_new(process_mask(), NULL);
     if (v == NULL) {
         set_error(VLCS_E_SYSTEM, "Error creating context: out of memory");
         return NULL;
     }
-    registry_lock();
-    vlcs_ctx *c = free_contexts;
-    if (c != NULL) {
-        /* Its lock stays as it is: a thread that raced the destroy may wait on it. */
-        free_contexts = c->next_all;
-    } else if ((c = calloc(1, sizeof *c)) != NULL) {
-        pthread_mutex_init(&c->lock, NULL);
-    } else {
-        registry_unlock();
+    vlcs_ctx *c = registry_take();
+    if (c == NULL) {
         free(v);
         set_error(VLCS_E_SYSTEM, "Error creating context: out of memory");
         return NULL;
     }
     atomic_init(&c->view, v);
     c->views = v;
-    c->home = allowed;
+    c->home = *process_mask();
     c->gpu_first = -1;
-    c->id = next_id++;
     if (name != NULL)
         snprintf(c->name, sizeof c->name, "%s", name);
     else
         snprintf(c->name, sizeof c->name, "ctx%d", c->id);
-    c->next_all = all_contexts;
-    all_contexts = c;
-    c->magic = CTX_ALIVE;
-    registry_unlock();
+    registry_add(c); /* alive from here on */
     return c;
 }
 
@@ -279,10 +219,10 @@ VLCS_API int vlcs_ctx_set_cpus(vlcs_ctx *c, const char *cpulist)
         set_error(VLCS_E_INVALID, "Error setting CPUs of context '%s': %s", c->name, why);
         return -1;
     }
-    int outside = mask_first_outside(&m, &allowed);
+    int outside = mask_first_outside(&m, process_mask());
     if (outside >= 0) {
         char have[256];
-        mask_format(&allowed, have, sizeof have);
+        mask_format(process_mask(), have, sizeof have);
         set_error(VLCS_E_INVALID, "Error setting CPUs of context '%s': CPU %d is not available to this process "
                   "(it may use %s)",
                   c->name, outside, have);
@@ -420,12 +360,6 @@ VLCS_API int vlcs_ctx_thread_count(const vlcs_ctx *c)
     return __atomic_load_n(&c->created_live, __ATOMIC_ACQUIRE);
 }
 
-const char *base_name(const char *path)
-{
-    const char *s = strrchr(path, '/');
-    return s ? s + 1 : path;
-}
-
 VLCS_API void *vlcs_ctx_load(vlcs_ctx *c, const char *path)
 {
     if (ctx_check(c, "loading a library") != 0)
@@ -514,17 +448,7 @@ static void ctx_release(vlcs_ctx *c)
     free(c->handles);
     free(c->ended);
     free(c->keep);
-    registry_lock();
-    for (vlcs_ctx **p = &all_contexts; *p; p = &(*p)->next_all)
-        if (*p == c) {
-            *p = c->next_all;
-            break;
-        }
-    /* The name stays for "context 'a' was destroyed". */
-    memset((char *)c + offsetof(vlcs_ctx, view), 0, sizeof *c - offsetof(vlcs_ctx, view));
-    c->next_all = free_contexts;
-    free_contexts = c;
-    registry_unlock();
+    registry_release(c);
 }
 
 VLCS_API int vlcs_ctx_keep_loaded(vlcs_ctx *c, const char *reason)

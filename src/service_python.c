@@ -68,7 +68,8 @@ VLCS_API int vlcs_python_state_dict(vlcs_ctx *c, void *dict)
     return 0;
 }
 
-void python_ns_gone(vlcs_ctx *c) { atomic_store(&state_dicts[ns_slot(c->lmid)], NULL); }
+/* c's namespace is being given back: its interpreter dict goes with it. */
+static void python_ns_gone(vlcs_ctx *c) { atomic_store(&state_dicts[ns_slot(c->lmid)], NULL); }
 
 /* libpython's own functions: the ones replaced, and the ones that read a
  * mapping.  Filled before any context binds to the forwarder. */
@@ -297,4 +298,5 @@ const struct service_hooks python_hooks = {
     .family = "CPython",
     .overrides = python_overrides,
     .note_service = python_note_service,
+    .ns_gone = python_ns_gone,
 };

@@ -26,12 +26,35 @@ class _Opts(ctypes.Structure):
     _fields_ = [("size", ctypes.c_uint), ("strict", ctypes.c_int), ("node", ctypes.c_int)]
 
 
+_List = ctypes.POINTER(ctypes.c_char_p)
+
+
+class _Family(ctypes.Structure):
+    # struct vlcs_family of vlcs.h
+    _fields_ = [
+        ("size", ctypes.c_uint),
+        ("name", ctypes.c_char_p),
+        ("prefixes", _List),
+        ("get_threads", _List),
+        ("set_threads", _List),
+        ("count_type", ctypes.c_int),
+        ("resize_when_elastic", ctypes.c_int),
+        ("stop_pool", _List),
+    ]
+
+
+# vlcs_count_type_t
+COUNT_TYPES = ("int", "int64")
+
+
 # name -> (return type, argument types), as in vlcs.h
 _SIGNATURES: dict[str, tuple[Any, list[Any]]] = {
     "vlcs_version": (_s, []),
     "vlcs_error": (_s, []),
     "vlcs_errcode": (_i, []),
     "vlcs_errlimit": (_i, []),
+    "vlcs_family_register": (_i, [ctypes.POINTER(_Family)]),
+    "vlcs_family_at": (ctypes.POINTER(_Family), [ctypes.c_ulong]),
     "vlcs_init_opts": (_i, [ctypes.POINTER(_Opts)]),
     "vlcs_strict_active": (_i, []),
     "vlcs_node_ledger": (_s, []),
@@ -142,6 +165,63 @@ _NAMESPACES_HINT = (
     "; from Python, close() contexts no longer needed, or reuse contexts with vlcs.ContextPool "
     "(a context that imported extension modules keeps its namespace when closed)"
 )
+
+
+def _names(lst: Any) -> tuple[str, ...]:
+    out: list[str] = []
+    while lst and lst[len(out)] is not None:
+        out.append(lst[len(out)].decode())
+    return tuple(out)
+
+
+def _c_list(names: tuple[str, ...]) -> Any:
+    return (ctypes.c_char_p * (len(names) + 1))(*(c_string(n, "a symbol or file name") for n in names), None)
+
+
+def families() -> dict[str, dict[str, Any]]:
+    """libvlcs's table of library families, by name: what its C side knows
+    of each (file prefixes, thread-count symbols and their type, whether
+    elastic contexts resize it, its pool stoppers)."""
+    out: dict[str, dict[str, Any]] = {}
+    i = 0
+    while f := lib().vlcs_family_at(i):
+        d = f.contents
+        out[d.name.decode()] = {
+            "filename_prefixes": _names(d.prefixes),
+            "get_threads": _names(d.get_threads),
+            "set_threads": _names(d.set_threads),
+            "count_type": COUNT_TYPES[d.count_type],
+            "resize_when_elastic": bool(d.resize_when_elastic),
+            "stop_pool": _names(d.stop_pool),
+        }
+        i += 1
+    return out
+
+
+def register_family(
+    name: str,
+    filename_prefixes: tuple[str, ...],
+    get_threads: tuple[str, ...],
+    set_threads: tuple[str, ...],
+    count_type: str,
+    resize_when_elastic: bool,
+    stop_pool: tuple[str, ...],
+) -> None:
+    """Register a library family with libvlcs (vlcs_family_register)."""
+    if count_type not in COUNT_TYPES:
+        raise ValueError(f"count_type must be one of {list(COUNT_TYPES)}; got {count_type!r}")
+    lists = [_c_list(tuple(x)) for x in (filename_prefixes, get_threads, set_threads, stop_pool)]
+    f = _Family(
+        ctypes.sizeof(_Family),
+        c_string(name, "the family's name"),
+        ctypes.cast(lists[0], _List),
+        ctypes.cast(lists[1], _List),
+        ctypes.cast(lists[2], _List),
+        COUNT_TYPES.index(count_type),
+        int(bool(resize_when_elastic)),
+        ctypes.cast(lists[3], _List),
+    )
+    check(lib().vlcs_family_register(ctypes.byref(f)))
 
 
 def forged_files() -> list[tuple[str, str]]:

@@ -1,4 +1,7 @@
-"""oneTBB: its default arena size, as an arena made in the context gets it."""
+"""oneTBB: its default arena size, as an arena made in the context gets it.
+
+Its file name and its Service-context hooks (src/service_tbb.c) are its row
+of libvlcs's table of families (src/families.c)."""
 
 from __future__ import annotations
 
@@ -14,7 +17,6 @@ _MAX_CONCURRENCY = "_ZN3tbb6detail2r115max_concurrencyEPKNS0_2d115task_arena_bas
 class TBB(LibraryController):
     name = "tbb"
     user_api = "tbb"
-    filename_prefixes = ("libtbb.so",)
     threads_per = "thread"  # a task_arena of its own concurrency per caller
     elastic = (
         "as a service (vlcs.service), arenas made later get the current CPU count; an "
