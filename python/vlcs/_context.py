@@ -164,7 +164,7 @@ class VLC:
             self._handle = None
             lib().vlcs_ctx_destroy(handle)
             raise
-        self._owner = _imports.Owner(self.name, self)
+        self._owner = _imports.Owner(self.name, self, _NativeSide(self))
         _contexts[handle] = self
         _views.install(_view_open, tuple(prefix for prefix, _ in forged_files()))
         _dlopen.install()
@@ -597,6 +597,36 @@ def info() -> dict[str, Any]:
         "cpus_usable": sorted(_views.real_sched_getaffinity(0)),
         "contexts": [c.info() for c in list(_contexts.values())],
     }
+
+
+class _NativeSide:
+    """A context's native side as import isolation sees it (the
+    ``_owners.NativeSide`` protocol): loads into its namespace, its state
+    dict, what keeps it loaded."""
+
+    __slots__ = ("_ctx",)
+
+    def __init__(self, ctx: VLC) -> None:
+        self._ctx = ctx
+
+    @property
+    def name(self) -> str:
+        return self._ctx.name
+
+    def namespace_handle(self) -> int | None:
+        return self._ctx._any_handle
+
+    def load_handle(self, path: str | bytes) -> int:
+        return self._ctx._load_handle(path)
+
+    def load_dll(self, path: str) -> ctypes.CDLL:
+        return self._ctx._load(path)
+
+    def give_state_dict(self) -> None:
+        self._ctx._give_state_dict()
+
+    def keep_native(self, what: str) -> None:
+        self._ctx._keep_native(what)
 
 
 def _thread_owner() -> _imports.Owner:

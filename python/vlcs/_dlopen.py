@@ -24,6 +24,7 @@ from typing import Any
 from vlcs import _owners
 from vlcs._errors import VlcsError
 from vlcs._linkmap import namespace_files, namespace_root
+from vlcs._owners import NativeSide
 
 _real_dlopen = ctypes._dlopen  # type: ignore[attr-defined]
 _installed = False
@@ -44,16 +45,16 @@ def _dlopen(name: Any, mode: int = ctypes.DEFAULT_MODE) -> int:
             # namespace's global scope, the interposer first (dl_iterate_phdr
             # lists the context's objects, CPU queries count its CPUs), then
             # the services (libpython) and libc.
-            ctx = owner.ctx
-            ctx._keep_native("ctypes.CDLL(None)")
-            return namespace_root(ctx._any_handle or ctx._load_handle("libc.so.6"))
+            native = owner.native
+            native.keep_native("ctypes.CDLL(None)")
+            return namespace_root(native.namespace_handle() or native.load_handle("libc.so.6"))
         # Handles made here are the context code's own CDLL objects, which
         # its modules may keep: the namespace stays when the context closes.
         if mode & os.RTLD_NOLOAD:
-            handle = _loaded_in(owner.ctx, os.fsdecode(name))
+            handle = _loaded_in(owner.native, os.fsdecode(name))
         else:
-            handle = owner.ctx._load_handle(name)
-        owner.ctx._keep_native(os.path.basename(os.fsdecode(name)))
+            handle = owner.native.load_handle(name)
+        owner.native.keep_native(os.path.basename(os.fsdecode(name)))
         return handle
     except VlcsError as e:
         if isinstance(e, OSError):
@@ -61,18 +62,19 @@ def _dlopen(name: Any, mode: int = ctypes.DEFAULT_MODE) -> int:
         raise OSError(str(e)) from e  # what ctypes callers expect of dlopen
 
 
-def _loaded_in(ctx: Any, name: str) -> int:
+def _loaded_in(native: NativeSide, name: str) -> int:
     """dlopen(name, RTLD_NOLOAD) in the context's namespace: its handle if
     the namespace has it (threadpoolctl opens each library it found so)."""
-    if ctx._any_handle is not None:
-        files = namespace_files(ctx._any_handle)
+    handle = native.namespace_handle()
+    if handle is not None:
+        files = namespace_files(handle)
         if os.sep in name:
             path = files.get(os.path.realpath(name))
         else:
             path = next((p for p in files.values() if os.path.basename(p) == name), None)
         if path is not None:
-            return ctx._load_handle(path)
-    raise OSError(f"{name}: not loaded in context '{ctx.name}' (RTLD_NOLOAD)")
+            return native.load_handle(path)
+    raise OSError(f"{name}: not loaded in context '{native.name}' (RTLD_NOLOAD)")
 
 
 def install() -> None:

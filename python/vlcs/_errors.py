@@ -17,7 +17,7 @@ True
 from __future__ import annotations
 
 import enum
-from typing import Callable
+from collections.abc import Callable
 
 
 class Errcode(enum.IntEnum):

@@ -175,7 +175,8 @@ def _names(lst: Any) -> tuple[str, ...]:
 
 
 def _c_list(names: tuple[str, ...]) -> Any:
-    return (ctypes.c_char_p * (len(names) + 1))(*(c_string(n, "a symbol or file name") for n in names), None)
+    raw = [c_string(n, "a symbol or file name") for n in names]
+    return (ctypes.c_char_p * (len(raw) + 1))(*raw, None)
 
 
 def families() -> dict[str, dict[str, Any]]:

@@ -178,9 +178,10 @@ class _SharedCodeLoader(SourceFileLoader):
 
 def _loader_for(owner: Owner, name: str) -> Any:
     def load_into_context(path: str) -> Any:
-        dll = owner.ctx._load(path)
-        owner.ctx._give_state_dict()
-        owner.ctx._keep_native(name)
+        native = owner.native
+        dll = native.load_dll(path)
+        native.give_state_dict()
+        native.keep_native(name)
         _owners.register_object(dll._handle, owner)
         return dll
 

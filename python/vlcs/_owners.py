@@ -24,7 +24,7 @@ import sys
 import threading
 from collections.abc import Callable, Iterator
 from importlib.machinery import EXTENSION_SUFFIXES
-from typing import Any
+from typing import Any, Protocol
 
 # Top-level names that are never privatised.
 _SHARED: set[str] = (
@@ -45,12 +45,44 @@ _SHARED: set[str] = (
 )
 
 
+class NativeSide(Protocol):
+    """What import isolation (``_loader``, ``_dlopen``) asks of a context's
+    native side; the context (``vlcs.VLC``) gives its owner one."""
+
+    @property
+    def name(self) -> str:
+        """The context's name, for messages."""
+        ...
+
+    def namespace_handle(self) -> int | None:
+        """A handle of an object in the context's namespace; None before the first load."""
+        ...
+
+    def load_handle(self, path: str | bytes) -> int:
+        """vlcs_ctx_load's handle of path in the namespace; raises on failure."""
+        ...
+
+    def load_dll(self, path: str) -> ctypes.CDLL:
+        """path loaded into the namespace, as a ctypes library."""
+        ...
+
+    def give_state_dict(self) -> None:
+        """The namespace's extension modules get the owner's interpreter dict."""
+        ...
+
+    def keep_native(self, what: str) -> None:
+        """Native code Python objects may refer to for good: the namespace
+        stays loaded when the context closes."""
+        ...
+
+
 class Owner:
     """The modules of one context, or of the base (ctx is None)."""
 
-    def __init__(self, label: str, ctx: Any = None) -> None:
+    def __init__(self, label: str, ctx: Any = None, native: NativeSide | None = None) -> None:
         self.label = label
-        self.ctx = ctx
+        self.ctx = ctx  # the vlcs.VLC, or None for the base
+        self.native = native  # its native side (None for the base)
         self.modules: dict[str, Any] = {}
         self.registries: dict[str, Any] = {}  # binding libraries' registries in builtins
         # what its extension modules' PyInterpreterState_GetDict() returns

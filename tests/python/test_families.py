@@ -10,7 +10,6 @@ import subprocess
 from pathlib import Path
 
 import pytest
-
 from test_imports import needs_two, run_code
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -81,14 +80,17 @@ def test_registered_family_follows_an_elastic_context_and_is_stopped_on_close(fa
             out["set"] = a.set_num_threads(5, user_api="fam")
             out["after_set"] = lib.fam_get_threads()
         out["stops_before_close"] = stops.value
+        del lib  # a ctypes handle still held would keep the namespace loaded
         a.close()
         out["stops"] = stops.value
         b.close()
+        bad = type("Bad", (vlcs.LibraryController,), {{"name": "bad", "count_type": "int128"}})
         try:
-            vlcs.register(type("Bad", (vlcs.LibraryController,), {{"name": "bad", "count_type": "int128"}}))
+            vlcs.register(bad)
         except ValueError as e:
             out["bad"] = str(e)
-        out["bad_listed"] = "bad" in families() or "bad" in [c.name for c in vlcs.libraries.controllers()]
+        names = [c.name for c in vlcs.libraries.controllers()]
+        out["bad_listed"] = "bad" in families() or "bad" in names
         print(json.dumps(out))
         """
     )

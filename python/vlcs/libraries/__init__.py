@@ -40,6 +40,7 @@ from vlcs.libraries.openmp import OpenMP
 from vlcs.libraries.tbb import TBB
 from vlcs.libraries.torch import Torch
 
+
 def _c_rows() -> dict:
     try:
         return families()
