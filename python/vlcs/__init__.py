@@ -11,7 +11,6 @@ This package ships the native runtime (``libvlcs.so``, its headers, the
 True
 """
 
-from vlcs import _joblib
 from vlcs._context import VLC, Context, NamespaceKeptWarning, current, info
 from vlcs._errors import (
     ContextBusyError,
@@ -24,11 +23,12 @@ from vlcs._errors import (
     VlcsError,
     VlcsLimitError,
 )
-from vlcs._executor import BrokenContextPool, ContextPoolExecutor
-from vlcs._imports import share
+from vlcs._isolation.imports import share
 from vlcs._lib import init, node_ledger, service, strict_active
 from vlcs._paths import include_dir, library_path, native_dir, program_path
-from vlcs._pool import ContextPool
+from vlcs._pools import joblib_backend as _joblib
+from vlcs._pools.executor import BrokenContextPool, ContextPoolExecutor
+from vlcs._pools.pool import ContextPool
 from vlcs._tune import Task, TuneError, tune
 from vlcs._version import __version__
 from vlcs.libraries import LibraryController, register

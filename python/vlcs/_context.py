@@ -36,11 +36,15 @@ import weakref
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from vlcs import _dlopen, _imports, _registries, _views, libraries
+from vlcs import libraries
 from vlcs._errors import ContextDestroyedError
-from vlcs._extension import python_service
+from vlcs._isolation import dlopen as _dlopen
+from vlcs._isolation import imports as _imports
+from vlcs._isolation import registries as _registries
+from vlcs._isolation import views as _views
+from vlcs._isolation.extension import python_service
+from vlcs._isolation.linkmap import namespace_objects
 from vlcs._lib import c_string, check, enter_binding, fail, forged_files, last_error, lib
-from vlcs._linkmap import namespace_objects
 
 
 def _cpu_list(cpus: str | Iterable[int]) -> bytes:

@@ -36,8 +36,8 @@ from typing import Any
 
 from distributed.diagnostics.plugin import WorkerPlugin
 
-from vlcs._executor import ContextPoolExecutor
-from vlcs._imports import share
+from vlcs._isolation.imports import share
+from vlcs._pools.executor import ContextPoolExecutor
 
 __all__ = ["ContextWorkers"]
 

@@ -205,7 +205,7 @@ def sklearn_case() -> dict:
         g_vlcs = GridSearchCV(SVC(), grid, n_jobs=2).fit(x, y)
         with joblib.parallel_config(backend="vlcs", n_jobs=2):
             who = joblib.Parallel()(joblib.delayed(pool_tasks.where)() for _ in range(4))
-    from vlcs import _joblib
+    from vlcs._pools import joblib_backend as _joblib
 
     pools = list(_joblib._pools.values())
     packages = [sorted(c.info()["python_packages"]) for p in pools for c in p.contexts]

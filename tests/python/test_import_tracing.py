@@ -49,8 +49,8 @@ def test_failed_import_traceback_hides_the_machinery():
     tb = p.stdout
     assert "broken_pkg refuses to import" in tb
     assert "broken_pkg.py" in tb  # the user's failing module is shown
-    for internal in ("_loader.py", "_forwarders.py", "_owners.py", "frozen importlib"):
+    for internal in ("_isolation/loader.py", "_isolation/owners.py", "frozen importlib"):
         assert internal not in tb, tb
     traced = _run(FAIL, trace=True)
-    assert "_loader.py" in traced.stdout  # VLCS_TRACE=imports keeps them
+    assert "_isolation/loader.py" in traced.stdout  # VLCS_TRACE=imports keeps them
     assert "vlcs import: t: broken_pkg failed, rolled back" in traced.stderr

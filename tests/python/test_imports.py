@@ -209,7 +209,8 @@ def test_base_package_lazy_submodule_first_touched_inside_a_context_stays_the_ba
 # that thread acting for the base, so the interleaving is certain.
 BASE_IMPORT_DURING_EXEC = r"""
 import importlib, json, os, sys, tempfile, vlcs
-from vlcs import _extension, _owners
+from vlcs._isolation import extension as _extension
+from vlcs._isolation import owners as _owners
 
 d = tempfile.mkdtemp()
 with open(os.path.join(d, "vlcs_base_side.py"), "w") as f:

@@ -186,7 +186,7 @@ def test_reachable_without_contexts_and_the_heatmaps_cells():
     )
     pools = {"a": {("openblas", "process")}, "b": {("openblas", "process"), ("openmp", "thread")}}
     grid_space = space.configurations(3, 2, choices=[2, 1])  # (1,1) (1,2) (2,1)
-    wc = vlcs._tune._without_contexts(["a", "b"], pools, grid_space, found)
+    wc = vlcs._tune.tuning._without_contexts(["a", "b"], pools, grid_space, found)
     assert wc["one_count_per_process"] == ["openblas"] and wc["splits"] == 3
     assert wc["reachable"] == [[1, 1]] and wc["best_s"] == 1.5
     values, marks, best = vlcs._tune.heatmap_cells(found, 3, wc["reachable"])
@@ -194,10 +194,10 @@ def test_reachable_without_contexts_and_the_heatmaps_cells():
     assert marks == [(1, 1)] and best == (2, 1)
     # marks cover the space, measured or not
     big = space.configurations(8, 2)
-    wc = vlcs._tune._without_contexts(["a", "b"], pools, big, found)
+    wc = vlcs._tune.tuning._without_contexts(["a", "b"], pools, big, found)
     assert wc["reachable"] == [[k, k] for k in range(1, 5)] and wc["best_s"] == 1.5
     other = {"a": {("openmp", "thread")}, "b": {("openblas", "process")}}
-    wc = vlcs._tune._without_contexts(["a", "b"], other, grid_space, found)
+    wc = vlcs._tune.tuning._without_contexts(["a", "b"], other, grid_space, found)
     assert wc["one_count_per_process"] == [] and len(wc["reachable"]) == 3
 
 
@@ -291,7 +291,7 @@ def test_smart_profiles_each_task_alone_and_predicts(kernels, data_on_path, monk
     # On 2 CPUs the grid is one partition and smart measures it whole; made
     # to search anyway, it runs each task alone on 1 and 2 CPUs, fits, and
     # says how far its prediction was from what it measured.
-    import vlcs._tune as t
+    import vlcs._tune.tuning as t
 
     monkeypatch.setattr(t, "_grid_is_cheaper", lambda *a: False)
     plan = vlcs.tune(_tasks(kernels), cpus="0-1", method="smart", progress=False)

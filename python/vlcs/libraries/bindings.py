@@ -7,7 +7,7 @@ one registry per owner.  pybind11 3 and nanobind keep theirs in the
 interpreter's dict: a context's modules get the context's own from
 PyInterpreterState_GetDict (src/service_python.c).  pybind11 2 keeps its
 in builtins: the keys below are swapped in and out there around the
-module's initialisation (see vlcs._extension).
+module's initialisation (see vlcs._isolation.extension).
 """
 
 from __future__ import annotations
@@ -36,5 +36,5 @@ class Cython(LibraryController):
     user_api = "bindings"
     # Cython 3 shares its types through a module it makes with
     # PyImport_AddModule ("_cython_3_0_12"); the module table gives each
-    # owner its own (see vlcs._modtable).
+    # owner its own (see vlcs._isolation.modtable).
     sharing = "shared types live in the '_cython_<version>' module, one per owner"

@@ -4,7 +4,7 @@
 mode through ctypes) calls the base libc's ``dlopen``, so a library a
 context's code loads that way would land in the base namespace and be one
 copy for every context (llvmlite under numba, torch's global deps). Here
-ctypes' loader asks the owner rules of imports (:mod:`vlcs._owners`) whose
+ctypes' loader asks the owner rules of imports (:mod:`vlcs._isolation.owners`) whose
 load it is, and a context's goes through ``vlcs_ctx_load`` into its
 namespace, and its ``RTLD_NOLOAD`` probes look there.  The program
 (``CDLL(None)``) and ``libc.so.6`` opened by a context's code are the
@@ -21,10 +21,10 @@ import os
 import sys
 from typing import Any
 
-from vlcs import _owners
 from vlcs._errors import VlcsError
-from vlcs._linkmap import namespace_files, namespace_root
-from vlcs._owners import NativeSide
+from vlcs._isolation import owners as _owners
+from vlcs._isolation.linkmap import namespace_files, namespace_root
+from vlcs._isolation.owners import NativeSide
 
 _real_dlopen = ctypes._dlopen  # type: ignore[attr-defined]
 _installed = False

@@ -36,7 +36,7 @@ def _pool(n_jobs: int, options: dict[str, Any]) -> Any:
     """The process-wide pool for n_jobs workers and these options: reused,
     since a context that imported extension modules keeps its namespace
     when closed, and glibc has few."""
-    from vlcs._executor import ContextPoolExecutor
+    from vlcs._pools.executor import ContextPoolExecutor
 
     key = (n_jobs, repr(sorted(options.items())))
     with _lock:
@@ -76,7 +76,7 @@ def backend_class(joblib: Any) -> type:
             if n_jobs is None:
                 return 1
             if n_jobs < 0:
-                from vlcs import _views
+                from vlcs._isolation import views as _views
 
                 return max(len(_views.real_sched_getaffinity(0)) + 1 + n_jobs, 1)
             return n_jobs

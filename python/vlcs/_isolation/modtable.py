@@ -9,7 +9,7 @@ and pybind11's import helpers read).  CPython reads that dict with
 ``PyObject_GetItem``/``PyObject_SetItem``, and a context's extension
 modules' own ``PyDict_*`` calls on it are sent there too
 (src/service_python.c), so every read and write, from Python or C, reaches
-the methods below, which resolve the owner (:mod:`vlcs._owners`) and answer
+the methods below, which resolve the owner (:mod:`vlcs._isolation.owners`) and answer
 from its table:
 
 * the base's modules are the dict's own storage, so base code, and the
@@ -31,11 +31,11 @@ import sys
 from collections.abc import Iterator
 from typing import Any
 
-from vlcs import _owners
 from vlcs._errors import UnsupportedPlatformError
+from vlcs._isolation import owners as _owners
+from vlcs._isolation.owners import BASE, Owner, is_shared, resolve
 from vlcs._lib import lib
 from vlcs._lib import pythonapi as _api
-from vlcs._owners import BASE, Owner, is_shared, resolve
 
 # Python code that indexes sys.modules runs one of these; C code
 # (PyImport_GetModule and friends) reaches __getitem__ from inside a call,

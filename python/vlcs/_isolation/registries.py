@@ -21,8 +21,8 @@ import sys
 import weakref
 from typing import Any
 
-from vlcs import _owners
-from vlcs._owners import BASE
+from vlcs._isolation import owners as _owners
+from vlcs._isolation.owners import BASE
 
 _MISSING = object()
 

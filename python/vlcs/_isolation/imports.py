@@ -7,11 +7,11 @@ namespace.  The standard library, builtin modules and the names given to
 :func:`share` stay shared: one copy, the base's.  The parts, along
 importlib's seams:
 
-* :mod:`vlcs._owners` — whose import it is (the owner rules);
-* :mod:`vlcs._modtable` — ``sys.modules``, answering each owner with its own
+* :mod:`vlcs._isolation.owners` — whose import it is (the owner rules);
+* :mod:`vlcs._isolation.modtable` — ``sys.modules``, answering each owner with its own
   modules, for Python and C readers alike;
-* :mod:`vlcs._loader` — find, create, execute, roll back;
-* :mod:`vlcs._extension` — extension modules into a namespace;
+* :mod:`vlcs._isolation.loader` — find, create, execute, roll back;
+* :mod:`vlcs._isolation.extension` — extension modules into a namespace;
 * this module — the three doors into the import system, installed once.
 
 CPython has three doors into the import system, and each is covered:
@@ -37,8 +37,11 @@ from collections.abc import Iterable, Sequence
 from types import TracebackType
 from typing import Any
 
-from vlcs import _extension, _loader, _modtable, _owners
-from vlcs._owners import BASE, Owner, forget, resolve, share
+from vlcs._isolation import extension as _extension
+from vlcs._isolation import loader as _loader
+from vlcs._isolation import modtable as _modtable
+from vlcs._isolation import owners as _owners
+from vlcs._isolation.owners import BASE, Owner, forget, resolve, share
 
 __all__ = ["BASE", "Owner", "forget", "install", "modules_of", "share"]
 

@@ -18,12 +18,13 @@ from importlib.machinery import (
 from types import ModuleType
 from typing import Any
 
-from vlcs import _modtable, _owners
-from vlcs._extension import ContextExtensionLoader
-from vlcs._owners import BASE, Owner
+from vlcs._isolation import modtable as _modtable
+from vlcs._isolation import owners as _owners
+from vlcs._isolation.extension import ContextExtensionLoader
+from vlcs._isolation.owners import BASE, Owner
 
 _bootstrap: Any = sys.modules["_frozen_importlib"]
-_orig_import_module = importlib.import_module  # before vlcs._imports replaces it
+_orig_import_module = importlib.import_module  # before vlcs._isolation.imports replaces it
 
 #: VLCS_TRACE=imports (a comma-separated list) prints each load, as python -v
 #: does, and keeps vlcs's frames in tracebacks of failed imports

@@ -52,10 +52,10 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures.process import BrokenProcessPool
 from typing import Any, NamedTuple
 
-from vlcs import _views
 from vlcs._context import VLC, _parse_list
 from vlcs._errors import Limit, VlcsLimitError
-from vlcs._imports import share as _share
+from vlcs._isolation import views as _views
+from vlcs._isolation.imports import share as _share
 
 __all__ = ["BrokenContextPool", "ContextPoolExecutor"]
 

@@ -1,6 +1,6 @@
 """The Python side of a context's view: to Python code that belongs to a
 context (its modules, or any code on a thread inside it, by the owner rules
-of :mod:`vlcs._owners`) the process looks like the context:
+of :mod:`vlcs._isolation.owners`) the process looks like the context:
 
 * ``os.cpu_count()``, ``os.sched_getaffinity()``, ``os.process_cpu_count()``,
   ``os.sysconf("SC_NPROCESSORS_ONLN")`` (psutil, numexpr) and
@@ -31,7 +31,7 @@ import threading
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from vlcs import _owners
+from vlcs._isolation import owners as _owners
 
 real_cpu_count = os.cpu_count
 real_sched_getaffinity = os.sched_getaffinity

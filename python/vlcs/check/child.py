@@ -1,0 +1,293 @@
+"""The child of ``vlcs check``: one package in contexts a and b at once,
+then in the base, in a fresh interpreter (``python -m vlcs.check.child``),
+so that a crash is a report for the parent, not the end of the command."""
+
+from __future__ import annotations
+
+import argparse
+import ctypes
+import importlib
+import importlib.util
+import json
+import os
+import re
+import sys
+import traceback
+from collections.abc import Callable, Sequence
+from importlib.machinery import EXTENSION_SUFFIXES
+from pathlib import Path
+from typing import Any
+
+from vlcs.check.packages import _discover
+from vlcs.check.smoke import SMOKE, plain
+from vlcs.check.verdicts import _STAGE, _START
+
+# Extension suffixes that name a Python ABI (".so" alone is any shared library too).
+_TAGGED_SUFFIXES = tuple(s for s in EXTENSION_SUFFIXES if s.count(".") > 1)
+
+
+def _stage(text: str) -> None:
+    print(_STAGE + text, file=sys.stderr, flush=True)
+
+
+def _where(exc: BaseException) -> str:
+    """The innermost frame of exc's traceback outside importlib and vlcs."""
+    frames = [
+        f
+        for f in traceback.extract_tb(exc.__traceback__)
+        if "importlib" not in f.filename and f"{os.sep}vlcs{os.sep}" not in f.filename
+    ]
+    return f" ({frames[-1].filename}:{frames[-1].lineno})" if frames else ""
+
+
+def _culprit(exc: BaseException) -> str | None:
+    """The top-level package whose file an error points at (a path in the
+    message, or the innermost traceback frame under a site folder)."""
+    roots = sorted(
+        {os.path.abspath(p) for p in sys.path if p and os.path.isdir(p)}
+        - {os.path.abspath(os.path.dirname(os.__file__))},
+        key=len,
+        reverse=True,
+    )
+
+    def top_of(path: str) -> str | None:
+        path = os.path.abspath(path)
+        for r in roots:
+            if path.startswith(r + os.sep):
+                first = path[len(r) + 1 :].split(os.sep)[0]
+                name = first.split(".")[0]
+                if name and name != "vlcs" and name not in sys.stdlib_module_names:
+                    return name
+        return None
+
+    for p in re.findall(r"(/[^\s:'\"]+)", str(exc)):
+        t = top_of(p)
+        if t:
+            return t
+    for f in reversed(traceback.extract_tb(exc.__traceback__)):
+        t = top_of(f.filename)
+        if t:
+            return t
+    return None
+
+
+def _describe(exc: BaseException) -> dict[str, Any]:
+    text = "".join(traceback.format_exception_only(type(exc), exc)).strip()
+    if len(text) > 800:
+        text = text[:800] + " ..."
+    return {"text": text + _where(exc), "culprit": _culprit(exc)}
+
+
+def _import_all(owner: str, names: Sequence[str]) -> dict[str, Any]:
+    """Import each name; name -> the module, or a description of the failure."""
+    out: dict[str, Any] = {}
+    for n in names:
+        print(f"{_START}{owner}: {n}", file=sys.stderr, flush=True)
+        try:
+            out[n] = importlib.import_module(n)
+        except KeyboardInterrupt:
+            raise
+        except BaseException as e:  # SystemExit too: a module that exits is a failure
+            out[n] = _describe(e)
+    return out
+
+
+def _is_module(x: Any) -> bool:
+    return isinstance(x, type(sys))
+
+
+class _DlInfo(ctypes.Structure):
+    _fields_ = [
+        ("dli_fname", ctypes.c_char_p),
+        ("dli_fbase", ctypes.c_void_p),
+        ("dli_sname", ctypes.c_char_p),
+        ("dli_saddr", ctypes.c_void_p),
+    ]
+
+
+_dladdr = ctypes.CDLL(None).dladdr  # the base libc's: it finds objects of every namespace
+_dladdr.argtypes = [ctypes.c_void_p, ctypes.POINTER(_DlInfo)]
+
+
+def _code_file(module: Any) -> str | None:
+    """The loaded object that defines module (its PyModuleDef), or None.
+    mypyc's compiled modules are made by their group's shared library
+    ("<hash>__mypyc") without loading the file their __file__ names."""
+    from vlcs._isolation.extension import module_def
+
+    d = module_def(module)
+    info = _DlInfo()
+    if d is None or not _dladdr(d, ctypes.byref(info)) or not info.dli_fname:
+        return None
+    return os.fsdecode(info.dli_fname)
+
+
+def _ext_modules() -> dict[str, tuple[str, str | None]]:
+    """The calling owner's extension modules: name -> (file, the object that
+    defines it) (run inside a context)."""
+    out = {}
+    for n, m in list(sys.modules.items()):
+        f = getattr(m, "__file__", None)
+        # An alias of another module is checked under that module's own name:
+        # Cython's shadow module enters the standard library's math (one for
+        # every owner) as cython.cimports.libc.math.
+        if getattr(m, "__name__", n) != n:
+            continue
+        if isinstance(f, str) and f.endswith(tuple(EXTENSION_SUFFIXES)):
+            out[n] = (f, _code_file(m))
+    return out
+
+
+def _run_smoke(fn: Callable[[], Any]) -> dict[str, Any]:
+    try:
+        return {"value": plain(fn())}
+    except KeyboardInterrupt:
+        raise
+    except BaseException as e:
+        return {"error": _describe(e)}
+
+
+def child(pkg: str, share: Sequence[str] = ()) -> dict[str, Any]:
+    """Check pkg in this (fresh) interpreter; returns a JSON-able result.
+
+    Every step records what it found; the parent decides what is a failure.
+    """
+    import vlcs
+    from vlcs._isolation.linkmap import namespace_files
+
+    res: dict[str, Any] = {"package": pkg, "shared": list(share)}
+    if share:
+        vlcs.share(*share)
+    cpus = sorted(os.sched_getaffinity(0))
+    a = vlcs.VLC(cpus=str(cpus[0]), name="a")
+    b = vlcs.VLC(cpus=str(cpus[1] if len(cpus) > 1 else cpus[0]), name="b")
+    ctxs = {"a": a, "b": b}
+
+    # 1. the package in both contexts at once, then in the base
+    _stage("importing the package in contexts a and b at once")
+    futs = {k: c.submit(_import_all, k, [pkg]) for k, c in ctxs.items()}
+    top = {k: f.result()[pkg] for k, f in futs.items()}
+    _stage("importing the package in the base")
+    top["base"] = _import_all("base", [pkg])[pkg]
+    res["import"] = {k: None if _is_module(v) else v for k, v in top.items()}
+    if not _is_module(top["base"]):
+        return res
+    res["shared_by_vlcs"] = bool(
+        getattr(getattr(vlcs, "_owners", None), "is_shared", lambda n: False)(pkg)
+    )
+
+    # 2. the submodules, found once, imported in both contexts at once, then in the base
+    names = _discover(top["base"])
+    res["discovered"] = len(names)
+    _stage(f"importing {len(names)} submodules in contexts a and b at once")
+    live = {k: c for k, c in ctxs.items() if _is_module(top[k])}
+    futs = {k: c.submit(_import_all, k, names) for k, c in live.items()}
+    subs = {k: f.result() for k, f in futs.items()}
+    _stage(f"importing {len(names)} submodules in the base")
+    subs["base"] = _import_all("base", names)
+    ok_base = [n for n in names if _is_module(subs["base"][n])]
+    res["submodules"] = len(ok_base)
+    res["skipped_failing_in_base"] = len(names) - len(ok_base)
+    res["submodule_errors"] = {
+        n: {k: subs[k][n] for k in live if not _is_module(subs[k][n])}
+        for n in ok_base
+        if any(not _is_module(subs[k][n]) for k in live)
+    }
+
+    # 3. private copies; extension modules in the context's namespace
+    _stage("checking the copies and the extension modules")
+    same: list[str] = []
+    for n in [pkg, *ok_base]:
+        base_mod = top["base"] if n == pkg else subs["base"][n]
+        for k in live:
+            m = top[k] if n == pkg else subs[k][n]
+            if not _is_module(m) or getattr(m, "__name__", n) != n:
+                continue  # failed (reported above) or an alias of another module
+            if m is base_mod or m.__dict__ is base_mod.__dict__:
+                same.append(f"{n} ({k})")
+    if "a" in live:
+        exts = a.submit(_ext_modules).result()
+        mods = set(a.modules)
+        in_ns = set(namespace_files(a._any_handle)) if a._any_handle else set()
+        private = {n: f for n, (f, _) in exts.items() if n in mods}
+        topname = pkg.partition(".")[0]
+        own = {
+            n: os.path.realpath(f)
+            for n, f in private.items()
+            if n == topname or n.startswith(topname + ".")
+        }
+        # Extension files of the package in the namespace under no module name of
+        # their own (cv2 loads its binary, then stands in for it with a Python package).
+        dirs = [os.path.realpath(d) + os.sep for d in getattr(top["a"], "__path__", ()) or ()]
+        named = set(own.values())
+        loose = (
+            sorted(
+                os.path.basename(p)
+                for p in in_ns
+                if p not in named and p.endswith(_TAGGED_SUFFIXES) and p.startswith(tuple(dirs))
+            )
+            if dirs
+            else []
+        )
+        res["extension_modules"] = sorted(own) + loose
+        # the package's extension modules a's code sees but a does not own
+        same += [
+            f"{n} (extension, a)"
+            for n in sorted(exts)
+            if n not in mods and (n == topname or n.startswith(topname + "."))
+        ]
+        res["extension_modules_all"] = len(private)
+        res["extensions_outside"] = sorted(
+            n
+            for n, f in private.items()
+            if os.path.realpath(f) not in in_ns and os.path.realpath(exts[n][1] or f) not in in_ns
+        )
+        res["context_info_packages"] = a.info().get("python_packages", [])
+    res["not_private"] = same
+
+    # 4. the smoke test, in both contexts at once, then in the base
+    known = SMOKE.get(pkg)
+    if known is not None and len(live) == 2:
+        fn, per_cpu = known
+        _stage("smoke test in contexts a and b at once")
+        futs = {k: c.submit(_run_smoke, fn) for k, c in ctxs.items()}
+        smoke = {k: f.result() for k, f in futs.items()}
+        _stage("smoke test in the base")
+        smoke["base"] = _run_smoke(fn)
+        if per_cpu:
+            expected = {"a": len(a.cpus), "b": len(b.cpus), "base": os.cpu_count()}
+            smoke["expected"] = expected
+        res["smoke"] = smoke
+    _stage("done")
+    return res
+
+
+def _child_main(pkg: str, out: str, share: Sequence[str]) -> int:
+    import faulthandler
+
+    faulthandler.enable()  # a crash prints where each thread was, for the parent
+    res = child(pkg, share)
+    Path(out).write_text(json.dumps(res, default=repr))
+    sys.stdout.flush()
+    sys.stderr.flush()
+    # Leave at once: an atexit handler or a pool's teardown of a broken copy must
+    # not turn a finished check into a crash.
+    os._exit(0)
+
+
+def main_child(argv: Sequence[str] | None = None) -> int:
+    """``python -m vlcs.check.child PKG --result FILE [--share NAME]...``"""
+    p = argparse.ArgumentParser(prog="vlcs check (child)")
+    p.add_argument("package")
+    p.add_argument("--result", required=True)
+    p.add_argument("--share", action="append", default=[])
+    args = p.parse_args(argv)
+    return _child_main(args.package, args.result, args.share)
+
+
+if __name__ == "__main__":
+    # `python -m` put the working directory first on sys.path: a folder of
+    # the caller's, whose modules must not pass for the packages checked.
+    if sys.path and os.path.abspath(sys.path[0] or ".") == os.getcwd():
+        del sys.path[0]
+    raise SystemExit(main_child())
