@@ -79,6 +79,11 @@ static void table_fill(void)
 
 unsigned families_generation(void) { return atomic_load(&generation); }
 
+/* fork: held across it (runtime.c's handlers), so the child's table is whole. */
+void families_lock(void) { pthread_mutex_lock(&table_lock); }
+void families_unlock(void) { pthread_mutex_unlock(&table_lock); }
+void families_after_fork(void) { pthread_mutex_init(&table_lock, NULL); }
+
 /* ---- registering a family ------------------------------------------------ */
 
 static int list_check(const char *const *list, const char *what, const char *name)

@@ -116,6 +116,10 @@ extern HIDDEN const size_t nbuiltin_families;
 /* Changes whenever a family is registered: what was found in a context's
  * handles with an older generation is looked up again. */
 HIDDEN unsigned families_generation(void);
+/* Around fork (runtime.c's handlers, after registry_lock). */
+HIDDEN void families_lock(void);
+HIDDEN void families_unlock(void);
+HIDDEN void families_after_fork(void);
 
 /* One function of a family found in a loaded object. */
 struct family_fn {

@@ -21,14 +21,17 @@ static char ip_path[PATH_MAX];
 
 VLCS_API const char *vlcs_version(void) { return VLCS_VERSION_STRING; }
 
-/* fork: the child gets a registry no other thread was changing. */
+/* fork: the child gets a registry and a table of families no other thread
+ * was changing. */
 static void registry_prepare(void)
 {
     elastic_lock();
     registry_lock();
+    families_lock();
 }
 static void registry_parent(void)
 {
+    families_unlock();
     registry_unlock();
     elastic_unlock();
 }
@@ -36,6 +39,7 @@ static void registry_child(void)
 {
     thread_after_fork();
     node_after_fork();
+    families_after_fork();
     registry_after_fork();
     elastic_unlock(); /* the forking thread took it: its owner */
 }
