@@ -98,21 +98,37 @@ os.register_at_fork(after_in_child=_after_fork_in_child)
 
 class _EnterDescriptor:
     """VLC.__enter__: ctx.__enter__ is vlcs_enter_binding(ctx, ...) bound in
-    C (functools.partial of a ctypes function), returning ctx once inside."""
+    C (functools.partial of a ctypes function), returning ctx once inside.
+    Read from the class (``type(ctx).__enter__(ctx)``, as contextlib's
+    ExitStack and AsyncExitStack do) it is a function of the context."""
 
     def __get__(self, obj: VLC | None, cls: type | None = None) -> Any:
         if obj is None:
-            return self
+            return _enter_context
         enter, _, binding = enter_binding()
         return functools.partial(enter, obj._h, obj, binding)
 
 
+def _enter_context(ctx: VLC) -> VLC:
+    """VLC.__enter__ read from the class: enter ctx, return it."""
+    enter, _, binding = enter_binding()
+    return enter(ctx._h, ctx, binding)
+
+
 class _ExitFunction:
     """VLC.__exit__: vlcs_leave_binding itself (a C function of three
-    ignored arguments, returning None: exceptions are never suppressed)."""
+    ignored arguments, returning None: exceptions are never suppressed).
+    Read from the class it is a function of the context and those three."""
 
     def __get__(self, obj: VLC | None, cls: type | None = None) -> Any:
+        if obj is None:
+            return _exit_context
         return enter_binding()[1]
+
+
+def _exit_context(ctx: VLC, exc_type: Any, exc: Any, tb: Any) -> None:
+    """VLC.__exit__ read from the class: leave the context ctx was entered as."""
+    enter_binding()[1](exc_type, exc, tb)
 
 
 class VLC:

@@ -53,6 +53,23 @@ def test_text_report_for_several_packages():
     assert "checking scipy (2/2)..." in r.stderr
 
 
+def test_a_package_vlcs_keeps_shared_passes_with_a_note(tmp_path):
+    # json is the standard library's: one copy for all, and no failure of privacy;
+    # run from an empty folder, as the child must not take the caller's folder as a path
+    r = vlcs_cmd("check", "json", cwd=tmp_path)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert r.stdout.startswith("PASS json (")
+    assert "vlcs keeps this package shared" in r.stdout
+
+
+def test_the_child_does_not_import_from_the_callers_folder(tmp_path):
+    # a module in the working directory that shadows the checked package is not taken
+    (tmp_path / "threadpoolctl.py").write_text("raise RuntimeError('the wrong threadpoolctl')\n")
+    r = vlcs_cmd("check", "threadpoolctl", cwd=tmp_path)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert r.stdout.startswith("PASS threadpoolctl")
+
+
 def test_not_installed_is_a_usage_error():
     r = vlcs_cmd("check", "no_such_package_vlcs", "numpy")
     assert r.returncode == 2

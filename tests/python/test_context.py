@@ -65,6 +65,52 @@ def test_python_queries_follow_the_context_in_a_with_block():
 
 
 @needs_two
+def test_the_standard_ways_of_entering_a_context_manager():
+    # contextlib's stacks, and anything else that calls type(cm).__enter__(cm)
+    import asyncio
+    import contextlib
+
+    a = vlcs.VLC(cpus=[MACHINE[0]], name="stacked")
+    b = vlcs.VLC(cpus=[MACHINE[1]], name="stacked-b")
+    with contextlib.ExitStack() as stack:
+        assert stack.enter_context(a) is a
+        assert vlcs.current() is a and os.cpu_count() == 1
+        assert stack.enter_context(b) is b and vlcs.current() is b
+    assert vlcs.current() is None and os.cpu_count() == len(MACHINE)
+
+    async def inside() -> tuple:
+        async with contextlib.AsyncExitStack() as stack:
+            stack.enter_context(a)
+            seen = (vlcs.current() is a, sorted(os.sched_getaffinity(0)))
+        return seen, vlcs.current()
+
+    seen, after = asyncio.run(inside())
+    assert seen == (True, [MACHINE[0]]) and after is None
+
+    assert type(a).__enter__(a) is a and vlcs.current() is a
+    type(a).__exit__(a, None, None, None)
+    assert vlcs.current() is None
+
+    class Wrapper:  # a wrapper in contextlib's style
+        def __init__(self, cm):
+            self.cm = cm
+
+        def __enter__(self):
+            return type(self.cm).__enter__(self.cm)
+
+        def __exit__(self, *exc):
+            return type(self.cm).__exit__(self.cm, *exc)
+
+    with pytest.raises(KeyError):  # an exception leaves and is not suppressed
+        with Wrapper(a) as got:
+            assert got is a and vlcs.current() is a
+            raise KeyError("inside")
+    assert vlcs.current() is None and os.cpu_count() == len(MACHINE)
+    a.close()
+    b.close()
+
+
+@needs_two
 def test_submit_and_executor_threads_live_in_the_context():
     a = vlcs.VLC(cpus="0")
     assert a.submit(os.sched_getaffinity, 0).result() == {0}

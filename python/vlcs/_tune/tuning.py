@@ -54,7 +54,7 @@ def tune(
     >>> vlcs.tune([], cpus="0")
     Traceback (most recent call last):
     ...
-    vlcs._tune.TuneError: give at least two tasks to tune (got 0)
+    vlcs._tune.tasks.TuneError: give at least two tasks to tune (got 0)
     """
     if method not in METHODS:
         raise TuneError(f"method must be one of {', '.join(METHODS)}; got {method!r}")

@@ -37,8 +37,8 @@ From the shell::
 
 from __future__ import annotations
 
-from vlcs.check.child import MAX_SUBMODULES, child
-from vlcs.check.packages import PIP_NAMES, installed, pip_name
+from vlcs.check.child import child
+from vlcs.check.packages import MAX_SUBMODULES, PIP_NAMES, installed, pip_name
 from vlcs.check.runner import (
     DEFAULT_TIMEOUT,
     check_package,

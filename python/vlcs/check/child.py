@@ -154,6 +154,7 @@ def child(pkg: str, share: Sequence[str] = ()) -> dict[str, Any]:
     """
     import vlcs
     from vlcs._isolation.linkmap import namespace_files
+    from vlcs._isolation.owners import is_shared
 
     res: dict[str, Any] = {"package": pkg, "shared": list(share)}
     if share:
@@ -172,9 +173,7 @@ def child(pkg: str, share: Sequence[str] = ()) -> dict[str, Any]:
     res["import"] = {k: None if _is_module(v) else v for k, v in top.items()}
     if not _is_module(top["base"]):
         return res
-    res["shared_by_vlcs"] = bool(
-        getattr(getattr(vlcs, "_owners", None), "is_shared", lambda n: False)(pkg)
-    )
+    res["shared_by_vlcs"] = bool(is_shared(pkg))
 
     # 2. the submodules, found once, imported in both contexts at once, then in the base
     names = _discover(top["base"])
