@@ -387,11 +387,13 @@ VLCS_API int vlcs_ctx_keep_loaded(vlcs_ctx *c, const char *reason);
  * it (glibc has at most 16), so contexts can be made and destroyed without
  * end.  Its stdio buffers are flushed; the calling thread's thread-specific
  * data of its libraries is destroyed as at thread exit (ending this
- * thread's OpenMP pool); OpenBLAS's pool is stopped; once every thread its
- * libraries started has ended, every library loaded into it is unloaded.
- * Handles and symbols from it are then invalid, as after dlclose.  Its
- * memory is kept for the next vlcs_ctx_create: until then a stale pointer
- * reports that the context was destroyed.
+ * thread's OpenMP pool); the pools of its library families are stopped
+ * (OpenBLAS's; vlcs_family_register); once every thread its libraries
+ * started has ended, every library loaded into it is unloaded.  Handles and
+ * symbols from it are then invalid, as after dlclose.  The context's handle
+ * is stale for good: every call with it, from any thread, fails with
+ * VLCS_E_DESTROYED, also after a later context reuses its memory (a handle
+ * names a generation, not an address, so it never reaches another context).
  *
  * When something cannot be unloaded the context is destroyed all the same
  * but its namespace stays loaded, as if the process kept it, and 1 is

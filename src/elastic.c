@@ -252,18 +252,19 @@ static int set_openmp_env(vlcs_ctx *c, const vmask *bound)
 {
     char n[16];
     snprintf(n, sizeof n, "%d", mask_count(bound));
-    if (vlcs_ctx_setenv(c, "OMP_DYNAMIC", "true") != 0 || vlcs_ctx_setenv(c, "OMP_NUM_THREADS", n) != 0)
+    if (ctx_setenv(c, "OMP_DYNAMIC", "true") != 0 || ctx_setenv(c, "OMP_NUM_THREADS", n) != 0)
         return -1;
     /* oneMKL otherwise caps its count at the cores it saw when it started;
      * vlcs sets the count itself (pools.c). */
-    if (vlcs_ctx_setenv(c, "MKL_DYNAMIC", "FALSE") != 0)
+    if (ctx_setenv(c, "MKL_DYNAMIC", "FALSE") != 0)
         return -1;
     return 0;
 }
 
-VLCS_API int vlcs_ctx_set_elastic(vlcs_ctx *c, const char *bound, unsigned weight)
+VLCS_API int vlcs_ctx_set_elastic(vlcs_ctx *h, const char *bound, unsigned weight)
 {
-    if (ctx_check(c, "making a context elastic") != 0)
+    vlcs_ctx *c = ctx_get(h, "making a context elastic");
+    if (c == NULL)
         return -1;
     bool off = bound == NULL || *bound == '\0';
     vmask b = {{0}};
@@ -286,7 +287,7 @@ VLCS_API int vlcs_ctx_set_elastic(vlcs_ctx *c, const char *bound, unsigned weigh
     elastic_lock();
     pthread_mutex_lock(&c->lock);
     int rc = 0;
-    if (c->magic != CTX_ALIVE) {
+    if (!ctx_still(c, h)) {
         rc = -2;
     } else if (!off && !subset(&c->home, &b)) {
         char home[256];
@@ -323,15 +324,16 @@ VLCS_API int vlcs_ctx_set_elastic(vlcs_ctx *c, const char *bound, unsigned weigh
     }
     elastic_unlock();
     if (rc == -2)
-        return ctx_check(c, "making a context elastic");
+        return ctx_gone(h, "making a context elastic");
     if (rc == 0 && !off)
         rc = set_openmp_env(c, &b);
     return rc;
 }
 
-VLCS_API int vlcs_ctx_get_cpuset(const vlcs_ctx *c, int which, char *buf, unsigned long size)
+VLCS_API int vlcs_ctx_get_cpuset(const vlcs_ctx *h, int which, char *buf, unsigned long size)
 {
-    if (ctx_check(c, "reading CPUs") != 0)
+    vlcs_ctx *c = ctx_get(h, "reading CPUs");
+    if (c == NULL)
         return -1;
     if (which < VLCS_CPUSET_CURRENT || which > VLCS_CPUSET_LENT) {
         set_error(VLCS_E_INVALID, "Error reading CPUs of context '%s': %d is not a vlcs_cpuset_t", c->name,

@@ -33,9 +33,10 @@ static void gpu_note_service(void *handle)
     }
 }
 
-VLCS_API int vlcs_ctx_set_gpus(vlcs_ctx *c, const char *gpulist)
+VLCS_API int vlcs_ctx_set_gpus(vlcs_ctx *h, const char *gpulist)
 {
-    if (ctx_check(c, "setting GPUs") != 0)
+    vlcs_ctx *c = ctx_get(h, "setting GPUs");
+    if (c == NULL)
         return -1;
     vmask m = {{0}};
     char why[256], list[1024] = "";
@@ -59,7 +60,7 @@ VLCS_API int vlcs_ctx_set_gpus(vlcs_ctx *c, const char *gpulist)
         }
     const char *vars[] = {"CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES"};
     for (int i = 0; i < 3; i++)
-        if (vlcs_ctx_setenv(c, vars[i], list) != 0)
+        if (ctx_setenv(c, vars[i], list) != 0)
             return -1;
     __atomic_store_n(&c->gpu_first, first, __ATOMIC_RELEASE);
     __atomic_store_n(&c->gpus_set, true, __ATOMIC_RELEASE);

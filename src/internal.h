@@ -195,7 +195,15 @@ struct vlcs_ctx {
     _Atomic uint32_t magic; /* read without the lock by every call's argument check */
     pthread_mutex_t lock; /* everything from pending_env on; kept when the memory is reused */
     int id;
-    char name[64];
+    char name[64]; /* written with lock held (a stale handle's error reads it so) */
+    /* Handles: what the API hands out is (generation, slot), not this
+     * address; the memory is reused for later contexts, and the generation
+     * moves on each time, so a destroyed context's handle never reaches a
+     * later one (registry.c). */
+    uint32_t slot;
+    _Atomic uint64_t gen;
+    uint64_t name_gen; /* the generation `name` is of (with lock held) */
+    vlcs_ctx *handle; /* this generation's */
     struct cpuview *_Atomic view;
     struct cpuview *views; /* every view made for it, newest first (->older): one per CPU set */
 
@@ -253,14 +261,22 @@ HIDDEN void registry_unlock(void);
 HIDDEN vlcs_ctx *registry_first(void);
 HIDDEN vlcs_ctx *registry_next(vlcs_ctx *c);
 HIDDEN void registry_after_fork(void); /* in the child, the lock taken before fork */
-/* A context's memory, reused from a destroyed one or new, with its id; NULL
- * when out of memory.  registry_add makes it alive and listed. */
+/* A context's memory, reused from a destroyed one or new, with its id and
+ * slot; NULL when out of memory.  registry_add makes it alive and listed,
+ * with this generation's handle. */
 HIDDEN vlcs_ctx *registry_take(void);
 HIDDEN void registry_add(vlcs_ctx *c);
-/* Unlists a destroyed context and keeps its memory (zeroed but for its lock,
- * id and name) for the next registry_take. */
+/* Unlists a destroyed context, moves its generation on (its handles are
+ * stale for good) and keeps its memory (zeroed but for its lock, id, name
+ * and slot) for the next registry_take. */
 HIDDEN void registry_release(vlcs_ctx *c);
-HIDDEN int ctx_check(const vlcs_ctx *c, const char *doing);
+/* The context a handle names, or NULL with the error set (NULL, not a
+ * handle, or destroyed: VLCS_E_DESTROYED, also once its memory is reused). */
+HIDDEN vlcs_ctx *ctx_get(const vlcs_ctx *h, const char *doing);
+/* With c->lock held: whether handle h still names c, alive. */
+HIDDEN bool ctx_still(const vlcs_ctx *c, const vlcs_ctx *h);
+/* Sets the error for a handle that ctx_still refused; returns -1. */
+HIDDEN int ctx_gone(const vlcs_ctx *h, const char *doing);
 HIDDEN struct cpuview *ctx_view(const vlcs_ctx *c);
 /* The CPUs the process may use, read once at init. */
 HIDDEN const vmask *process_mask(void);
@@ -277,6 +293,9 @@ HIDDEN const char *base_name(const char *path);
  * its threads moved.  0, or -1 when out of memory. */
 HIDDEN int ctx_switch_view(vlcs_ctx *c, const vmask *m);
 HIDDEN const char *interposer_path(void);
+/* vlcs_ctx_setenv (value) or unsetenv (NULL) of vlcs's own, for a context
+ * it holds: 0, or -1 with the error set. */
+HIDDEN int ctx_setenv(vlcs_ctx *c, const char *name, const char *value);
 
 /* ---- elastic contexts (elastic.c, pools.c; the plan: elastic_policy.c) ---- */
 
@@ -398,6 +417,9 @@ HIDDEN void fd_path(char *buf, size_t size, int fd);
 
 /* ---- threads (thread.c) ---------------------------------------------------- */
 
+/* The calling thread's context (its innermost entered, or the one its
+ * library thread belongs to), or NULL. */
+HIDDEN vlcs_ctx *thread_current(void);
 HIDDEN void thread_created(vlcs_ctx *c);
 HIDDEN void thread_begin(vlcs_ctx *c, void *(*start)(void *));
 /* The start routines of c's library threads still alive (with c->lock held). */

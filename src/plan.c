@@ -258,9 +258,10 @@ static int read_plan(struct reader *r, const char *task, struct entry *e, bool *
     return 0;
 }
 
-VLCS_API int vlcs_ctx_apply_plan(vlcs_ctx *c, const char *path, const char *task)
+VLCS_API int vlcs_ctx_apply_plan(vlcs_ctx *h, const char *path, const char *task)
 {
-    if (ctx_check(c, "applying a plan") != 0)
+    vlcs_ctx *c = ctx_get(h, "applying a plan");
+    if (c == NULL)
         return -1;
     if (path == NULL || task == NULL) {
         set_error(VLCS_E_INVALID, "Error applying a plan to context '%s': path and task must not be NULL",
@@ -319,10 +320,10 @@ VLCS_API int vlcs_ctx_apply_plan(vlcs_ctx *c, const char *path, const char *task
                       path, task, e->env_name[i]);
             goto out;
         }
-    if (vlcs_ctx_set_cpus(c, e->cpus) != 0)
+    if (vlcs_ctx_set_cpus(c->handle, e->cpus) != 0)
         goto out;
     for (int i = 0; i < e->nenv; i++)
-        if (vlcs_ctx_setenv(c, e->env_name[i], e->env_value[i]) != 0)
+        if (ctx_setenv(c, e->env_name[i], e->env_value[i]) != 0)
             goto out;
     rc = 0;
 out:

@@ -9,6 +9,7 @@
 #include "internal.h"
 
 #include <stddef.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -19,6 +20,53 @@ static vlcs_ctx *all_contexts;
  * file descriptor number does. */
 static vlcs_ctx *free_contexts;
 static int next_id;
+
+/* Slots: every context's memory has one for good, so a handle is
+ * (generation << SLOT_BITS | slot + 1).  Chunks are made as slots are and
+ * never freed; reading them takes no lock. */
+#define SLOT_BITS 24
+#define GEN_MASK ((UINT64_C(1) << (64 - SLOT_BITS)) - 1)
+#define CHUNK 4096
+#define NCHUNKS ((1u << SLOT_BITS) / CHUNK)
+static vlcs_ctx *_Atomic *_Atomic chunks[NCHUNKS];
+static _Atomic uint32_t nslots;
+
+static vlcs_ctx *make_handle(const vlcs_ctx *c)
+{
+    uint64_t gen = atomic_load_explicit(&c->gen, memory_order_relaxed);
+    return (vlcs_ctx *)(uintptr_t)((gen << SLOT_BITS) | (c->slot + 1));
+}
+
+/* The memory a handle's slot names, or NULL for no slot. */
+static vlcs_ctx *slot_ctx(const vlcs_ctx *h, uint64_t *gen)
+{
+    uintptr_t raw = (uintptr_t)h;
+    uint32_t slot = (uint32_t)(raw & ((1u << SLOT_BITS) - 1));
+    *gen = (uint64_t)raw >> SLOT_BITS;
+    if (slot == 0 || slot > atomic_load_explicit(&nslots, memory_order_acquire))
+        return NULL;
+    slot--;
+    vlcs_ctx *_Atomic *chunk = atomic_load_explicit(&chunks[slot / CHUNK], memory_order_acquire);
+    return chunk ? atomic_load_explicit(&chunk[slot % CHUNK], memory_order_acquire) : NULL;
+}
+
+/* With registry_mutex held: a slot for new memory c; -1 when none is left. */
+static int slot_new(vlcs_ctx *c)
+{
+    uint32_t slot = atomic_load_explicit(&nslots, memory_order_relaxed);
+    if (slot + 1 >= (1u << SLOT_BITS))
+        return -1;
+    vlcs_ctx *_Atomic *chunk = atomic_load_explicit(&chunks[slot / CHUNK], memory_order_relaxed);
+    if (chunk == NULL) {
+        if ((chunk = calloc(CHUNK, sizeof *chunk)) == NULL)
+            return -1;
+        atomic_store_explicit(&chunks[slot / CHUNK], chunk, memory_order_release);
+    }
+    c->slot = slot;
+    atomic_store_explicit(&chunk[slot % CHUNK], c, memory_order_release);
+    atomic_store_explicit(&nslots, slot + 1, memory_order_release);
+    return 0;
+}
 static vmask allowed; /* CPUs the process may use, read at init */
 
 void registry_set_process_mask(const vmask *m) { allowed = *m; }
@@ -40,6 +88,12 @@ vlcs_ctx *registry_take(void)
         free_contexts = c->next_all;
     } else if ((c = calloc(1, sizeof *c)) != NULL) {
         pthread_mutex_init(&c->lock, NULL);
+        atomic_init(&c->gen, 1);
+        if (slot_new(c) != 0) {
+            pthread_mutex_destroy(&c->lock);
+            free(c);
+            c = NULL;
+        }
     }
     if (c != NULL)
         c->id = next_id++;
@@ -50,6 +104,7 @@ vlcs_ctx *registry_take(void)
 void registry_add(vlcs_ctx *c)
 {
     registry_lock();
+    c->handle = make_handle(c);
     c->next_all = all_contexts;
     all_contexts = c;
     c->magic = CTX_ALIVE;
@@ -58,6 +113,13 @@ void registry_add(vlcs_ctx *c)
 
 void registry_release(vlcs_ctx *c)
 {
+    /* Under its lock, where every call checks a handle again (and before the
+     * registry's: loading takes that one inside a context's lock): from here
+     * on this generation's handles are stale, whatever the memory becomes. */
+    pthread_mutex_lock(&c->lock);
+    uint64_t gen = (atomic_load(&c->gen) + 1) & GEN_MASK;
+    atomic_store(&c->gen, gen != 0 ? gen : 1);
+    pthread_mutex_unlock(&c->lock);
     registry_lock();
     for (vlcs_ctx **p = &all_contexts; *p; p = &(*p)->next_all)
         if (*p == c) {
@@ -71,21 +133,51 @@ void registry_release(vlcs_ctx *c)
     registry_unlock();
 }
 
-int ctx_check(const vlcs_ctx *c, const char *doing)
+vlcs_ctx *ctx_get(const vlcs_ctx *h, const char *doing)
 {
-    if (c == NULL) {
+    if (h == NULL) {
         set_error(VLCS_E_INVALID, "Error %s: the context is NULL", doing);
-        return -1;
+        return NULL;
     }
-    if (c->magic == CTX_DEAD) {
-        set_error(VLCS_E_DESTROYED, "Error %s: context '%s' was destroyed", doing, c->name);
-        return -1;
+    uint64_t gen;
+    vlcs_ctx *c = slot_ctx(h, &gen);
+    if (c == NULL) {
+        set_error(VLCS_E_INVALID, "Error %s: %p is not a vlcs context", doing, (const void *)h);
+        return NULL;
     }
-    if (c->magic != CTX_ALIVE) {
-        set_error(VLCS_E_INVALID, "Error %s: %p is not a vlcs context", doing, (const void *)c);
-        return -1;
+    if (atomic_load_explicit(&c->gen, memory_order_acquire) != gen ||
+        atomic_load(&c->magic) != CTX_ALIVE) {
+        ctx_gone(h, doing);
+        return NULL;
     }
-    return 0;
+    return c;
+}
+
+bool ctx_still(const vlcs_ctx *c, const vlcs_ctx *h)
+{
+    return (uint64_t)(uintptr_t)h >> SLOT_BITS == atomic_load(&c->gen) &&
+           atomic_load(&c->magic) == CTX_ALIVE;
+}
+
+int ctx_gone(const vlcs_ctx *h, const char *doing)
+{
+    uint64_t gen;
+    vlcs_ctx *c = slot_ctx(h, &gen);
+    char name[sizeof c->name] = "";
+    if (c != NULL) {
+        /* The name of the handle's generation while the memory still holds
+         * it (until a later context is named): read under the lock that
+         * create writes it with. */
+        pthread_mutex_lock(&c->lock);
+        if (c->name_gen == gen)
+            memcpy(name, c->name, sizeof name);
+        pthread_mutex_unlock(&c->lock);
+    }
+    if (name[0] != '\0')
+        set_error(VLCS_E_DESTROYED, "Error %s: context '%s' was destroyed", doing, name);
+    else
+        set_error(VLCS_E_DESTROYED, "Error %s: the context was destroyed (a stale handle)", doing);
+    return -1;
 }
 
 struct cpuview *ctx_view(const vlcs_ctx *c)

@@ -198,24 +198,29 @@ VLCS_API vlcs_ctx *vlcs_ctx_create(const char *name)
     c->views = v;
     c->home = *process_mask();
     c->gpu_first = -1;
+    pthread_mutex_lock(&c->lock); /* a stale handle's error may read the name */
     if (name != NULL)
         snprintf(c->name, sizeof c->name, "%s", name);
     else
         snprintf(c->name, sizeof c->name, "ctx%d", c->id);
+    c->name_gen = atomic_load(&c->gen);
+    pthread_mutex_unlock(&c->lock);
     registry_add(c); /* alive from here on */
-    return c;
+    return c->handle;
 }
 
-VLCS_API const char *vlcs_ctx_name(const vlcs_ctx *c)
+VLCS_API const char *vlcs_ctx_name(const vlcs_ctx *h)
 {
-    if (ctx_check(c, "reading a context's name") != 0)
+    vlcs_ctx *c = ctx_get(h, "reading a context's name");
+    if (c == NULL)
         return NULL;
     return c->name;
 }
 
-VLCS_API int vlcs_ctx_set_cpus(vlcs_ctx *c, const char *cpulist)
+VLCS_API int vlcs_ctx_set_cpus(vlcs_ctx *h, const char *cpulist)
 {
-    if (ctx_check(c, "setting CPUs") != 0)
+    vlcs_ctx *c = ctx_get(h, "setting CPUs");
+    if (c == NULL)
         return -1;
     vmask m;
     char why[256];
@@ -255,9 +260,10 @@ int ctx_switch_view(vlcs_ctx *c, const vmask *m)
     return 0;
 }
 
-VLCS_API int vlcs_ctx_get_cpus(const vlcs_ctx *c, char *buf, unsigned long size)
+VLCS_API int vlcs_ctx_get_cpus(const vlcs_ctx *h, char *buf, unsigned long size)
 {
-    if (ctx_check(c, "reading CPUs") != 0)
+    vlcs_ctx *c = ctx_get(h, "reading CPUs");
+    if (c == NULL)
         return -1;
     struct cpuview *v = ctx_view(c);
     return snprintf(buf, size, "%s", v->list);
@@ -306,46 +312,61 @@ static void env_pending_clear(vlcs_ctx *c)
     c->pending_env = NULL;
 }
 
-VLCS_API int vlcs_ctx_setenv(vlcs_ctx *c, const char *name, const char *value)
+/* Sets or unsets (value NULL) name in c: its namespace's libc once it has
+ * one, else recorded for it.  With c->lock held. */
+static int env_change(vlcs_ctx *c, const char *name, const char *value)
 {
-    if (ctx_check(c, "setting an environment variable") != 0 ||
-        check_env_name(c, name, "setting an environment variable") != 0)
-        return -1;
-    if (value == NULL)
-        value = "";
+    if (!c->has_ns)
+        return env_record(c, name, value);
+    int rc = value != NULL ? c->ns_setenv(name, value, 1) : c->ns_unsetenv(name);
+    if (rc != 0)
+        set_error(VLCS_E_SYSTEM, "Error %s %s in context '%s': %s", value ? "setting" : "unsetting",
+                  name, c->name, strerror(errno));
+    return rc;
+}
+
+int ctx_setenv(vlcs_ctx *c, const char *name, const char *value)
+{
     pthread_mutex_lock(&c->lock);
-    int rc;
-    if (c->has_ns) {
-        rc = c->ns_setenv(name, value, 1);
-        if (rc != 0)
-            set_error(VLCS_E_SYSTEM, "Error setting %s in context '%s': %s", name, c->name,
-                      strerror(errno));
-    } else {
-        rc = env_record(c, name, value);
-    }
+    int rc = env_change(c, name, value);
     pthread_mutex_unlock(&c->lock);
     return rc;
 }
 
-VLCS_API int vlcs_ctx_unsetenv(vlcs_ctx *c, const char *name)
+/* The public setter and unsetter: the handle checked again under the lock. */
+static int env_public(const vlcs_ctx *h, const char *name, const char *value, const char *doing)
 {
-    if (ctx_check(c, "unsetting an environment variable") != 0 ||
-        check_env_name(c, name, "unsetting an environment variable") != 0)
+    vlcs_ctx *c = ctx_get(h, doing);
+    if (c == NULL || check_env_name(c, name, doing) != 0)
         return -1;
     pthread_mutex_lock(&c->lock);
-    int rc = c->has_ns ? c->ns_unsetenv(name) : env_record(c, name, NULL);
+    bool still = ctx_still(c, h);
+    int rc = still ? env_change(c, name, value) : -1;
     pthread_mutex_unlock(&c->lock);
-    return rc;
+    return still ? rc : ctx_gone(h, doing);
 }
 
-VLCS_API const char *vlcs_ctx_getenv(vlcs_ctx *c, const char *name)
+VLCS_API int vlcs_ctx_setenv(vlcs_ctx *h, const char *name, const char *value)
 {
-    if (ctx_check(c, "reading an environment variable") != 0 ||
-        check_env_name(c, name, "reading an environment variable") != 0)
+    return env_public(h, name, value ? value : "", "setting an environment variable");
+}
+
+VLCS_API int vlcs_ctx_unsetenv(vlcs_ctx *h, const char *name)
+{
+    return env_public(h, name, NULL, "unsetting an environment variable");
+}
+
+VLCS_API const char *vlcs_ctx_getenv(vlcs_ctx *h, const char *name)
+{
+    vlcs_ctx *c = ctx_get(h, "reading an environment variable");
+    if (c == NULL || check_env_name(c, name, "reading an environment variable") != 0)
         return NULL;
     pthread_mutex_lock(&c->lock);
     const char *v;
-    if (c->has_ns) {
+    bool still = ctx_still(c, h);
+    if (!still) {
+        v = NULL;
+    } else if (c->has_ns) {
         v = c->ns_getenv(name);
     } else {
         v = getenv(name);
@@ -354,19 +375,23 @@ VLCS_API const char *vlcs_ctx_getenv(vlcs_ctx *c, const char *name)
                 v = op->value;
     }
     pthread_mutex_unlock(&c->lock);
+    if (!still)
+        ctx_gone(h, "reading an environment variable");
     return v;
 }
 
-VLCS_API int vlcs_ctx_thread_count(const vlcs_ctx *c)
+VLCS_API int vlcs_ctx_thread_count(const vlcs_ctx *h)
 {
-    if (ctx_check(c, "counting threads") != 0)
+    vlcs_ctx *c = ctx_get(h, "counting threads");
+    if (c == NULL)
         return -1;
     return __atomic_load_n(&c->created_live, __ATOMIC_ACQUIRE);
 }
 
-VLCS_API void *vlcs_ctx_load(vlcs_ctx *c, const char *path)
+VLCS_API void *vlcs_ctx_load(vlcs_ctx *ctx, const char *path)
 {
-    if (ctx_check(c, "loading a library") != 0)
+    vlcs_ctx *c = ctx_get(ctx, "loading a library");
+    if (c == NULL)
         return NULL;
     if (path == NULL || *path == '\0') {
         set_error(VLCS_E_INVALID, "Error loading into context '%s': the library name is empty",
@@ -376,6 +401,12 @@ VLCS_API void *vlcs_ctx_load(vlcs_ctx *c, const char *path)
     services_read_lock();
     pthread_mutex_lock(&c->lock);
     void *h = NULL;
+    if (!ctx_still(c, ctx)) { /* destroyed by another thread meanwhile */
+        pthread_mutex_unlock(&c->lock);
+        services_unlock();
+        ctx_gone(ctx, "loading a library");
+        return NULL;
+    }
     bool fresh = !c->has_ns;
     if (fresh && ns_create(c) != 0)
         goto out;
@@ -455,9 +486,10 @@ static void ctx_release(vlcs_ctx *c)
     registry_release(c);
 }
 
-VLCS_API int vlcs_ctx_keep_loaded(vlcs_ctx *c, const char *reason)
+VLCS_API int vlcs_ctx_keep_loaded(vlcs_ctx *h, const char *reason)
 {
-    if (ctx_check(c, "keeping a namespace loaded") != 0)
+    vlcs_ctx *c = ctx_get(h, "keeping a namespace loaded");
+    if (c == NULL)
         return -1;
     char *copy = NULL;
     if (reason != NULL && (copy = strdup(*reason ? reason : "vlcs_ctx_keep_loaded")) == NULL) {
@@ -466,10 +498,10 @@ VLCS_API int vlcs_ctx_keep_loaded(vlcs_ctx *c, const char *reason)
         return -1;
     }
     pthread_mutex_lock(&c->lock);
-    if (c->magic != CTX_ALIVE) { /* destroyed by another thread meanwhile */
+    if (!ctx_still(c, h)) { /* destroyed by another thread meanwhile */
         pthread_mutex_unlock(&c->lock);
         free(copy);
-        return ctx_check(c, "keeping a namespace loaded");
+        return ctx_gone(h, "keeping a namespace loaded");
     }
     char *old = c->keep;
     c->keep = copy;
@@ -478,14 +510,15 @@ VLCS_API int vlcs_ctx_keep_loaded(vlcs_ctx *c, const char *reason)
     return 0;
 }
 
-VLCS_API int vlcs_ctx_destroy(vlcs_ctx *c)
+VLCS_API int vlcs_ctx_destroy(vlcs_ctx *h)
 {
-    if (ctx_check(c, "destroying a context") != 0)
+    vlcs_ctx *c = ctx_get(h, "destroying a context");
+    if (c == NULL)
         return -1;
     pthread_mutex_lock(&c->lock);
-    if (c->magic != CTX_ALIVE) { /* destroyed by another thread meanwhile */
+    if (!ctx_still(c, h)) { /* destroyed by another thread meanwhile */
         pthread_mutex_unlock(&c->lock);
-        return ctx_check(c, "destroying a context");
+        return ctx_gone(h, "destroying a context");
     }
     if (c->entered > 0) {
         int n = c->entered;

@@ -49,9 +49,10 @@ static bool is_table(obj d)
  * NULL: set by the Python package, which keeps the dicts alive. */
 static obj _Atomic state_dicts[NS_SLOTS];
 
-VLCS_API int vlcs_python_state_dict(vlcs_ctx *c, void *dict)
+VLCS_API int vlcs_python_state_dict(vlcs_ctx *h, void *dict)
 {
-    if (ctx_check(c, "giving a context its interpreter dict") != 0)
+    vlcs_ctx *c = ctx_get(h, "giving a context its interpreter dict");
+    if (c == NULL)
         return -1;
     pthread_mutex_lock(&c->lock);
     bool has_ns = c->has_ns;

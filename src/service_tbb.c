@@ -74,7 +74,7 @@ static int context_concurrency(const struct tbb_arena_base *ta, const void *ret)
     if (c == NULL)
         c = ctx_of_address((const char *)ret - 1);
     if (c == NULL)
-        c = vlcs_current();
+        c = thread_current();
     return c ? (int)view_ncpus(c) : 0;
 }
 

@@ -80,7 +80,7 @@ VLCS_API int vlcs_shim_register(const char *soname, const char *real_path,
     pthread_mutex_unlock(&shims_lock);
     if (vlcs_ctx_load(dflt, real_path) == NULL)
         goto fail_unregister;
-    int own = shim_slot_of(dflt); /* row 0 included: threads in no context */
+    int own = shim_slot_of(ctx_get(dflt, "registering a vlcs shim")); /* row 0 included */
     for (int slot = 0; slot < VLCS_SHIM_SLOTS; slot++)
         if (slot != own)
             memcpy(table + (size_t)slot * n, table + (size_t)own * n, n * sizeof *table);
@@ -95,7 +95,8 @@ fail_unregister:
         }
     pthread_mutex_unlock(&shims_lock);
     /* A row the failed load filled in part must not be called through. */
-    memset(table + (size_t)shim_slot_of(dflt) * n, 0, n * sizeof *table);
+    memset(table + (size_t)shim_slot_of(ctx_get(dflt, "registering a vlcs shim")) * n, 0,
+           n * sizeof *table);
     /* What the load brought into the default context is unloaded when it
      * can be (vlcs_ctx_destroy); nothing can reach it either way.  The
      * load's error stays the one reported, even if the namespace stays. */
@@ -162,9 +163,10 @@ void shim_forget(const vlcs_ctx *c)
     pthread_mutex_unlock(&shims_lock);
 }
 
-VLCS_API void *vlcs_ctx_load_transparent(vlcs_ctx *c, const char *library)
+VLCS_API void *vlcs_ctx_load_transparent(vlcs_ctx *h, const char *library)
 {
-    if (ctx_check(c, "loading a library transparently") != 0)
+    vlcs_ctx *c = ctx_get(h, "loading a library transparently");
+    if (c == NULL)
         return NULL;
     if (library == NULL || *library == '\0') {
         set_error(VLCS_E_INVALID,
@@ -181,5 +183,5 @@ VLCS_API void *vlcs_ctx_load_transparent(vlcs_ctx *c, const char *library)
                   library, c->name);
         return NULL;
     }
-    return vlcs_ctx_load(c, library);
+    return vlcs_ctx_load(h, library);
 }

@@ -200,9 +200,10 @@ void thread_ns_gone(vlcs_ctx *c)
 
 /* ---- public ------------------------------------------------------------- */
 
-VLCS_API int vlcs_enter(vlcs_ctx *c)
+VLCS_API int vlcs_enter(vlcs_ctx *h)
 {
-    if (ctx_check(c, "entering a context") != 0)
+    vlcs_ctx *c = ctx_get(h, "entering a context");
+    if (c == NULL)
         return -1;
     struct tstate *ts = tstate();
     if (ts->depth == MAX_DEPTH) {
@@ -225,9 +226,9 @@ VLCS_API int vlcs_enter(vlcs_ctx *c)
         refresh_if_moved(ts);
     }
     pthread_mutex_lock(&c->lock);
-    if (c->magic != CTX_ALIVE) { /* destroyed while we checked */
+    if (!ctx_still(c, h)) { /* destroyed while we checked */
         pthread_mutex_unlock(&c->lock);
-        return ctx_check(c, "entering a context");
+        return ctx_gone(h, "entering a context");
     }
     struct member *m = member_add(c, ts);
     if (m == NULL) {
@@ -282,7 +283,13 @@ VLCS_API int vlcs_leave(void)
     return 0;
 }
 
-VLCS_API vlcs_ctx *vlcs_current(void) { return effective(tstate()); }
+vlcs_ctx *thread_current(void) { return effective(tstate()); }
+
+VLCS_API vlcs_ctx *vlcs_current(void)
+{
+    vlcs_ctx *c = effective(tstate());
+    return c != NULL ? c->handle : NULL;
+}
 
 VLCS_API void *vlcs_enter_binding(vlcs_ctx *c, void *obj, const struct vlcs_binding *b)
 {

@@ -355,9 +355,14 @@ VLCS_API const char *vlcs_view_file(unsigned long i, const char **example)
     return forged_files[i].prefix;
 }
 
-VLCS_API int vlcs_view_open(vlcs_ctx *ctx, const char *path, int flags)
+VLCS_API int vlcs_view_open(vlcs_ctx *h, const char *path, int flags)
 {
-    if (ctx == NULL || path == NULL || path[0] != '/')
+    if (h == NULL || path == NULL || path[0] != '/')
         return -2;
-    return view_open_forged(ctx, AT_FDCWD, path, flags);
+    vlcs_ctx *c = ctx_get(h, "opening a forged file");
+    if (c == NULL) {
+        errno = ESTALE;
+        return -1;
+    }
+    return view_open_forged(c, AT_FDCWD, path, flags);
 }

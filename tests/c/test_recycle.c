@@ -162,11 +162,21 @@ int main(int argc, char **argv)
     rounds_flat("OpenMP and a small library", rounds * 5, false, 64);
     rounds_flat("with OpenBLAS", rounds, true, 512);
 
-    /* A stale pointer reads as destroyed until a new context reuses it. */
+    /* A destroyed context's handle reads as destroyed, also once a new
+     * context reuses its memory (the handle names a generation). */
     vlcs_ctx *gone = vlcs_ctx_create("gone");
     CHECK_EQ(0, vlcs_ctx_destroy(gone), "destroy");
     CHECK_ERR(vlcs_enter(gone), "context 'gone' was destroyed");
     CHECK_CODE(VLCS_E_DESTROYED, "enter after destroy");
+    vlcs_ctx *next = vlcs_ctx_create("next");
+    CHECK(next != NULL && next != gone, "a new context, a new handle");
+    CHECK(vlcs_enter(gone) != 0, "the stale handle does not reach the new context");
+    CHECK_CODE(VLCS_E_DESTROYED, "enter with a stale handle after reuse");
+    CHECK(vlcs_ctx_name(gone) == NULL, "nor does any other call");
+    CHECK_CODE(VLCS_E_DESTROYED, "name with a stale handle");
+    CHECK(vlcs_ctx_set_cpus(gone, "0") != 0 && vlcs_ctx_destroy(gone) != 0, "or destroy it");
+    CHECK_STR("next", vlcs_ctx_name(next), "the new context is untouched");
+    CHECK_EQ(0, vlcs_ctx_destroy(next), "destroy the new one");
 
     /* A library that opened another itself and never closed it: the
      * namespace stays, named; the context is destroyed all the same. */
