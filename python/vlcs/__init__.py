@@ -24,6 +24,7 @@ from vlcs._errors import (
     VlcsLimitError,
 )
 from vlcs._isolation.imports import share
+from vlcs._isolation.threads import base_thread
 from vlcs._lib import init, node_ledger, service, strict_active
 from vlcs._paths import include_dir, library_path, native_dir, program_path
 from vlcs._pools import joblib_backend as _joblib
@@ -57,6 +58,7 @@ __all__ = [
     "current",
     "info",
     "__version__",
+    "base_thread",
     "include_dir",
     "init",
     "library_path",

@@ -37,10 +37,11 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from vlcs import libraries
-from vlcs._errors import ContextDestroyedError
+from vlcs._errors import ContextBusyError, ContextDestroyedError
 from vlcs._isolation import dlopen as _dlopen
 from vlcs._isolation import imports as _imports
 from vlcs._isolation import registries as _registries
+from vlcs._isolation import threads as _threads
 from vlcs._isolation import views as _views
 from vlcs._isolation.extension import python_service
 from vlcs._isolation.linkmap import namespace_objects
@@ -171,6 +172,7 @@ class VLC:
         # imports or by the context's own ctypes calls (kept for good).
         self._dlls: list[weakref.ref[ctypes.CDLL]] = []
         self._native: list[str] = []
+        self._threads = _threads.new_thread_set()  # threading threads started inside
         try:
             if cpus is not None:
                 self.set_allowed_cpus(cpus)
@@ -190,6 +192,7 @@ class VLC:
         _dlopen.install()
         _imports.install(_thread_owner)
         _registries.install()
+        _threads.install(current)
 
     @property
     def _h(self) -> int:
@@ -519,6 +522,13 @@ class VLC:
             if rc < 0:
                 err = last_error()
                 lib().vlcs_ctx_keep_loaded(h, None)
+                running = _threads.started_inside(self)
+                if isinstance(err, ContextBusyError) and running:
+                    names = ", ".join(repr(t.name) for t in running)
+                    raise ContextBusyError(
+                        f"{err}; threads started inside it still run ({names}): end them "
+                        "(join, an executor's shutdown, a pool's close and join) first"
+                    ) from None
                 raise err
             self._handle = None
         finally:
@@ -578,7 +588,9 @@ class _ContextExecutor(concurrent.futures.ThreadPoolExecutor):
     def submit(
         self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any
     ) -> concurrent.futures.Future:
-        return super().submit(_inside, self._ctx, fn, *args, **kwargs)
+        # its workers are the base's: each task enters the context itself
+        with _threads.starting_in_base():
+            return super().submit(_inside, self._ctx, fn, *args, **kwargs)
 
 
 def _inside(ctx: VLC, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any:

@@ -37,6 +37,7 @@ from typing import Any
 from distributed.diagnostics.plugin import WorkerPlugin
 
 from vlcs._isolation.imports import share
+from vlcs._isolation.threads import starting_in_base
 from vlcs._pools.executor import ContextPoolExecutor
 
 __all__ = ["ContextWorkers"]
@@ -71,7 +72,8 @@ class _WorkerExecutor(concurrent.futures.Executor):
             and getattr(fn, "__name__", None) == "_run_task_simple"
         )
         if wrapper and args and not kwargs:
-            return self.threads.submit(fn, _InContext(self.pool, args[0]), *args[1:])
+            with starting_in_base():  # Dask's wrapper runs in the base, the task in a context
+                return self.threads.submit(fn, _InContext(self.pool, args[0]), *args[1:])
         return self.pool.submit(fn, *args, **kwargs)
 
     def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:

@@ -56,6 +56,7 @@ from vlcs._context import VLC, _parse_list
 from vlcs._errors import Limit, VlcsLimitError
 from vlcs._isolation import views as _views
 from vlcs._isolation.imports import share as _share
+from vlcs._isolation.threads import base_thread
 
 __all__ = ["BrokenContextPool", "ContextPoolExecutor"]
 
@@ -260,8 +261,9 @@ class _Worker:
         self.pool = pool
         self.index = index
         self.ctx = ctx
-        self.thread = threading.Thread(
-            target=self._run, name=f"vlcs-{pool._name}-{index}", daemon=True
+        # the base's, whichever context makes the pool: it enters its own
+        self.thread = base_thread(
+            threading.Thread(target=self._run, name=f"vlcs-{pool._name}-{index}", daemon=True)
         )
 
     def _run(self) -> None:

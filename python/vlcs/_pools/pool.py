@@ -30,6 +30,7 @@ from typing import Any
 
 from vlcs._context import VLC, current
 from vlcs._errors import ContextBusyError, ContextDestroyedError
+from vlcs._isolation.threads import starting_in_base
 
 CpuList = str | Iterable[int]
 
@@ -200,7 +201,8 @@ class ContextPool:
                     max_workers=self.size, thread_name_prefix=f"vlcs-{self._name}"
                 )
             ex = self._executor
-        return ex.submit(self._run, fn, args, kwargs)
+        with starting_in_base():  # its threads enter a context per task
+            return ex.submit(self._run, fn, args, kwargs)
 
     def _run(self, fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         with self.context() as ctx, ctx:
