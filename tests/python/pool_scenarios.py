@@ -48,7 +48,9 @@ def h5py_eigsh_case() -> dict:
     with vlcs.ContextPoolExecutor(2) as pool:
         c_h5 = list(pool.map(pool_tasks.h5_job, paths[2:], [1, 2]))
         c_eig = list(pool.map(pool_tasks.eigsh_job, *zip(*args, strict=True)))
-        copies = [pool.submit(pool_tasks.where).result() for _ in range(4)]
+        # submitted at once, so that both workers take some (one after the
+        # other, a busy machine let one worker take them all)
+        copies = [f.result() for f in [pool.submit(pool_tasks.where) for _ in range(64)]]
         worker_cpus = pool.worker_cpus
     import h5py as base_h5py
 
