@@ -47,6 +47,14 @@ def _bench_python(args: argparse.Namespace) -> int:
     return 0
 
 
+def _bench_imports(args: argparse.Namespace) -> int:
+    from vlcs_bench import module_table
+
+    result = module_table.run(repeats=min(args.repeats, 3))
+    print(json.dumps(result, indent=2) if args.json else module_table.report(result))
+    return 0
+
+
 def _bench_recycle(args: argparse.Namespace) -> int:
     from vlcs_bench import recycle
 
@@ -108,6 +116,7 @@ _SUITES = {
     "strict": _bench_program,
     "shim": _bench_shim,
     "python": _bench_python,
+    "imports": _bench_imports,
     "recycle": _bench_recycle,
 }
 
@@ -140,7 +149,9 @@ def _demo(args: argparse.Namespace) -> int:
 
 
 def add_bench_arguments(b: argparse.ArgumentParser) -> None:
-    b.add_argument("suite", help="all (the evaluation), core, strict, shim, python or recycle")
+    b.add_argument(
+        "suite", help="all (the evaluation), core, strict, shim, python, imports or recycle"
+    )
     b.add_argument("--json", action="store_true", help="print JSON")
     b.add_argument("--repeats", type=int, default=5, help="repeats per side (python)")
     b.add_argument("--requests", type=int, default=1000, help="recycle: requests per way")

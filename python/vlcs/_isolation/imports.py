@@ -41,7 +41,7 @@ from vlcs._isolation import extension as _extension
 from vlcs._isolation import loader as _loader
 from vlcs._isolation import modtable as _modtable
 from vlcs._isolation import owners as _owners
-from vlcs._isolation.owners import BASE, Owner, forget, resolve, share
+from vlcs._isolation.owners import BASE, Owner, forget, is_shared, resolve, share
 
 __all__ = ["BASE", "Owner", "forget", "install", "modules_of", "share"]
 
@@ -118,6 +118,10 @@ def _import_from(
     fromlist: Sequence[str] | None,
     level: int,
 ) -> Any:
+    if level == 0 and is_shared(name):
+        # One module for every owner (the standard library, vlcs.share):
+        # whose import it is changes nothing, so nothing is asked.
+        return _orig_import(name, globals, locals, fromlist, level)
     absname = name if level == 0 else _absolute(name, globals, level)
     if caller.f_globals is globals and caller.f_code.co_code[caller.f_lasti] == _IMPORT_NAME:
         # An import statement: the importing module decides.

@@ -52,6 +52,16 @@ _ddel = dict.__delitem__
 _dcontains = dict.__contains__
 
 
+def _absent(table: Any, name: Any) -> bool:
+    """Whether no owner has name: not in the base's storage, and its top-level
+    name was never in any context's table."""
+    return (
+        isinstance(name, str)
+        and not _dcontains(table, name)
+        and name.partition(".")[0] not in _owners.in_contexts
+    )
+
+
 def _owner(frame: Any) -> Owner:
     """The owner of a lookup whose innermost Python frame is frame."""
     python_level = frame.f_code.co_code[frame.f_lasti] in _SUBSCRIPT
@@ -70,14 +80,17 @@ class ModuleTable(dict):  # type: ignore[type-arg]
         return view
 
     # --- single names: from Python and from C -------------------------------------
+    # A name in no table at all (the base's storage, or any context's ever)
+    # is answered before asking whose read it is: the common probe for an
+    # optional package that is not installed ("polars" in sys.modules).
     def __getitem__(self, name: Any) -> Any:
-        if is_shared(name):
+        if is_shared(name) or _absent(self, name):
             return _dget(self, name)
         owner = _owner(sys._getframe(1))
         return _dget(self, name) if owner is BASE else owner.modules[name]
 
     def __contains__(self, name: Any) -> bool:
-        if is_shared(name):
+        if is_shared(name) or _absent(self, name):
             return _dcontains(self, name)
         owner = _owner(sys._getframe(1))
         return _dcontains(self, name) if owner is BASE else name in owner.modules
@@ -99,7 +112,7 @@ class ModuleTable(dict):  # type: ignore[type-arg]
             del owner.modules[name]
 
     def get(self, name: Any, default: Any = None) -> Any:
-        if is_shared(name):
+        if is_shared(name) or _absent(self, name):
             return dict.get(self, name, default)
         owner = resolve(sys._getframe(1), native=False)
         return dict.get(self, name, default) if owner is BASE else owner.modules.get(name, default)

@@ -100,6 +100,9 @@ tls = threading.local()
 # tables keep the modules (and so the ids) alive.
 owner_of: dict[int, Owner] = {}
 managed: set[str] = set()  # top-level names some context imported privately
+# top-level names any context's table ever held (never shrinks): a name that
+# is neither here nor in the base's storage is absent for every owner
+in_contexts: set[str] = set()
 # () -> the owner of the calling thread's context; set by install()
 thread_owner: Callable[[], Owner] = lambda: BASE  # noqa: E731
 
@@ -123,6 +126,7 @@ def share(*names: str) -> None:
 
 def adopt(owner: Owner, name: str, module: Any) -> None:
     """Enter module in a context owner's table, known to the owner rules."""
+    in_contexts.add(name.partition(".")[0])
     owner.modules[name] = module
     d = getattr(module, "__dict__", None)
     if d is not None:

@@ -1,0 +1,200 @@
+"""`vlcs bench imports`: what the module table costs Python code, base and
+context, measured side by side in one run, on every CPython found.
+
+Once a context exists, ``sys.modules`` is vlcs's owner-aware table (see
+python/vlcs/_isolation/modtable.py): every read asks whose read it is.  This
+measures, in a fresh interpreter per Python version, the reads users' code
+makes (``sys.modules.get(name)``, ``name in sys.modules``,
+``sys.modules[name]``, ``import os`` in a function, ``from os import path``
+in a function) in three states: before any context (``plain``), base code
+with a context alive (``base``), and a context's own code inside it
+(``context``); each as nanoseconds and as a ratio to ``plain``.  The goal
+the runtime is held to (issue: the base keeps its speed) is base <= 1.2x
+and context <= 2x; the report says where it is met.  It also times one
+small scikit-learn ``GridSearchCV`` inside a context against plainly, in
+fresh interpreters, alternating.
+"""
+
+from __future__ import annotations
+
+import glob
+import json
+import os
+import statistics
+import subprocess
+import sys
+from typing import Any
+
+GOAL = {"base": 1.2, "context": 2.0}
+
+_OPS = {
+    "get": 'sys.modules.get("{missing}")',
+    "get_present": 'sys.modules.get("json")',
+    "contains": '"{missing}" in sys.modules',
+    "getitem": 'sys.modules["os"]',
+    "import_in_function": "f_import()",
+    "from_import_in_function": "f_from()",
+}
+
+# Run in a fresh interpreter: prints {state: {op: ns}} as JSON.  The context's
+# code is a module imported inside the context, so the reads are its own.
+_CHILD = r'''
+import json, os, sys, tempfile, timeit
+N, R = {number}, {repeat}
+MISSING = "vlcs_bench_not_a_module"
+SRC = """
+import sys, timeit
+def f_import():
+    import os
+def f_from():
+    from os import path
+def measure(ops, number, repeat):
+    out = {{}}
+    for name, stmt in ops.items():
+        g = {{"sys": sys, "f_import": f_import, "f_from": f_from}}
+        best = min(timeit.repeat(stmt, globals=g, number=number, repeat=repeat))
+        out[name] = best / number * 1e9
+    return out
+"""
+folder = tempfile.mkdtemp()
+with open(os.path.join(folder, "vlcs_bench_reads.py"), "w") as f:
+    f.write(SRC)
+sys.path.insert(0, folder)
+ops = {ops}
+ops = {{k: v.format(missing=MISSING) for k, v in ops.items()}}
+import vlcs_bench_reads as base_reads
+out = {{"plain": base_reads.measure(ops, N, R)}}
+import vlcs
+a = vlcs.VLC(name="a")
+with a:
+    import vlcs_bench_reads as ctx_reads
+assert ctx_reads is not base_reads
+out["base"] = base_reads.measure(ops, N, R)
+with a:
+    out["context"] = ctx_reads.measure(ops, N, R)
+out["python"] = sys.version.split()[0]
+print(json.dumps(out))
+'''
+
+_GRID = r"""
+import time
+{prefix}
+import numpy as np
+from sklearn.datasets import make_classification
+from sklearn.linear_model import LogisticRegression
+from sklearn.model_selection import GridSearchCV
+X, y = make_classification(n_samples=300, n_features=10, random_state=0)
+t = time.perf_counter()
+GridSearchCV(LogisticRegression(max_iter=200), {{"C": [0.1, 1.0, 10.0]}}, cv=3).fit(X, y)
+print(time.perf_counter() - t)
+{suffix}
+"""
+
+
+def pythons() -> list[str]:
+    """This interpreter, then ./run's other CPython venvs (.venv-3.X) when present."""
+    found = [sys.executable]
+    root = os.environ.get("VLCS_ROOT") or os.getcwd()
+    for py in sorted(glob.glob(os.path.join(root, ".venv-3.*", "bin", "python"))):
+        if os.path.realpath(py) != os.path.realpath(sys.executable):
+            found.append(py)
+    return found
+
+
+def reads(python: str, number: int = 20000, repeat: int = 5) -> dict[str, Any]:
+    code = _CHILD.format(number=number, repeat=repeat, ops=repr(_OPS))
+    p = subprocess.run([python, "-c", code], capture_output=True, text=True, timeout=600)
+    if p.returncode != 0:
+        return {"error": p.stderr.strip().splitlines()[-1] if p.stderr.strip() else "failed"}
+    raw = json.loads(p.stdout.strip().splitlines()[-1])
+    out: dict[str, Any] = {"python": raw.pop("python"), "ops": {}}
+    for op in _OPS:
+        plain = raw["plain"][op]
+        out["ops"][op] = {
+            "plain_ns": round(plain, 1),
+            "base_ns": round(raw["base"][op], 1),
+            "context_ns": round(raw["context"][op], 1),
+            "base_ratio": round(raw["base"][op] / plain, 2),
+            "context_ratio": round(raw["context"][op] / plain, 2),
+        }
+    return out
+
+
+def grid_search(repeats: int = 3) -> dict[str, Any]:
+    """One small GridSearchCV plainly and inside a context (fresh interpreters,
+    alternating); None when scikit-learn is not installed."""
+    try:
+        import sklearn  # noqa: F401
+    except ImportError:
+        return {"error": "scikit-learn is not installed"}
+    plain = _GRID.format(prefix="", suffix="")
+    inside = _GRID.format(
+        prefix="import vlcs\nctx = vlcs.VLC(name='grid')\nctx.__enter__()",
+        suffix="",
+    )
+    times: dict[str, list[float]] = {"plain": [], "context": []}
+    for _ in range(repeats):
+        for way, code in (("plain", plain), ("context", inside)):
+            p = subprocess.run(
+                [sys.executable, "-c", code], capture_output=True, text=True, timeout=600
+            )
+            if p.returncode != 0:
+                return {"error": p.stderr.strip()[-500:]}
+            times[way].append(float(p.stdout.strip().splitlines()[-1]))
+    med = {k: statistics.median(v) for k, v in times.items()}
+    return {
+        "plain_s": round(med["plain"], 3),
+        "context_s": round(med["context"], 3),
+        "ratio": round(med["context"] / med["plain"], 2),
+        "repeats": repeats,
+    }
+
+
+def run(repeats: int = 3, progress: bool = True) -> dict[str, Any]:
+    def say(msg: str) -> None:
+        if progress:
+            print(f"vlcs bench imports: {msg}", file=sys.stderr, flush=True)
+
+    result: dict[str, Any] = {"goal": GOAL, "pythons": []}
+    for py in pythons():
+        say(f"module-table reads on {py}...")
+        result["pythons"].append({"interpreter": py, **reads(py)})
+    say(f"GridSearchCV plainly and inside a context, {repeats} fresh interpreters each...")
+    result["grid_search"] = grid_search(repeats)
+    return result
+
+
+def report(result: dict[str, Any]) -> str:
+    lines = [
+        "vlcs bench imports: module-table reads (best of repeats, ns; ratio to no context)",
+        f"goal: base <= {GOAL['base']}x, context <= {GOAL['context']}x",
+        "",
+    ]
+    for entry in result["pythons"]:
+        if "error" in entry:
+            lines.append(f"{entry['interpreter']}: {entry['error']}")
+            continue
+        lines.append(f"CPython {entry['python']} ({entry['interpreter']})")
+        lines.append(
+            f"  {'read':26} {'plain':>8} {'base':>8} {'ctx':>8} {'base x':>7} {'ctx x':>7}"
+        )
+        for op, r in entry["ops"].items():
+            met = (
+                ""
+                if r["base_ratio"] <= GOAL["base"] and r["context_ratio"] <= GOAL["context"]
+                else "  over the goal"
+            )
+            lines.append(
+                f"  {op:26} {r['plain_ns']:8.0f} {r['base_ns']:8.0f} {r['context_ns']:8.0f} "
+                f"{r['base_ratio']:7.1f} {r['context_ratio']:7.1f}{met}"
+            )
+        lines.append("")
+    g = result["grid_search"]
+    if "error" in g:
+        lines.append(f"GridSearchCV: {g['error']}")
+    else:
+        lines.append(
+            f"GridSearchCV (LogisticRegression, 3 C values, cv=3): plain {g['plain_s']} s, "
+            f"inside a context {g['context_s']} s ({g['ratio']}x; median of {g['repeats']})"
+        )
+    return "\n".join(lines)
