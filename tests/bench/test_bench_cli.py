@@ -1,4 +1,4 @@
-"""`vlcs bench core|strict|shim|python|recycle` and `vlcs demo`: each prints what its
+"""`vlcs bench core|strict|shim|python|imports|recycle` and `vlcs demo`: each prints what its
 schema promises, with one bound a user would notice if broken."""
 
 from __future__ import annotations
@@ -54,6 +54,20 @@ def test_bench_shim_json_schema_and_call_bound():
     _numbers(calls["service_call"], "base_ns", "context_ns")
     # The bound: a call through a shim stays a call (well under a microsecond).
     assert calls["shim_call"]["shim_ns"] < 1000
+
+
+def test_bench_imports_json_schema_on_every_python_and_grid_search():
+    r = vlcs_cmd("bench", "imports", "--repeats", "1", "--json")
+    assert r.returncode == 0, r.stderr
+    result = json.loads(r.stdout)
+    assert result["goal"] == {"base": 1.2, "context": 2.0}
+    assert result["pythons"], "at least this interpreter"
+    for entry in result["pythons"]:
+        assert "error" not in entry, entry
+        for op in ("get", "contains", "getitem", "import_in_function", "from_import_in_function"):
+            _numbers(entry["ops"][op], "plain_ns", "base_ns", "context_ns")
+            _numbers(entry["ops"][op], "base_ratio", "context_ratio")
+    _numbers(result["grid_search"], "plain_s", "context_s", "ratio")
 
 
 def test_bench_recycle_json_schema_and_what_each_way_shows():
