@@ -365,8 +365,21 @@ VLCS_API int vlcs_leave(void);
 VLCS_API vlcs_ctx *vlcs_current(void);
 
 /**
+ * Make the calling thread belong to ctx for the rest of its life, as a thread
+ * its libraries started does: it runs on ctx's CPUs (and moves with them),
+ * vlcs_current() names ctx whenever no enter frame is open, and it leaves when
+ * it ends.  It does not keep ctx busy (elastic lending) or block its destroy:
+ * a destroy waits for it a moment, then keeps the namespace and says so.  For
+ * threads started by code inside ctx (the Python package adopts threading's).
+ *
+ * @return 0, or -1 with vlcs_error(): VLCS_E_INVALID when the thread belongs
+ *         to a context already or has entered one, VLCS_E_DESTROYED.
+ */
+VLCS_API int vlcs_thread_adopt(vlcs_ctx *ctx);
+
+/**
  * Number of live threads created by the context's libraries (worker pools of
- * OpenMP, OpenBLAS, ...).
+ * OpenMP, OpenBLAS, ...) or adopted by it (vlcs_thread_adopt).
  * @return the count, or -1 with vlcs_error() set.
  */
 VLCS_API int vlcs_ctx_thread_count(const vlcs_ctx *c);
@@ -397,10 +410,12 @@ VLCS_API int vlcs_ctx_keep_loaded(vlcs_ctx *c, const char *reason);
  *
  * When something cannot be unloaded the context is destroyed all the same
  * but its namespace stays loaded, as if the process kept it, and 1 is
- * returned with vlcs_error() naming why: threads of its libraries still run
- * (a pool vlcs cannot stop, or an OpenMP pool of another thread), a library
- * opened another itself and never closed it, vlcs_ctx_keep_loaded asked for
- * it, or strict mode is on.
+ * returned with vlcs_error() naming why: threads of its libraries or threads
+ * it adopted (vlcs_thread_adopt) still run (a pool vlcs cannot stop, an
+ * OpenMP pool of another thread), a library opened another itself and never
+ * closed it, vlcs_ctx_keep_loaded asked for it, or strict mode is on.  A
+ * context without a namespace whose adopted threads still run also returns
+ * 1: its memory stays theirs.
  *
  * @return 0; 1 (destroyed, namespace kept: see vlcs_error()); or -1 with
  *         vlcs_error() set: VLCS_E_INVALID (not a context), VLCS_E_DESTROYED

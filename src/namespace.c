@@ -114,6 +114,15 @@ static void api_fill(vlcs_ctx *c, struct vlcs_ip_api *a)
     a->fork = fork;
 }
 
+/* glibc maps a new namespace's objects where an unloaded one's were, and
+ * orders the two under ld.so's own lock, which ThreadSanitizer cannot see:
+ * this release/acquire pair states that order, so that writes to a new
+ * namespace's libc data (its environ, its stdio pointers) are not reported
+ * as racing with writes to the old one's at the same addresses. */
+static atomic_uint ns_handover;
+static void ns_handed_back(void) { atomic_fetch_add_explicit(&ns_handover, 1, memory_order_release); }
+static void ns_handed_over(void) { (void)atomic_load_explicit(&ns_handover, memory_order_acquire); }
+
 int ns_create(vlcs_ctx *c)
 {
     /* With services, the first object is a generated root whose DT_NEEDED
@@ -136,6 +145,7 @@ int ns_create(vlcs_ctx *c)
         load_error(c, "the vlcs interposer (creating its namespace)", dlerror());
         return -1;
     }
+    ns_handed_over();
     /* libc's own symbols, and the interposer's, looked up in those objects:
      * a service might export a name libc has. */
     void *libc = NULL, *ip = NULL;
@@ -243,12 +253,14 @@ int ns_create(vlcs_ctx *c)
     return 0;
 fail:
     /* Nothing of the user's is loaded yet: the namespace can go. */
+    ns_handed_back();
     dlclose(h);
     return -1;
 }
 
 void ns_teardown(vlcs_ctx *c)
 {
+    ns_handed_back(); /* before: the next dlmopen may map here as soon as it returns */
     dlclose(c->ip_handle);
     __atomic_store_n(&c->ns_thread_init, NULL, __ATOMIC_RELEASE);
     c->has_ns = false;

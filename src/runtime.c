@@ -550,6 +550,14 @@ VLCS_API int vlcs_ctx_destroy(vlcs_ctx *h)
                   c->name, why);
         return 1;
     }
+    if (__atomic_load_n(&c->created_live, __ATOMIC_ACQUIRE) > 0) {
+        /* Threads it adopted (vlcs_thread_adopt) still name it as theirs
+         * until they end: its memory must not become another context. */
+        set_error(VLCS_E_BUSY, "Context '%s' is destroyed, but %d thread(s) it adopted still "
+                  "run; its memory stays with them", c->name,
+                  __atomic_load_n(&c->created_live, __ATOMIC_ACQUIRE));
+        return 1;
+    }
     ctx_release(c);
     return 0;
 }

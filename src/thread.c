@@ -377,6 +377,28 @@ static void implicit_end(struct tstate *ts)
     pthread_mutex_unlock(&c->lock);
 }
 
+VLCS_API int vlcs_thread_adopt(vlcs_ctx *h)
+{
+    vlcs_ctx *c = ctx_get(h, "adopting a thread");
+    if (c == NULL)
+        return -1;
+    struct tstate *ts = tstate();
+    if (ts->implicit != NULL || ts->depth > 0) {
+        set_error(VLCS_E_INVALID, "Error adopting a thread into context '%s': the thread %s already",
+                  c->name, ts->implicit != NULL ? "belongs to a context" : "is inside a context");
+        return -1;
+    }
+    pthread_mutex_lock(&c->lock);
+    bool still = ctx_still(c, h);
+    if (still)
+        thread_created(c); /* under the lock: destroy sees it, or refuses us */
+    pthread_mutex_unlock(&c->lock);
+    if (!still)
+        return ctx_gone(h, "adopting a thread");
+    thread_begin(c, NULL); /* no start routine: a thread of the program's own */
+    return 0;
+}
+
 size_t threads_created_starts(vlcs_ctx *c, void **out, size_t cap)
 {
     size_t n = 0;

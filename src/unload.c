@@ -202,7 +202,9 @@ static void name_running(vlcs_ctx *c, char *out, size_t size)
     size_t nn = 0;
     for (size_t i = 0; i < n; i++) {
         struct link_map *lm = object_at(starts[i]);
-        const char *name = lm && lm->l_name[0] ? base_name(lm->l_name) : "an unknown library";
+        const char *name = starts[i] == NULL                ? "adopted (vlcs_thread_adopt)"
+                           : lm != NULL && lm->l_name[0] ? base_name(lm->l_name)
+                                                         : "an unknown library";
         size_t j = 0;
         while (j < nn && strcmp(names[j], name) != 0)
             j++;

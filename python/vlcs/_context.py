@@ -37,7 +37,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from vlcs import libraries
-from vlcs._errors import ContextBusyError, ContextDestroyedError
+from vlcs._errors import ContextDestroyedError
 from vlcs._isolation import dlopen as _dlopen
 from vlcs._isolation import imports as _imports
 from vlcs._isolation import registries as _registries
@@ -172,7 +172,6 @@ class VLC:
         # imports or by the context's own ctypes calls (kept for good).
         self._dlls: list[weakref.ref[ctypes.CDLL]] = []
         self._native: list[str] = []
-        self._threads = _threads.new_thread_set()  # threading threads started inside
         try:
             if cpus is not None:
                 self.set_allowed_cpus(cpus)
@@ -192,7 +191,7 @@ class VLC:
         _dlopen.install()
         _imports.install(_thread_owner)
         _registries.install()
-        _threads.install(current)
+        _threads.install(current, _adopt_thread)
 
     @property
     def _h(self) -> int:
@@ -522,13 +521,6 @@ class VLC:
             if rc < 0:
                 err = last_error()
                 lib().vlcs_ctx_keep_loaded(h, None)
-                running = _threads.started_inside(self)
-                if isinstance(err, ContextBusyError) and running:
-                    names = ", ".join(repr(t.name) for t in running)
-                    raise ContextBusyError(
-                        f"{err}; threads started inside it still run ({names}): end them "
-                        "(join, an executor's shutdown, a pool's close and join) first"
-                    ) from None
                 raise err
             self._handle = None
         finally:
@@ -659,6 +651,14 @@ class _NativeSide:
 
     def keep_native(self, what: str) -> None:
         self._ctx._keep_native(what)
+
+
+def _adopt_thread(ctx: VLC) -> None:
+    """The calling (new) thread belongs to ctx until it ends; nothing if ctx
+    was closed before the thread ran."""
+    h = ctx._handle
+    if h is not None:
+        lib().vlcs_thread_adopt(h)  # fails only for a context closed meanwhile
 
 
 def _thread_owner() -> _imports.Owner:

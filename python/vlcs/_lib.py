@@ -75,6 +75,7 @@ _SIGNATURES: dict[str, tuple[Any, list[Any]]] = {
     "vlcs_enter": (_i, [_c]),
     "vlcs_leave": (_i, []),
     "vlcs_current": (_c, []),
+    "vlcs_thread_adopt": (_i, [_c]),
     # internal (VLCS_INTERNAL_API): which extension module is on the native stack
     "vlcs_stack_find": (_c, [ctypes.POINTER(_c), ctypes.c_ulong]),
     # internal: the context's forged /proc and /sys files, for Python's open()

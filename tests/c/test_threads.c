@@ -37,6 +37,53 @@ static void *from_base_thread(void *p)
     return NULL;
 }
 
+/* A thread of the program's own that a context adopts: it belongs to the
+ * context until it ends, and destroy neither waits for it nor reuses the
+ * context's memory under it. */
+struct adopted {
+    vlcs_ctx *ctx;
+    pthread_barrier_t in, out;
+    int rc, current, on1, on0, again;
+};
+static void *adopted_thread(void *p)
+{
+    struct adopted *a = p;
+    a->rc = vlcs_thread_adopt(a->ctx);
+    a->current = vlcs_current() == a->ctx;
+    a->on1 = real_has(0, 1);
+    a->on0 = real_has(0, 0);
+    a->again = vlcs_thread_adopt(a->ctx) != 0 && vlcs_errcode() == VLCS_E_INVALID;
+    pthread_barrier_wait(&a->in);
+    pthread_barrier_wait(&a->out); /* the context is destroyed meanwhile */
+    return NULL;
+}
+
+static void check_adopt(void)
+{
+    struct adopted a = {.ctx = vlcs_ctx_create("adopter")};
+    CHECK_EQ(0, vlcs_ctx_set_cpus(a.ctx, "1"), "set");
+    pthread_barrier_init(&a.in, NULL, 2);
+    pthread_barrier_init(&a.out, NULL, 2);
+    pthread_t t;
+    pthread_create(&t, NULL, adopted_thread, &a);
+    pthread_barrier_wait(&a.in);
+    CHECK_EQ(0, a.rc, "adopt");
+    CHECK(a.current, "vlcs_current() names the adopting context");
+    CHECK(a.on1 && !a.on0, "the adopted thread runs on the context's CPU 1 only");
+    CHECK(a.again, "a thread that belongs to a context cannot be adopted again");
+    CHECK_EQ(1, vlcs_ctx_thread_count(a.ctx), "it counts as the context's thread");
+    CHECK_EQ(1, vlcs_ctx_destroy(a.ctx), "destroyed, but the memory stays with the thread");
+    CHECK(strstr(vlcs_error(), "adopted") != NULL, "says why: %s", vlcs_error());
+    vlcs_ctx *next = vlcs_ctx_create("after-adopter");
+    CHECK(next != NULL && next != a.ctx, "a new context");
+    CHECK_EQ(0, vlcs_ctx_thread_count(next), "the new context has no thread of the old one's");
+    pthread_barrier_wait(&a.out);
+    pthread_join(t, NULL);
+    CHECK(vlcs_thread_adopt(a.ctx) != 0, "a destroyed context adopts nothing");
+    CHECK_CODE(VLCS_E_DESTROYED, "adopt after destroy");
+    CHECK_EQ(0, vlcs_ctx_destroy(next), "destroy the new one");
+}
+
 int main(void)
 {
     if (get_nprocs() < 2) {
@@ -106,6 +153,7 @@ int main(void)
     CHECK_EQ(2, SYM(omp, region_fn, "omp_probe_region")(&seen), "team of 2");
     CHECK_EQ(2ul, seen, "the parent's worker is still on CPU 1");
     CHECK_EQ(0, vlcs_leave(), "leave");
+    check_adopt();
     PASS("threads");
     return 0;
 }

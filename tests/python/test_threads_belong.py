@@ -11,7 +11,7 @@ import os
 import textwrap
 
 import pytest
-from test_imports import needs_two, run_code
+from test_imports import needs, needs_two, run_code
 
 PKG = """
 class Point:
@@ -115,24 +115,59 @@ def test_multiprocessing_pools_inside_a_context_pickle_its_objects(pkg_path, met
 
 
 @needs_two
-def test_closing_a_context_its_threads_still_run_in_names_them():
+def test_a_context_closes_while_threads_started_in_it_run():
+    # as a library's threads: closing keeps the namespace and says so; the
+    # thread goes on, the base's from then on
     r = run_code(
         """
-        import json, threading, vlcs
+        import json, threading, warnings, vlcs
         a = vlcs.VLC(cpus="0", name="a")
-        go = threading.Event()
+        go, inside = threading.Event(), threading.Event()
+        seen = {}
+        def body():
+            seen["before"] = vlcs.current() is a
+            inside.set()
+            go.wait()
+            seen["after"] = vlcs.current()
         with a:
-            t = threading.Thread(target=go.wait, name="lingering")
+            t = threading.Thread(target=body, name="lingering")
             t.start()
-        out = {}
-        try:
+        inside.wait()
+        out = {"threads": a.thread_count}
+        with warnings.catch_warnings(record=True) as w:
+            warnings.simplefilter("always")
             a.close()
-        except vlcs.ContextBusyError as e:
-            out["busy"] = str(e)
-        go.set(); t.join()
-        a.close()
         out["closed"] = a.closed
+        out["warning"] = [str(x.message) for x in w]
+        go.set(); t.join()
+        out["before"], out["after"] = seen["before"], seen["after"] is None
         print(json.dumps(out))
         """
     )
-    assert "lingering" in r["busy"] and r["closed"] is True
+    assert r["threads"] == 1  # it counts as the context's
+    assert r["closed"] is True
+    assert any("adopted" in m for m in r["warning"]), r["warning"]
+    assert r["before"] is True and r["after"] is True
+
+
+@needs("sklearn")
+def test_scikit_learn_n_jobs_in_a_context_and_closing_it():
+    # loky's manager threads, started inside the context, outlive the fit
+    r = run_code(
+        """
+        import json, warnings, vlcs
+        a = vlcs.VLC(name="a")
+        with a:
+            from sklearn.datasets import make_classification
+            from sklearn.linear_model import LogisticRegression
+            from sklearn.model_selection import GridSearchCV
+            X, y = make_classification(n_samples=200, random_state=0)
+            g = GridSearchCV(LogisticRegression(), {"C": [0.1, 1.0]}, cv=3, n_jobs=2).fit(X, y)
+            score = float(g.best_score_)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", vlcs.NamespaceKeptWarning)
+            a.close()
+        print(json.dumps({"score": score, "closed": a.closed}))
+        """
+    )
+    assert 0.5 < r["score"] <= 1.0 and r["closed"] is True

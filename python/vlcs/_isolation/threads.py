@@ -1,12 +1,15 @@
 """Threads belong where they were started: a ``threading.Thread`` started by
 a thread that is inside a context (``with ctx:``, ``ctx.submit``, a
-context's executor or pool thread) runs inside that context for its whole
-life, so its imports, ``sys.modules``, CPU view, environment and libraries
-are the context's; it leaves when it ends.  Started from the base, it is
-the base's.  This covers what starts threads through ``threading``:
-``concurrent.futures.ThreadPoolExecutor``, the helper threads of
-``multiprocessing.Pool`` and ``ProcessPoolExecutor`` (which pickle in them),
-asyncio's default executor.
+context's executor or pool thread) belongs to that context for its whole
+life, as a thread its libraries started does (``vlcs_thread_adopt``), so its
+imports, ``sys.modules``, CPU view, environment and libraries are the
+context's; it leaves when it ends.  Like a library's thread it does not keep
+the context from closing: a context closed while such threads run keeps its
+namespace (``NamespaceKeptWarning`` says why) and the threads go on as the
+base's.  Started from the base, a thread is the base's.  This covers what
+starts threads through ``threading``: ``concurrent.futures.ThreadPoolExecutor``,
+the helper threads of ``multiprocessing.Pool`` and ``ProcessPoolExecutor``
+(which pickle in them), asyncio's default executor, loky's.
 
 Opting out, for a thread meant for the base: :func:`base_thread` before
 ``start()``, or start it inside ``with starting_in_base():`` (vlcs's own
@@ -17,7 +20,6 @@ from __future__ import annotations
 
 import contextlib
 import threading
-import weakref
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -28,6 +30,9 @@ _local = threading.local()
 
 # () -> the calling thread's context (a vlcs.VLC) or None; set by install()
 _current: Callable[[], Any] = lambda: None  # noqa: E731
+# ctx -> the calling thread belongs to it (vlcs_thread_adopt), or nothing if
+# it is closed; set by install()
+_adopt: Callable[[Any], None] = lambda ctx: None  # noqa: E731
 
 _BASE = object()  # a thread marked for the base
 
@@ -62,39 +67,22 @@ def _start(self: threading.Thread) -> None:
         ctx = _current()
         if ctx is not None:
             self.__dict__["_vlcs_context"] = ctx
-            ctx._threads.add(self)
     _real_start(self)
 
 
 def _bootstrap_inner(self: threading.Thread) -> None:
     ctx = self.__dict__.pop("_vlcs_context", None)
-    if ctx is None or ctx is _BASE:
-        return _real_bootstrap_inner(self)
-    try:
-        ctx.__enter__()
-    except Exception:
-        # closed before the thread ran: there is no context left to be in
-        return _real_bootstrap_inner(self)
-    try:
-        return _real_bootstrap_inner(self)
-    finally:
-        type(ctx).__exit__(ctx, None, None, None)
+    if ctx is not None and ctx is not _BASE:
+        # before the thread is marked started: start() returns with it inside;
+        # a context closed meanwhile leaves it the base's
+        _adopt(ctx)
+    return _real_bootstrap_inner(self)
 
 
-def started_inside(ctx: Any) -> list[threading.Thread]:
-    """Threads started inside ctx that still run."""
-    return [t for t in list(ctx._threads) if t.is_alive() and t is not threading.current_thread()]
-
-
-def new_thread_set() -> weakref.WeakSet[threading.Thread]:
-    """What a context keeps of the threads started inside it."""
-    return weakref.WeakSet()
-
-
-def install(current: Callable[[], Any]) -> None:
+def install(current: Callable[[], Any], adopt: Callable[[Any], None]) -> None:
     """Make threads started inside a context start inside it (idempotent)."""
-    global _installed, _current
-    _current = current
+    global _installed, _current, _adopt
+    _current, _adopt = current, adopt
     if _installed:
         return
     _installed = True
