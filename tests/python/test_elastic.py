@@ -28,9 +28,13 @@ def pools():
     from threadpoolctl import threadpool_info
     return sorted((p["internal_api"], p["num_threads"]) for p in threadpool_info())
 class Owner(threading.Thread):
-    # enters ctx, reports where it runs, and stays until released
+    # a thread of the base (started from inside another context, so it opts
+    # out of belonging there) that enters ctx, reports where it runs, and
+    # stays until released
     def __init__(self, ctx):
+        import vlcs
         super().__init__()
+        vlcs.base_thread(self)
         self.ctx, self.inside, self.release = ctx, threading.Event(), threading.Event()
     def run(self):
         with self.ctx:
