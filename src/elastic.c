@@ -28,7 +28,6 @@
 #include <unistd.h>
 
 #define MAX_ELASTIC 256
-#define MAX_POOLS 16 /* resize functions per context (one per OpenBLAS copy) */
 
 static pthread_mutex_t elastic_mutex = PTHREAD_MUTEX_INITIALIZER;
 /* Everything below, under elastic_mutex.  The arrays are static rather than

@@ -59,15 +59,16 @@ const size_t nbuiltin_families = sizeof builtin_families / sizeof *builtin_famil
 _Static_assert(sizeof builtin_families / sizeof *builtin_families <= VLCS_HOOK_SLOTS,
                "raise VLCS_HOOK_SLOTS in internal.h");
 
-/* The table: built-in rows, then registered copies.  A replaced copy stays
- * allocated (on `retired`): vlcs_family_at's pointers live for good. */
+/* The table: built-in rows, then registered copies.  Every copy stays
+ * allocated (on `copies`), replaced or not: vlcs_family_at's pointers live
+ * for good. */
 static pthread_mutex_t table_lock = PTHREAD_MUTEX_INITIALIZER;
 static const struct family *table[MAX_FAMILIES];
 static size_t ntable;
 static struct registered {
     struct registered *next;
     struct family f;
-} *retired;
+} *copies;
 static _Atomic unsigned generation = 1;
 static pthread_once_t table_once = PTHREAD_ONCE_INIT;
 
@@ -188,8 +189,8 @@ VLCS_API int vlcs_family_register(const vlcs_family *f)
     table[i] = &r->f;
     if (i == ntable)
         ntable++;
-    r->next = retired; /* every copy stays: pointers handed out live for good */
-    retired = r;
+    r->next = copies;
+    copies = r;
     atomic_fetch_add(&generation, 1);
     pthread_mutex_unlock(&table_lock);
     return 0;

@@ -126,6 +126,7 @@ struct family_fn {
     void *fn;
     int count_type; /* vlcs_count_type_t, for a setter */
 };
+#define MAX_POOLS 16 /* resize functions per context (one per OpenBLAS copy) */
 enum family_role {
     FAMILY_RESIZE, /* set_threads of families resized with elastic contexts */
     FAMILY_STOP,   /* stop_pool */
@@ -212,8 +213,8 @@ struct vlcs_ctx {
     vmask bound;     /* the most an elastic context may grow to */
     unsigned weight; /* its share of lent CPUs; 0: its home's size */
     bool elastic;
-    struct family_fn *pool_resize; /* resize functions of its libraries' pools (pools.c) */
-    size_t npool_resize, cappool_resize;
+    struct family_fn pool_resize[MAX_POOLS]; /* resize functions of its libraries' pools (pools.c) */
+    size_t npool_resize;
     unsigned pools_gen; /* families_generation() pool_resize was found with; 0: stale */
 
     struct envop *pending_env; /* applied when the namespace is created */

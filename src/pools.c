@@ -12,29 +12,15 @@
  */
 #include "internal.h"
 
-#include <stdlib.h>
-
-#define MAX_PER_HANDLE 16
-
+/* Each function once, however many handles reach it (dlsym searches a
+ * handle's dependencies too); at most MAX_POOLS, all a plan resizes. */
 static void rescan(vlcs_ctx *c)
 {
+    unsigned gen = families_generation(); /* before: a family registered meanwhile rescans */
     c->npool_resize = 0;
-    unsigned gen = families_generation();
-    for (size_t h = 0; h < c->nhandles; h++) {
-        struct family_fn found[MAX_PER_HANDLE];
-        size_t n = families_find(c->handles[h], FAMILY_RESIZE, found, 0, MAX_PER_HANDLE);
-        for (size_t i = 0; i < n; i++) {
-            bool dup = false;
-            for (size_t k = 0; k < c->npool_resize && !dup; k++)
-                dup = c->pool_resize[k].fn == found[i].fn;
-            if (dup)
-                continue;
-            if (array_grow((void **)&c->pool_resize, &c->cappool_resize, c->npool_resize,
-                           sizeof *c->pool_resize) != 0)
-                return; /* out of memory: resize what was found; try again next time */
-            c->pool_resize[c->npool_resize++] = found[i];
-        }
-    }
+    for (size_t h = 0; h < c->nhandles; h++)
+        c->npool_resize = families_find(c->handles[h], FAMILY_RESIZE, c->pool_resize,
+                                        c->npool_resize, MAX_POOLS);
     c->pools_gen = gen;
 }
 

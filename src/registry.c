@@ -16,8 +16,8 @@
 static pthread_mutex_t registry_mutex = PTHREAD_MUTEX_INITIALIZER;
 static vlcs_ctx *all_contexts;
 /* Contexts destroyed with their namespace: their memory is the next one's.
- * A stale pointer then reads as destroyed until it is reused, as a closed
- * file descriptor number does. */
+ * Handles name a generation of that memory (below), so a stale one reads
+ * as destroyed before and after the reuse. */
 static vlcs_ctx *free_contexts;
 static int next_id;
 
@@ -67,6 +67,7 @@ static int slot_new(vlcs_ctx *c)
     atomic_store_explicit(&nslots, slot + 1, memory_order_release);
     return 0;
 }
+
 static vmask allowed; /* CPUs the process may use, read at init */
 
 void registry_set_process_mask(const vmask *m) { allowed = *m; }

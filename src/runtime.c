@@ -479,7 +479,6 @@ static void ctx_release(vlcs_ctx *c)
         free(v);
     }
     free(c->members);
-    free(c->pool_resize);
     free(c->handles);
     free(c->ended);
     free(c->keep);

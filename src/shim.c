@@ -73,6 +73,7 @@ VLCS_API int vlcs_shim_register(const char *soname, const char *real_path,
     vlcs_ctx *dflt = vlcs_ctx_create(name);
     if (dflt == NULL)
         goto fail_free;
+    int own = shim_slot_of(ctx_get(dflt, "registering a vlcs shim")); /* row 0 included */
     /* Registered first, so the load below fills row 0 of this shim. */
     pthread_mutex_lock(&shims_lock);
     s->next = shims;
@@ -80,7 +81,6 @@ VLCS_API int vlcs_shim_register(const char *soname, const char *real_path,
     pthread_mutex_unlock(&shims_lock);
     if (vlcs_ctx_load(dflt, real_path) == NULL)
         goto fail_unregister;
-    int own = shim_slot_of(ctx_get(dflt, "registering a vlcs shim")); /* row 0 included */
     for (int slot = 0; slot < VLCS_SHIM_SLOTS; slot++)
         if (slot != own)
             memcpy(table + (size_t)slot * n, table + (size_t)own * n, n * sizeof *table);
@@ -95,8 +95,7 @@ fail_unregister:
         }
     pthread_mutex_unlock(&shims_lock);
     /* A row the failed load filled in part must not be called through. */
-    memset(table + (size_t)shim_slot_of(ctx_get(dflt, "registering a vlcs shim")) * n, 0,
-           n * sizeof *table);
+    memset(table + (size_t)own * n, 0, n * sizeof *table);
     /* What the load brought into the default context is unloaded when it
      * can be (vlcs_ctx_destroy); nothing can reach it either way.  The
      * load's error stays the one reported, even if the namespace stays. */
