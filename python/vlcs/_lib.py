@@ -4,6 +4,7 @@ its signature, in one place, and the one way failures become exceptions."""
 from __future__ import annotations
 
 import ctypes
+import functools
 import os
 import threading
 from typing import Any, NoReturn
@@ -226,12 +227,15 @@ def register_family(
     check(lib().vlcs_family_register(ctypes.byref(f)))
 
 
-def forged_files() -> list[tuple[str, str]]:
-    """libvlcs's table of forged files: (prefix, an example path) per row."""
-    rows, example = [], _s()
+@functools.cache
+def forged_files() -> tuple[tuple[str, str], ...]:
+    """libvlcs's table of forged files: (prefix, an example path) per row
+    (fixed for the process: read once)."""
+    rows: list[tuple[str, str]] = []
+    example = _s()
     while (prefix := lib().vlcs_view_file(len(rows), ctypes.byref(example))) is not None:
         rows.append((prefix.decode(), (example.value or b"").decode()))
-    return rows
+    return tuple(rows)
 
 
 def last_error() -> VlcsError:
