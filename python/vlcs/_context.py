@@ -190,6 +190,7 @@ class VLC:
         _views.install(_view_open, tuple(prefix for prefix, _ in forged_files()))
         _dlopen.install()
         _imports.install(_thread_owner)
+        _imports.context_opened(handle, self._owner)
         _registries.install()
         _threads.install(current, _adopt_thread)
 
@@ -527,6 +528,7 @@ class VLC:
             self._closing = False
         kept = lib().vlcs_error().decode(errors="replace") if rc == 1 else None
         _contexts.pop(h, None)
+        _imports.context_closed(h)
         # A kept namespace's code may still run (an array of its numpy): its
         # lazy imports must keep finding its modules, so they stay with it.
         if not kept:

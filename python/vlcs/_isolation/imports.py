@@ -37,6 +37,7 @@ from collections.abc import Iterable, Sequence
 from types import TracebackType
 from typing import Any
 
+from vlcs._isolation import _fast
 from vlcs._isolation import extension as _extension
 from vlcs._isolation import loader as _loader
 from vlcs._isolation import modtable as _modtable
@@ -237,10 +238,56 @@ def install(thread_owner: Any) -> None:
         if _installed:
             return
         _installed = True
+        _fast.configure(
+            _owners._SHARED,
+            _owners.in_contexts,
+            BASE,
+            _import,
+            _current_address(),
+            _opcodes("BINARY_SUBSCR", "CONTAINS_OP"),
+            _opcodes("IMPORT_NAME"),
+        )
         _modtable.install()
-        builtins.__import__ = _import
+        # shared names and the base's import statements are answered in C
+        builtins.__import__ = _fast.import_
         importlib.import_module = _import_module
         _bootstrap._find_and_load = _find_and_load
+
+
+def context_opened(handle: int, owner: Owner) -> None:
+    """Threads in the context whose handle this is read owner's table (rule 4)."""
+    _fast.context(handle, owner.modules)
+
+
+def context_closed(handle: int) -> None:
+    _fast.context(handle, None)
+
+
+def _current_address() -> int:
+    """The address of libvlcs's vlcs_current, which the C half calls."""
+    import ctypes
+
+    from vlcs._lib import lib
+
+    return int(ctypes.cast(lib().vlcs_current, ctypes.c_void_p).value or 0)
+
+
+def _opcodes(*names: str) -> bytes:
+    """A 256-byte table: 1 at each of names' opcodes and their specialised
+    forms (what the interpreter's frame shows while it runs one)."""
+    import opcode
+
+    numbers = {
+        **opcode.opmap,
+        **getattr(opcode, "_specialized_opmap", {}),
+        **getattr(dis, "_all_opmap", {}),
+    }
+    table = bytearray(256)
+    for name in names:
+        for form in (name, *getattr(opcode, "_specializations", {}).get(name, ())):
+            if form in numbers:
+                table[numbers[form]] = 1
+    return bytes(table)
 
 
 def modules_of(owner: Owner) -> list[str]:

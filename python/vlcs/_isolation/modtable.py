@@ -32,6 +32,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from vlcs._errors import UnsupportedPlatformError
+from vlcs._isolation import _fast
 from vlcs._isolation import owners as _owners
 from vlcs._isolation.owners import BASE, Owner, is_shared, resolve
 from vlcs._lib import lib
@@ -68,9 +69,15 @@ def _owner(frame: Any) -> Owner:
     return resolve(frame, native=not python_level)
 
 
-class ModuleTable(dict):  # type: ignore[type-arg]
+class ModuleTable(_fast.Table):
     """``sys.modules`` per owner: the base's modules in the dict itself,
-    each context's in its own table."""
+    each context's in its own table.
+
+    Reads (``table[name]``, ``name in table``, ``table.get``) are answered in
+    C (src/python/fast_table.c) where the owner rules decide from the
+    interpreter's frames alone, at the cost of a dict lookup or two; the
+    ``_slow_*`` methods below answer the rest, and are what the C half does.
+    """
 
     def _view(self, owner: Owner) -> dict[str, Any]:
         if owner is BASE:
@@ -83,13 +90,14 @@ class ModuleTable(dict):  # type: ignore[type-arg]
     # A name in no table at all (the base's storage, or any context's ever)
     # is answered before asking whose read it is: the common probe for an
     # optional package that is not installed ("polars" in sys.modules).
-    def __getitem__(self, name: Any) -> Any:
+    # Called by the C half with the reader's frame one below.
+    def _slow_getitem(self, name: Any) -> Any:
         if is_shared(name) or _absent(self, name):
             return _dget(self, name)
         owner = _owner(sys._getframe(1))
         return _dget(self, name) if owner is BASE else owner.modules[name]
 
-    def __contains__(self, name: Any) -> bool:
+    def _slow_contains(self, name: Any) -> bool:
         if is_shared(name) or _absent(self, name):
             return _dcontains(self, name)
         owner = _owner(sys._getframe(1))
@@ -107,11 +115,12 @@ class ModuleTable(dict):  # type: ignore[type-arg]
             return
         owner = _owner(sys._getframe(1))
         if owner is BASE:
+            _owners.base_module_gone(_dget(self, name))
             _ddel(self, name)
         else:
             del owner.modules[name]
 
-    def get(self, name: Any, default: Any = None) -> Any:
+    def _slow_get(self, name: Any, default: Any = None) -> Any:
         if is_shared(name) or _absent(self, name):
             return dict.get(self, name, default)
         owner = resolve(sys._getframe(1), native=False)
@@ -123,8 +132,11 @@ class ModuleTable(dict):  # type: ignore[type-arg]
         owner = BASE if is_shared(name) else resolve(sys._getframe(1), native=False)
         if owner is BASE:
             if default is ModuleTable._MISSING:
-                return dict.pop(self, name)
-            return dict.pop(self, name, default)
+                module = dict.pop(self, name)
+            else:
+                module = dict.pop(self, name, default)
+            _owners.base_module_gone(module)
+            return module
         if default is ModuleTable._MISSING:
             return owner.modules.pop(name)
         return owner.modules.pop(name, default)
@@ -189,11 +201,17 @@ class ModuleTable(dict):  # type: ignore[type-arg]
 
     def popitem(self) -> tuple[Any, Any]:
         owner = resolve(sys._getframe(1), native=False)
-        return dict.popitem(self) if owner is BASE else owner.modules.popitem()
+        if owner is not BASE:
+            return owner.modules.popitem()
+        item = dict.popitem(self)
+        _owners.base_module_gone(item[1])
+        return item
 
     def clear(self) -> None:
         owner = resolve(sys._getframe(1), native=False)
         if owner is BASE:
+            for module in dict.values(self):
+                _owners.base_module_gone(module)
             dict.clear(self)
         else:
             owner.modules.clear()

@@ -9,7 +9,8 @@ Which owner an import belongs to is decided in this order:
    ``_find_and_load``): the innermost extension module of an owner on the
    native stack, since C callers have no Python frame;
 3. the nearest Python frame whose module belongs to an owner (code of a
-   context's numpy belongs to that context, from any thread, at any time);
+   context's numpy belongs to that context, from any thread, at any time;
+   code of any base module run by a thread in no context, the base's);
    an ``import`` statement is decided by the importing module alone;
 4. the context the calling thread is in (``with ctx:``, executor threads);
 5. the base.
@@ -25,6 +26,8 @@ import threading
 from collections.abc import Callable, Iterator
 from importlib.machinery import EXTENSION_SUFFIXES
 from typing import Any, Protocol
+
+from vlcs._isolation import _fast
 
 # Top-level names that are never privatised.
 _SHARED: set[str] = (
@@ -99,6 +102,8 @@ tls = threading.local()
 # id(module.__dict__) -> owner, for every module in an owner's table; the
 # tables keep the modules (and so the ids) alive.
 owner_of: dict[int, Owner] = {}
+# id(module.__dict__) of the base's modules (the C side holds the dicts)
+base_modules: set[int] = set()
 managed: set[str] = set()  # top-level names some context imported privately
 # top-level names any context's table ever held (never shrinks): a name that
 # is neither here nor in the base's storage is absent for every owner
@@ -122,22 +127,38 @@ def share(*names: str) -> None:
         if n in managed:
             raise ValueError(f"{n!r} is already imported privately by a context; share it earlier")
         _SHARED.add(n)
+    _fast.names_changed()
+
+
+def _own(d: Any, owner: Owner) -> None:
+    """Code whose globals are d is owner's (rule 3), for Python and C."""
+    if isinstance(d, dict):
+        owner_of[id(d)] = owner
+        base_modules.discard(id(d))
+        _fast.own(d, None if owner is BASE else owner.modules)
+
+
+def _disown(d: Any) -> None:
+    if isinstance(d, dict):
+        owner_of.pop(id(d), None)
+        _fast.disown(d)
 
 
 def adopt(owner: Owner, name: str, module: Any) -> None:
     """Enter module in a context owner's table, known to the owner rules."""
-    in_contexts.add(name.partition(".")[0])
+    top = name.partition(".")[0]
+    if top not in in_contexts:
+        in_contexts.add(top)
+        _fast.names_changed()
     owner.modules[name] = module
-    d = getattr(module, "__dict__", None)
-    if d is not None:
-        owner_of[id(d)] = owner
+    _own(getattr(module, "__dict__", None), owner)
 
 
 def drop(owner: Owner, name: str) -> None:
     """Take name out of a context owner's table (and out of the owner rules)."""
     dropped = owner.modules.pop(name, None)
     if dropped is not None:
-        owner_of.pop(id(getattr(dropped, "__dict__", None)), None)
+        _disown(getattr(dropped, "__dict__", None))
 
 
 def forget(owner: Owner) -> list[Any]:
@@ -153,6 +174,7 @@ def forget(owner: Owner) -> list[Any]:
         for h in [h for h, o in _objects.items() if o is owner]:
             del _objects[h]
             _handles = None
+        _fast.set_natives(bool(_objects))
         owner.registries.clear()
         owner.state_dict.clear()
     return modules
@@ -166,30 +188,35 @@ def acting_for(owner: Owner) -> Iterator[None]:
     """Lookups and imports this thread makes meanwhile are owner's (rule 1):
     while a module executes for owner, or while CPython runs an import whose
     owner the doors decided."""
-    stack = tls.__dict__.setdefault("loading", [])
-    stack.append(owner)
+    _fast.acting_push(owner, None if owner is BASE else owner.modules)
     try:
         yield
     finally:
-        stack.pop()
+        _fast.acting_pop()
 
 
 def resolve(frame: Any, native: bool = True) -> Owner:
-    stack = getattr(tls, "loading", None)
-    if stack:
-        return stack[-1]
+    acting = _fast.acting_top()
+    if acting is not None:
+        return acting  # type: ignore[no-any-return]
     if native and _objects:
         o = _native_owner()
         if o is not None:
             return o
     table = owner_of
+    thread = None
     f = frame
     while f is not None:
-        o = table.get(id(f.f_globals))
+        g = f.f_globals
+        o = table.get(id(g))
         if o is not None:
             return o
+        if id(g) in base_modules:
+            thread = thread or thread_owner()
+            if thread is BASE:
+                return BASE
         f = f.f_back
-    return thread_owner()
+    return thread or thread_owner()
 
 
 # --- native callers ---------------------------------------------------------------
@@ -206,6 +233,7 @@ def register_object(handle: int, owner: Owner) -> None:
     if handle and _objects.get(handle) is not owner:
         _objects[handle] = owner
         _handles = None
+        _fast.set_natives(True)
 
 
 def register_base_extension(module: Any) -> None:
@@ -267,10 +295,21 @@ def note_base_module(name: Any, module: Any) -> None:
     if is_shared(name):
         return
     register_base_extension(module)
+    d = getattr(module, "__dict__", None)
     if name.partition(".")[0] in managed:
-        d = getattr(module, "__dict__", None)
-        if d is not None:
-            owner_of[id(d)] = BASE
+        _own(d, BASE)
+    elif isinstance(d, dict):
+        # a thread in no context running it reads the base's table
+        base_modules.add(id(d))
+        _fast.base_module(d)
+
+
+def base_module_gone(module: Any) -> None:
+    """The base took module out of its table: its code is no one's."""
+    d = getattr(module, "__dict__", None)
+    if isinstance(d, dict) and owner_of.get(id(d)) is None:
+        base_modules.discard(id(d))
+        _fast.disown(d)
 
 
 def all_owners() -> list[Owner]:

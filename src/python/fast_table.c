@@ -1,0 +1,691 @@
+/*
+ * fast_table.c - vlcs._isolation._fast: the module table's reads and the
+ * import statement's door, in C.
+ *
+ * Once a context exists, sys.modules is a dict subclass that answers each
+ * owner (a context, or the base) with its own modules
+ * (python/vlcs/_isolation/modtable.py, rules in owners.py).  Written in
+ * Python, every read of it - `"pandas" in sys.modules`, `sys.modules["os"]`,
+ * a function-level `import os` - ran Python code and walked frames, in the
+ * base too: 10 to 80 times a dict lookup.  This module answers the cases
+ * the rules decide from what C sees cheaply, and hands every other case to
+ * the Python methods unchanged (_slow_getitem, _slow_contains, _slow_get,
+ * the Python __import__):
+ *
+ *   1. a shared name (the standard library, vlcs.share) is the storage's;
+ *      a name in no table at all is absent for everyone;
+ *   2. a thread acting for an owner (a module executing for it, an import
+ *      whose owner was decided) gets that owner's answer;
+ *   3. a read made by Python code (the interpreter is on a subscript, `in`
+ *      or .get) belongs to the nearest frame of an owned module; code of a
+ *      base module run by a thread in no context is the base's;
+ *   4. otherwise the thread's context, or the base.
+ *
+ * Reads from C code (PyImport_GetModule) once contexts have extension
+ * modules, and everything else, go to Python, which may walk the native
+ * stack.  Owners' tables are plain dicts: answering from one is one lookup.
+ *
+ * Frames are read as CPython lays them out (3.10's frame objects, 3.11+'s
+ * _PyInterpreterFrame through the internal headers), which is why this is
+ * built per Python version.  Every call here runs with the GIL held.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+#if PY_VERSION_HEX >= 0x030B0000
+#define Py_BUILD_CORE 1
+#include <internal/pycore_frame.h>
+#undef Py_BUILD_CORE
+#else
+#include <frameobject.h>
+#endif
+
+#if PY_VERSION_HEX < 0x030A0000 || PY_VERSION_HEX >= 0x030E0000
+#error "vlcs's module table reads the frames of CPython 3.10 to 3.13"
+#endif
+
+/* --- frames: the current one, its instruction, its globals, the one below --- */
+
+#if PY_VERSION_HEX >= 0x030B0000
+typedef _PyInterpreterFrame frame_t;
+
+static frame_t *frame_top(PyThreadState *ts)
+{
+#if PY_VERSION_HEX >= 0x030D0000
+    return ts->current_frame;
+#else
+    return ts->cframe->current_frame;
+#endif
+}
+
+static bool frame_complete(frame_t *f)
+{
+#if PY_VERSION_HEX >= 0x030C0000
+    if (f->owner == FRAME_OWNED_BY_CSTACK)
+        return false;
+#endif
+    return !_PyFrame_IsIncomplete(f);
+}
+
+static frame_t *frame_below(frame_t *f) { return f->previous; }
+static PyObject *frame_globals(frame_t *f) { return f->f_globals; }
+
+static int frame_opcode(frame_t *f)
+{
+#if PY_VERSION_HEX >= 0x030D0000
+    return f->instr_ptr->op.code;
+#else
+    return _Py_OPCODE(*f->prev_instr);
+#endif
+}
+#else /* 3.10: frame objects */
+typedef PyFrameObject frame_t;
+
+static frame_t *frame_top(PyThreadState *ts) { return ts->frame; }
+static bool frame_complete(frame_t *f) { return f->f_lasti >= 0; }
+static frame_t *frame_below(frame_t *f) { return f->f_back; }
+static PyObject *frame_globals(frame_t *f) { return f->f_globals; }
+
+static int frame_opcode(frame_t *f)
+{
+    const unsigned char *code = (const unsigned char *)PyBytes_AS_STRING(f->f_code->co_code);
+    return code[(size_t)f->f_lasti * sizeof(_Py_CODEUNIT)];
+}
+#endif
+
+/* The innermost complete frame, or NULL (no Python code is running). */
+static frame_t *frame_current(void)
+{
+    frame_t *f = frame_top(PyThreadState_Get());
+    while (f != NULL && !frame_complete(f))
+        f = frame_below(f);
+    return f;
+}
+
+/* --- a map from an object's address to an owner's table ---------------------- */
+/* Keys are module globals (held, so an address is never another dict's) or
+ * context handles; `modules` is the owner's table, NULL for the base. */
+
+enum { OWNED = 1, BASE_MODULE = 2 };
+
+struct slot {
+    uintptr_t key; /* 0: empty, TOMB: deleted */
+    PyObject *held; /* the key's object, or NULL */
+    PyObject *modules;
+    int kind;
+};
+
+struct map {
+    struct slot *slots;
+    size_t cap, used, filled; /* filled counts tombstones too */
+};
+
+#define TOMB UINTPTR_MAX
+
+static size_t slot_of(uintptr_t key, size_t cap)
+{
+    return (size_t)((key >> 4) * UINT64_C(0x9E3779B97F4A7C15) >> 17) & (cap - 1);
+}
+
+static struct slot *map_find(const struct map *m, uintptr_t key)
+{
+    if (m->used == 0)
+        return NULL;
+    for (size_t i = slot_of(key, m->cap);; i = (i + 1) & (m->cap - 1)) {
+        struct slot *s = &m->slots[i];
+        if (s->key == key)
+            return s;
+        if (s->key == 0)
+            return NULL;
+    }
+}
+
+static int map_grow(struct map *m)
+{
+    size_t cap = m->cap ? m->cap : 64;
+    while (m->used * 2 + 2 > cap)
+        cap *= 2;
+    struct slot *fresh = calloc(cap, sizeof *fresh);
+    if (fresh == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    for (size_t i = 0; i < m->cap; i++) {
+        struct slot *s = &m->slots[i];
+        if (s->key == 0 || s->key == TOMB)
+            continue;
+        size_t j = slot_of(s->key, cap);
+        while (fresh[j].key != 0)
+            j = (j + 1) & (cap - 1);
+        fresh[j] = *s;
+    }
+    free(m->slots);
+    m->slots = fresh;
+    m->cap = cap;
+    m->filled = m->used;
+    return 0;
+}
+
+static void slot_clear(struct slot *s)
+{
+    Py_CLEAR(s->held);
+    Py_CLEAR(s->modules);
+    s->key = TOMB;
+}
+
+static int map_put(struct map *m, uintptr_t key, PyObject *held, PyObject *modules, int kind)
+{
+    struct slot *s = map_find(m, key);
+    if (s == NULL) {
+        if ((m->filled + 1) * 2 > m->cap && map_grow(m) < 0)
+            return -1;
+        size_t i = slot_of(key, m->cap);
+        while (m->slots[i].key != 0 && m->slots[i].key != TOMB)
+            i = (i + 1) & (m->cap - 1);
+        s = &m->slots[i];
+        if (s->key == 0)
+            m->filled++;
+        m->used++;
+        *s = (struct slot){.key = key};
+    }
+    Py_XINCREF(held);
+    Py_XINCREF(modules);
+    Py_XSETREF(s->held, held);
+    Py_XSETREF(s->modules, modules);
+    s->kind = kind;
+    return 0;
+}
+
+static void map_del(struct map *m, uintptr_t key)
+{
+    struct slot *s = map_find(m, key);
+    if (s != NULL) {
+        slot_clear(s);
+        m->used--;
+    }
+}
+
+/* --- state, set by the Python package (owners.py, modtable.py) ------------------ */
+
+static struct map owners; /* module globals -> owner */
+static struct map contexts; /* context handle -> its owner's table */
+static PyObject *shared_names; /* set: top-level names one module for all */
+static PyObject *context_names; /* set: top-level names any context ever held */
+static PyObject *verdicts; /* dict: name -> SHARED / ANYWHERE / BASE_ONLY */
+static PyObject *slow_import; /* the Python __import__ */
+static PyObject *str_slow_getitem, *str_slow_contains, *str_slow_get;
+static void *(*thread_context)(void); /* vlcs_current */
+static bool natives; /* contexts hold extension modules: C readers need the native stack */
+static unsigned char reads_op[256]; /* opcodes of a Python-level read of the table */
+static unsigned char import_op[256]; /* opcodes of an import statement */
+
+/* What a thread acts for (rule 2): a stack of owners' tables, None for the
+ * base; the top is kept apart, as the reads only need it. */
+static _Thread_local PyObject *acting_stack; /* list of (owner, table) */
+static _Thread_local PyObject *acting_table; /* the top's table (borrowed), or NULL */
+static _Thread_local Py_ssize_t acting_depth;
+static _Thread_local Py_ssize_t door_depth; /* acting_depth of the C door's push, or 0 */
+static PyObject *base_owner; /* what acting_top answers for the door's pushes */
+
+/* --- whose read it is ---------------------------------------------------------- */
+
+enum { SHARED, ANYWHERE, BASE_ONLY }; /* the name's top-level package */
+
+static int name_verdict(PyObject *name)
+{
+    PyObject *v = PyDict_GetItemWithError(verdicts, name);
+    if (v != NULL)
+        return (int)PyLong_AsLong(v);
+    if (PyErr_Occurred())
+        return -1;
+    Py_ssize_t len = PyUnicode_GET_LENGTH(name);
+    Py_ssize_t dot = PyUnicode_FindChar(name, '.', 0, len, 1);
+    if (dot == -2)
+        return -1;
+    PyObject *top = dot < 0 ? Py_NewRef(name) : PyUnicode_Substring(name, 0, dot);
+    if (top == NULL)
+        return -1;
+    int verdict = PySet_Contains(shared_names, top);
+    if (verdict == 1) {
+        verdict = SHARED;
+    } else if (verdict == 0) {
+        verdict = PySet_Contains(context_names, top);
+        if (verdict >= 0)
+            verdict = verdict ? ANYWHERE : BASE_ONLY;
+    }
+    Py_DECREF(top);
+    if (verdict < 0)
+        return -1;
+    if (PyDict_GET_SIZE(verdicts) > 8192)
+        PyDict_Clear(verdicts); /* probes of arbitrary names must not grow it for good */
+    PyObject *code = PyLong_FromLong(verdict);
+    int rc = code ? PyDict_SetItem(verdicts, name, code) : -1;
+    Py_XDECREF(code);
+    return rc < 0 ? -1 : verdict;
+}
+
+enum answer { ERROR = -1, STORAGE, TABLE, SLOW };
+
+/* Whose answer a read of name is: the storage's (the base, or a shared
+ * name), an owner's table (*table, borrowed), or the Python rules'. */
+static enum answer decide(PyObject *self, PyObject *name, bool from_python_only, PyObject **table)
+{
+    if (!PyUnicode_CheckExact(name))
+        return STORAGE; /* not a module name: is_shared() says shared */
+    int verdict = name_verdict(name);
+    if (verdict < 0)
+        return ERROR;
+    if (verdict == SHARED)
+        return STORAGE;
+    if (acting_depth > 0) {
+        *table = acting_table;
+        return acting_table ? TABLE : STORAGE;
+    }
+    if (verdict == BASE_ONLY) {
+        int present = PyDict_Contains(self, name);
+        if (present < 0)
+            return ERROR;
+        if (!present)
+            return STORAGE; /* in no owner's table at all */
+    }
+    frame_t *f = frame_current();
+    if (f == NULL)
+        return SLOW;
+    if (!from_python_only && !reads_op[frame_opcode(f)] && natives)
+        return SLOW; /* C code's read: the native stack decides first */
+    void *ctx = thread_context ? thread_context() : NULL;
+    for (; f != NULL; f = frame_below(f)) {
+        if (!frame_complete(f))
+            continue;
+        struct slot *s = map_find(&owners, (uintptr_t)frame_globals(f));
+        if (s == NULL)
+            continue;
+        if (s->kind == OWNED || ctx == NULL) {
+            *table = s->modules;
+            return s->modules ? TABLE : STORAGE;
+        }
+    }
+    if (ctx == NULL)
+        return STORAGE;
+    struct slot *s = map_find(&contexts, (uintptr_t)ctx);
+    if (s == NULL)
+        return STORAGE; /* a context Python does not know: the base's imports */
+    *table = s->modules;
+    return TABLE;
+}
+
+/* --- the table type: the hot methods ------------------------------------------- */
+
+static PyObject *table_subscript(PyObject *self, PyObject *name)
+{
+    PyObject *table = NULL;
+    switch (decide(self, name, false, &table)) {
+    case STORAGE:
+        return PyDict_Type.tp_as_mapping->mp_subscript(self, name);
+    case TABLE: {
+        PyObject *module = PyDict_GetItemWithError(table, name);
+        if (module != NULL)
+            return Py_NewRef(module);
+        if (!PyErr_Occurred())
+            PyErr_SetObject(PyExc_KeyError, name);
+        return NULL;
+    }
+    case SLOW:
+        return PyObject_CallMethodOneArg(self, str_slow_getitem, name);
+    default:
+        return NULL;
+    }
+}
+
+static int table_contains(PyObject *self, PyObject *name)
+{
+    PyObject *table = NULL;
+    switch (decide(self, name, false, &table)) {
+    case STORAGE:
+        return PyDict_Type.tp_as_sequence->sq_contains(self, name);
+    case TABLE:
+        return PyDict_Contains(table, name);
+    case SLOW: {
+        PyObject *r = PyObject_CallMethodOneArg(self, str_slow_contains, name);
+        if (r == NULL)
+            return -1;
+        int truth = PyObject_IsTrue(r);
+        Py_DECREF(r);
+        return truth;
+    }
+    default:
+        return -1;
+    }
+}
+
+static PyObject *table_get(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs < 1 || nargs > 2) {
+        PyErr_Format(PyExc_TypeError, "get expected 1 or 2 arguments, got %zd", nargs);
+        return NULL;
+    }
+    PyObject *name = args[0], *fallback = nargs == 2 ? args[1] : Py_None;
+    PyObject *table = NULL, *module;
+    switch (decide(self, name, true, &table)) {
+    case STORAGE:
+        table = self;
+        break;
+    case TABLE:
+        break;
+    case SLOW:
+        return PyObject_CallMethodObjArgs(self, str_slow_get, name, fallback, NULL);
+    default:
+        return NULL;
+    }
+    module = PyDict_GetItemWithError(table, name);
+    if (module == NULL && PyErr_Occurred())
+        return NULL;
+    return Py_NewRef(module ? module : fallback);
+}
+
+static PyMappingMethods table_mapping = {.mp_subscript = table_subscript};
+static PySequenceMethods table_sequence = {.sq_contains = table_contains};
+static PyMethodDef table_methods[] = {
+    {"get", (PyCFunction)(void (*)(void))table_get, METH_FASTCALL,
+     "D.get(name, default=None): the caller's owner's module, or default."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyTypeObject TableType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "vlcs._isolation._fast.Table",
+    .tp_doc = "The module table's hot methods (subclassed by modtable.ModuleTable).",
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE | Py_TPFLAGS_DICT_SUBCLASS,
+    .tp_as_mapping = &table_mapping,
+    .tp_as_sequence = &table_sequence,
+    .tp_methods = table_methods,
+};
+
+/* --- the import statement's door ------------------------------------------------- */
+
+static PyObject *import_for_base(PyObject *name, PyObject *globals, PyObject *locals,
+                                 PyObject *fromlist, int level)
+{
+    /* Imports CPython runs for the base read the storage (rule 2), even
+     * where C code of another owner is on the native stack. */
+    PyObject *saved = acting_table;
+    Py_ssize_t saved_door = door_depth;
+    door_depth = ++acting_depth;
+    acting_table = NULL;
+    PyObject *module = PyImport_ImportModuleLevelObject(name, globals, locals, fromlist, level);
+    acting_table = saved;
+    door_depth = saved_door;
+    acting_depth--;
+    return module;
+}
+
+/* builtins.__import__: shared names, and the base's import statements, go
+ * straight to CPython's import; the rest to the Python door. */
+static PyObject *door_import(PyObject *mod, PyObject *const *args, Py_ssize_t nargs,
+                             PyObject *kwnames)
+{
+    (void)mod;
+    /* While a thread acts for a context, the Python door decides. */
+    if (kwnames != NULL || nargs < 1 || nargs > 5 || !PyUnicode_CheckExact(args[0]) ||
+        (acting_depth > 0 && acting_table != NULL))
+        goto slow;
+    PyObject *name = args[0];
+    PyObject *globals = nargs > 1 ? args[1] : NULL;
+    PyObject *locals = nargs > 2 ? args[2] : NULL;
+    PyObject *fromlist = nargs > 3 ? args[3] : NULL;
+    int level = 0;
+    if (nargs > 4) {
+        long lv = PyLong_AsLong(args[4]);
+        if (lv == -1 && PyErr_Occurred())
+            return NULL;
+        if (lv < 0 || lv > INT32_MAX)
+            goto slow; /* CPython's own message for a bad level */
+        level = (int)lv;
+        if (0)
+            return NULL;
+    }
+    if (level == 0) {
+        int verdict = name_verdict(name);
+        if (verdict < 0)
+            return NULL;
+        if (verdict == SHARED)
+            return PyImport_ImportModuleLevelObject(name, globals, locals, fromlist, 0);
+    }
+    /* An import statement: the importing module decides. */
+    frame_t *f = frame_current();
+    if (globals == NULL || f == NULL || frame_globals(f) != globals || !import_op[frame_opcode(f)])
+        goto slow;
+    struct slot *s = map_find(&owners, (uintptr_t)globals);
+    if (s != NULL && s->modules == NULL &&
+        (s->kind == OWNED || thread_context == NULL || thread_context() == NULL))
+        return import_for_base(name, globals, locals, fromlist, level);
+slow:
+    return PyObject_Vectorcall(slow_import, args, (size_t)nargs, kwnames);
+}
+
+/* --- what the Python package tells this module ------------------------------- */
+
+static PyObject *fast_configure(PyObject *mod, PyObject *args)
+{
+    (void)mod;
+    PyObject *shared, *in_contexts, *base, *door, *current;
+    Py_buffer reads, imports;
+    if (!PyArg_ParseTuple(args, "O!O!OOOy*y*", &PySet_Type, &shared, &PySet_Type, &in_contexts,
+                          &base, &door, &current, &reads, &imports))
+        return NULL;
+    bool ok = reads.len == 256 && imports.len == 256;
+    if (ok) {
+        memcpy(reads_op, reads.buf, 256);
+        memcpy(import_op, imports.buf, 256);
+    }
+    PyBuffer_Release(&reads);
+    PyBuffer_Release(&imports);
+    if (!ok) {
+        PyErr_SetString(PyExc_ValueError, "configure: the opcode tables hold 256 bytes each");
+        return NULL;
+    }
+    void *fn = current == Py_None ? NULL : PyLong_AsVoidPtr(current);
+    if (fn == NULL && PyErr_Occurred())
+        return NULL;
+    Py_XSETREF(shared_names, Py_NewRef(shared));
+    Py_XSETREF(context_names, Py_NewRef(in_contexts));
+    Py_XSETREF(slow_import, Py_NewRef(door));
+    Py_XSETREF(base_owner, Py_NewRef(base));
+    *(void **)&thread_context = fn;
+    PyDict_Clear(verdicts);
+    Py_RETURN_NONE;
+}
+
+static PyObject *fast_names_changed(PyObject *mod, PyObject *unused)
+{
+    (void)mod;
+    (void)unused;
+    PyDict_Clear(verdicts);
+    Py_RETURN_NONE;
+}
+
+static PyObject *table_or_none(PyObject *table)
+{
+    if (table != Py_None && !PyDict_CheckExact(table)) {
+        PyErr_SetString(PyExc_TypeError, "an owner's table is a dict, or None for the base");
+        return NULL;
+    }
+    return table == Py_None ? NULL : table;
+}
+
+static PyObject *fast_own(PyObject *mod, PyObject *args)
+{
+    (void)mod;
+    PyObject *globals, *table;
+    if (!PyArg_ParseTuple(args, "O!O", &PyDict_Type, &globals, &table))
+        return NULL;
+    PyObject *t = table_or_none(table);
+    if (t == NULL && PyErr_Occurred())
+        return NULL;
+    if (map_put(&owners, (uintptr_t)globals, globals, t, OWNED) < 0)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+static PyObject *fast_base_module(PyObject *mod, PyObject *globals)
+{
+    (void)mod;
+    if (!PyDict_Check(globals)) {
+        PyErr_SetString(PyExc_TypeError, "base_module takes a module's globals");
+        return NULL;
+    }
+    struct slot *s = map_find(&owners, (uintptr_t)globals);
+    if (s == NULL && map_put(&owners, (uintptr_t)globals, globals, NULL, BASE_MODULE) < 0)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+static PyObject *fast_disown(PyObject *mod, PyObject *globals)
+{
+    (void)mod;
+    map_del(&owners, (uintptr_t)globals);
+    Py_RETURN_NONE;
+}
+
+static PyObject *fast_context(PyObject *mod, PyObject *args)
+{
+    (void)mod;
+    PyObject *handle, *table;
+    if (!PyArg_ParseTuple(args, "OO", &handle, &table))
+        return NULL;
+    void *h = PyLong_AsVoidPtr(handle);
+    if (h == NULL && PyErr_Occurred())
+        return NULL;
+    if (table == Py_None) {
+        map_del(&contexts, (uintptr_t)h);
+        Py_RETURN_NONE;
+    }
+    PyObject *t = table_or_none(table);
+    if (t == NULL)
+        return NULL;
+    if (map_put(&contexts, (uintptr_t)h, NULL, t, OWNED) < 0)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+static PyObject *fast_set_natives(PyObject *mod, PyObject *flag)
+{
+    (void)mod;
+    int truth = PyObject_IsTrue(flag);
+    if (truth < 0)
+        return NULL;
+    natives = truth;
+    Py_RETURN_NONE;
+}
+
+static PyObject *fast_acting_push(PyObject *mod, PyObject *args)
+{
+    (void)mod;
+    PyObject *owner, *table;
+    if (!PyArg_ParseTuple(args, "OO", &owner, &table))
+        return NULL;
+    PyObject *t = table_or_none(table);
+    if (t == NULL && PyErr_Occurred())
+        return NULL;
+    if (acting_stack == NULL && (acting_stack = PyList_New(0)) == NULL)
+        return NULL;
+    PyObject *entry = PyTuple_Pack(2, owner, table);
+    if (entry == NULL)
+        return NULL;
+    int rc = PyList_Append(acting_stack, entry);
+    Py_DECREF(entry);
+    if (rc < 0)
+        return NULL;
+    acting_table = t;
+    acting_depth++;
+    Py_RETURN_NONE;
+}
+
+static PyObject *fast_acting_pop(PyObject *mod, PyObject *unused)
+{
+    (void)mod;
+    (void)unused;
+    Py_ssize_t n = acting_stack ? PyList_GET_SIZE(acting_stack) : 0;
+    if (n == 0) {
+        PyErr_SetString(PyExc_RuntimeError, "acting_pop without acting_push");
+        return NULL;
+    }
+    if (PyList_SetSlice(acting_stack, n - 1, n, NULL) < 0)
+        return NULL;
+    acting_depth--;
+    acting_table = NULL;
+    if (n > 1) {
+        PyObject *t = PyTuple_GET_ITEM(PyList_GET_ITEM(acting_stack, n - 2), 1);
+        acting_table = t == Py_None ? NULL : t;
+    } else {
+        Py_CLEAR(acting_stack); /* a thread that ends frees nothing else */
+    }
+    Py_RETURN_NONE;
+}
+
+/* The owner the thread acts for, or None.  The C door's pushes (an import
+ * run for the base) are not on the list; it holds only the Python pushes. */
+static PyObject *fast_acting_top(PyObject *mod, PyObject *unused)
+{
+    (void)mod;
+    (void)unused;
+    if (acting_depth > 0 && door_depth == acting_depth)
+        return Py_NewRef(base_owner);
+    Py_ssize_t n = acting_stack ? PyList_GET_SIZE(acting_stack) : 0;
+    if (n == 0)
+        Py_RETURN_NONE;
+    return Py_NewRef(PyTuple_GET_ITEM(PyList_GET_ITEM(acting_stack, n - 1), 0));
+}
+
+static PyMethodDef fast_functions[] = {
+    {"import_", (PyCFunction)(void (*)(void))door_import, METH_FASTCALL | METH_KEYWORDS,
+     "__import__(name, globals=None, locals=None, fromlist=(), level=0)"},
+    {"configure", fast_configure, METH_VARARGS,
+     "configure(shared, in_contexts, base, python_import, vlcs_current_address, reads_ops, import_ops)"},
+    {"names_changed", fast_names_changed, METH_NOARGS,
+     "The shared names or the contexts' names grew: forget the verdicts."},
+    {"own", fast_own, METH_VARARGS, "own(globals, table): code with these globals is table's owner's (None: the base's)."},
+    {"base_module", fast_base_module, METH_O, "base_module(globals): a module of the base."},
+    {"disown", fast_disown, METH_O, "disown(globals): no longer an owner's or the base's."},
+    {"context", fast_context, METH_VARARGS, "context(handle, table): threads in the context read table (None: forget)."},
+    {"set_natives", fast_set_natives, METH_O, "Whether C readers must be asked about on the native stack."},
+    {"acting_push", fast_acting_push, METH_VARARGS, "acting_push(owner, table): the thread acts for owner."},
+    {"acting_pop", fast_acting_pop, METH_NOARGS, "The thread stops acting for the last owner pushed."},
+    {"acting_top", fast_acting_top, METH_NOARGS, "The owner the thread acts for, or None."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef fast_module = {
+    PyModuleDef_HEAD_INIT,
+    .m_name = "vlcs._isolation._fast",
+    .m_doc = "The module table's reads and the import statement's door, in C.",
+    .m_size = -1,
+    .m_methods = fast_functions,
+};
+
+PyMODINIT_FUNC PyInit__fast(void)
+{
+    TableType.tp_base = &PyDict_Type;
+    if (PyType_Ready(&TableType) < 0)
+        return NULL;
+    verdicts = PyDict_New();
+    shared_names = PySet_New(NULL);
+    context_names = PySet_New(NULL);
+    str_slow_getitem = PyUnicode_InternFromString("_slow_getitem");
+    str_slow_contains = PyUnicode_InternFromString("_slow_contains");
+    str_slow_get = PyUnicode_InternFromString("_slow_get");
+    if (!verdicts || !shared_names || !context_names || !str_slow_getitem || !str_slow_contains ||
+        !str_slow_get)
+        return NULL;
+    PyObject *m = PyModule_Create(&fast_module);
+    if (m == NULL)
+        return NULL;
+    if (PyModule_AddObject(m, "Table", Py_NewRef((PyObject *)&TableType)) < 0) {
+        Py_DECREF(&TableType);
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}

@@ -1,0 +1,228 @@
+"""Reads of sys.modules once a context exists: every way of reading gives
+the reader's owner's module, the C half answers Python code's reads without
+running Python (so the base keeps its speed), and what it caches follows
+vlcs.share() and the packages contexts import later.  One fresh interpreter
+per case; each reports facts as JSON."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+# Packages written to a temporary folder: vt_both is imported by the base and
+# the context, vt_base by the base only, vt_ctx by the context only.  A
+# reader module reports, for each name, whose module each form of read gave
+# ("base", "ctx", None for absent, "shared" for the standard library's) and
+# whether the three forms agreed.
+PRELUDE = r'''
+import json, os, sys, tempfile, threading
+folder = tempfile.mkdtemp()
+READER = """
+import sys
+NAMES = ("vt_both", "vt_base", "vt_ctx", "os", "vt_missing")
+def read(n):
+    try:
+        item = sys.modules[n]
+    except KeyError:
+        item = None
+    return item, n in sys.modules, sys.modules.get(n)
+def reads(rounds=1):
+    for _ in range(rounds):
+        out = {n: read(n) for n in NAMES}
+    return out
+def imports():
+    import vt_both
+    from vt_both import X
+    return vt_both, X
+"""
+for name, src in {
+    "vt_both": "X = object()\n",
+    "vt_base": "",
+    "vt_ctx": "",
+    "vt_reader": READER,
+    "vt_base_reader": READER,
+    "vt_init_reader": READER + "AT_IMPORT = reads()\n",
+}.items():
+    with open(os.path.join(folder, name + ".py"), "w") as f:
+        f.write(src)
+sys.path.insert(0, folder)
+import vt_both, vt_base, vt_reader, vt_base_reader
+import vlcs
+from vlcs._isolation.modtable import ModuleTable
+
+ctx = vlcs.VLC(name="reads")
+with ctx:
+    import vt_both as c_both, vt_ctx as c_ctx, vt_reader as c_reader
+    import numpy  # an extension module: C readers are asked about on the native stack
+assert c_reader is not vt_reader and c_both is not vt_both
+
+WHO = {id(vt_both): "base", id(vt_base): "base", id(c_both): "ctx", id(c_ctx): "ctx",
+       id(os): "shared"}
+
+def whose(report):
+    """{name: owner the reads answered, or "disagree: ..."}"""
+    out = {}
+    for n, (item, present, got) in report.items():
+        forms = (WHO.get(id(item)) if item is not None else None,
+                 WHO.get(id(got)) if got is not None else None)
+        if forms[0] != forms[1] or present != (item is not None):
+            out[n] = f"disagree: {forms} in={present}"
+        else:
+            out[n] = forms[0]
+    return out
+
+slow = {"n": 0}
+def count_slow(name):
+    orig = getattr(ModuleTable, name)
+    def counted(self, *a):
+        slow["n"] += 1
+        return orig(self, *a)
+    setattr(ModuleTable, name, counted)
+for m in ("_slow_getitem", "_slow_contains", "_slow_get"):
+    count_slow(m)
+'''
+
+BASE = {"vt_both": "base", "vt_base": "base", "vt_ctx": None, "os": "shared", "vt_missing": None}
+CTX = {"vt_both": "ctx", "vt_base": None, "vt_ctx": "ctx", "os": "shared", "vt_missing": None}
+
+
+def run(body: str) -> dict:
+    code = PRELUDE + textwrap.dedent(body)
+    p = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=300, env=os.environ
+    )
+    assert p.returncode == 0, p.stderr[-4000:]
+    return json.loads(p.stdout.strip().splitlines()[-1])
+
+
+def test_each_reader_gets_its_owners_modules_by_every_form_of_read():
+    r = run(
+        """
+        def script_read(n):  # the script's own reads (__main__ is shared code)
+            try:
+                item = sys.modules[n]
+            except KeyError:
+                item = None
+            return item, n in sys.modules, sys.modules.get(n)
+        out = {}
+        out["base module"] = whose(vt_reader.reads())
+        out["context module, base thread"] = whose(c_reader.reads())
+        with ctx:
+            out["context module, in the context"] = whose(c_reader.reads())
+            # a base module of a package the context imported too stays the base's
+            out["base module of a package both have, in the context"] = whose(vt_reader.reads())
+            # a base module no context imported acts for the thread's context
+            out["base-only module, in the context"] = whose(vt_base_reader.reads())
+            out["script, in the context"] = whose({n: script_read(n) for n in vt_reader.NAMES})
+        out["script, base"] = whose({n: script_read(n) for n in vt_reader.NAMES})
+        box = {}
+        t = threading.Thread(target=lambda: box.update(whose(c_reader.reads())))
+        vlcs.base_thread(t)
+        t.start(); t.join()
+        out["context module, another base thread"] = box
+        with ctx:
+            import vt_init_reader as c_init
+        out["context module while it executes"] = whose(c_init.AT_IMPORT)
+        print(json.dumps(out))
+        """
+    )
+    want = {
+        "base module": BASE,
+        "context module, base thread": CTX,
+        "context module, in the context": CTX,
+        "base module of a package both have, in the context": BASE,
+        "base-only module, in the context": CTX,
+        "script, in the context": CTX,
+        "script, base": BASE,
+        "context module, another base thread": CTX,
+        "context module while it executes": CTX,
+    }
+    wrong = {k: (r.get(k), v) for k, v in want.items() if r.get(k) != v}
+    assert not wrong, f"(got, wanted) per reader: {wrong}"
+
+
+def test_python_reads_of_owned_code_never_run_python_once_specialised():
+    # 2,000 rounds of 5 names x 3 forms each: the interpreter specialises the
+    # reads after a few; none of them may reach the Python half
+    r = run(
+        """
+        vt_reader.reads(50); c_reader.reads(50)  # warm up, specialise
+        out = {}
+        for label, fn in (("base", vt_reader.reads), ("context", c_reader.reads)):
+            slow["n"] = 0
+            got = whose(fn(2000))
+            out[label] = [slow["n"], got]
+        with ctx:
+            slow["n"] = 0
+            out["context, in it"] = [slow["n"], whose(c_reader.reads(2000))]
+        print(json.dumps(out))
+        """
+    )
+    assert r["base"] == [0, BASE], r
+    assert r["context"] == [0, CTX], r
+    assert r["context, in it"] == [0, CTX], r
+
+
+def test_function_level_imports_and_c_api_reads_follow_the_owner():
+    r = run(
+        """
+        import ctypes
+        get = ctypes.pythonapi.PyImport_GetModule
+        get.restype = ctypes.py_object
+        get.argtypes = [ctypes.py_object]
+        out = {}
+        for _ in range(20):  # past specialisation
+            b, bx = vt_reader.imports()
+            c, cx = c_reader.imports()
+        out["base import"] = [WHO.get(id(b)), bx is vt_both.X]
+        out["context import"] = [WHO.get(id(c)), cx is c_both.X]
+        out["C API, base"] = WHO.get(id(get("vt_both")))
+        with ctx:
+            out["C API, in the context"] = WHO.get(id(get("vt_both")))
+        print(json.dumps(out))
+        """
+    )
+    assert r["base import"] == ["base", True], r
+    assert r["context import"] == ["ctx", True], r
+    assert r["C API, base"] == "base", r
+    assert r["C API, in the context"] == "ctx", r
+
+
+def test_what_the_c_half_remembers_follows_share_and_later_imports():
+    r = run(
+        """
+        out = {}
+        # a package the base imported before any context asked for it
+        with open(os.path.join(folder, "vt_late.py"), "w") as f:
+            f.write("")
+        import vt_late as b_late
+        out["before"] = [c_reader.read("vt_late")[1], vt_reader.read("vt_late")[1]]
+        with ctx:
+            import vt_late as c_late
+        item, present, got = c_reader.read("vt_late")
+        out["after the context imported it"] = [item is c_late, present, got is c_late]
+        item, present, got = vt_reader.read("vt_late")
+        out["base after"] = [item is b_late, present, got is b_late]
+        # a name read as absent, then shared: one module for everyone
+        with open(os.path.join(folder, "vt_shared.py"), "w") as f:
+            f.write("")
+        out["absent"] = [c_reader.read("vt_shared")[1], vt_reader.read("vt_shared")[1]]
+        vlcs.share("vt_shared")
+        import vt_shared
+        with ctx:
+            import vt_shared as c_shared
+        out["shared"] = [c_shared is vt_shared, c_reader.read("vt_shared")[0] is vt_shared]
+        ctx.close()
+        out["base after close"] = whose(vt_reader.reads())
+        print(json.dumps(out))
+        """
+    )
+    assert r["before"] == [False, True], r
+    assert r["after the context imported it"] == [True, True, True], r
+    assert r["base after"] == [True, True, True], r
+    assert r["absent"] == [False, False], r
+    assert r["shared"] == [True, True], r
+    assert r["base after close"] == BASE, r
