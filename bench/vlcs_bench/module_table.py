@@ -9,11 +9,11 @@ name, a standard-library one, a package both the base and the context
 imported and one only the base did; ``sys.modules[name]``, ``import os`` in
 a function, ``from os import path`` in a function) in three states: before
 any context (``plain``), base code with a context alive (``base``), and a
-context's own code inside it (``context``); each as nanoseconds and as a ratio to ``plain``.  The goal
-the runtime is held to (issue: the base keeps its speed) is base <= 1.2x
-and context <= 2x; the report says where it is met.  It also times one
-small scikit-learn ``GridSearchCV`` inside a context against plainly, in
-fresh interpreters, alternating.
+context's own code inside it (``context``); each as nanoseconds and as a
+ratio to ``plain``.  The goal the runtime is held to (issue: the base keeps
+its speed) is base <= 1.2x and context <= 2x; the report says where it is
+met.  It also times one small scikit-learn ``GridSearchCV`` inside a
+context against plainly, in fresh interpreters, alternating.
 """
 
 from __future__ import annotations
