@@ -43,6 +43,10 @@ _OPS = {
 
 # Run in a fresh interpreter: prints {state: {op: ns}} as JSON.  The context's
 # code is a module imported inside the context, so the reads are its own.
+# This machine's speed drifts by tens of percent from one second to the
+# next, and the states cannot be interleaved (plain is before any context),
+# so each op is timed alternately with a control, a read of an exact dict,
+# and scaled by how the control moved: ns * control_plain / control_now.
 _CHILD = r'''
 import json, os, sys, tempfile, timeit
 N, R = {number}, {repeat}
@@ -53,12 +57,17 @@ def f_import():
     import os
 def f_from():
     from os import path
+D = dict(sys.modules)  # the control: an exact dict
 def measure(ops, number, repeat):
     out = {{}}
     for name, stmt in ops.items():
-        g = {{"sys": sys, "f_import": f_import, "f_from": f_from}}
-        best = min(timeit.repeat(stmt, globals=g, number=number, repeat=repeat))
-        out[name] = best / number * 1e9
+        # the statement runs with this module's globals: the module's own read
+        g = globals()
+        op = ctl = float("inf")
+        for _ in range(repeat):
+            op = min(op, timeit.timeit(stmt, globals=g, number=number))
+            ctl = min(ctl, timeit.timeit('D.get("os")', globals=g, number=number))
+        out[name] = (op / number * 1e9, ctl / number * 1e9)
     return out
 """
 folder = tempfile.mkdtemp()
@@ -109,21 +118,34 @@ def pythons() -> list[str]:
     return found
 
 
-def reads(python: str, number: int = 20000, repeat: int = 5) -> dict[str, Any]:
+def reads(python: str, number: int = 20000, repeat: int = 7, rounds: int = 3) -> dict[str, Any]:
+    """The reads timed in rounds fresh interpreters, each scaled by its
+    control (see _CHILD); each cell is its best round."""
     code = _CHILD.format(number=number, repeat=repeat, ops=repr(_OPS))
-    p = subprocess.run([python, "-c", code], capture_output=True, text=True, timeout=600)
-    if p.returncode != 0:
-        return {"error": p.stderr.strip().splitlines()[-1] if p.stderr.strip() else "failed"}
-    raw = json.loads(p.stdout.strip().splitlines()[-1])
-    out: dict[str, Any] = {"python": raw.pop("python"), "ops": {}}
+    best: dict[str, dict[str, float]] = {}
+    version = ""
+    for _ in range(rounds):
+        p = subprocess.run([python, "-c", code], capture_output=True, text=True, timeout=600)
+        if p.returncode != 0:
+            return {"error": p.stderr.strip().splitlines()[-1] if p.stderr.strip() else "failed"}
+        raw = json.loads(p.stdout.strip().splitlines()[-1])
+        version = raw.pop("python")
+        for op in _OPS:
+            ns0, ctl0 = raw["plain"][op]
+            for state, ops in raw.items():
+                ns, ctl = ops[op]
+                scaled = ns * ctl0 / ctl if state != "plain" else ns0
+                cells = best.setdefault(state, {})
+                cells[op] = min(scaled, cells.get(op, scaled))
+    out: dict[str, Any] = {"python": version, "rounds": rounds, "ops": {}}
     for op in _OPS:
-        plain = raw["plain"][op]
+        plain = best["plain"][op]
         out["ops"][op] = {
             "plain_ns": round(plain, 1),
-            "base_ns": round(raw["base"][op], 1),
-            "context_ns": round(raw["context"][op], 1),
-            "base_ratio": round(raw["base"][op] / plain, 2),
-            "context_ratio": round(raw["context"][op] / plain, 2),
+            "base_ns": round(best["base"][op], 1),
+            "context_ns": round(best["context"][op], 1),
+            "base_ratio": round(best["base"][op] / plain, 2),
+            "context_ratio": round(best["context"][op] / plain, 2),
         }
     return out
 

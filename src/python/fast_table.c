@@ -228,13 +228,28 @@ static _Thread_local PyObject *acting_stack; /* list of (owner, table) */
 static _Thread_local PyObject *acting_table; /* the top's table (borrowed), or NULL */
 static _Thread_local Py_ssize_t acting_depth;
 static _Thread_local Py_ssize_t door_depth; /* acting_depth of the C door's push, or 0 */
+/* How many threads act for an owner now: while none does, the reads skip
+ * the thread-local lookup (a call into ld.so for a dlopen'd module). */
+static Py_ssize_t threads_acting;
+
+static void acting_enter(void)
+{
+    if (acting_depth++ == 0)
+        threads_acting++;
+}
+
+static void acting_leave(void)
+{
+    if (--acting_depth == 0)
+        threads_acting--;
+}
 static PyObject *base_owner; /* what acting_top answers for the door's pushes */
 
 /* --- whose read it is ---------------------------------------------------------- */
 
 enum { SHARED, ANYWHERE, BASE_ONLY }; /* the name's top-level package */
 
-static int name_verdict(PyObject *name)
+static int verdict_of(PyObject *name)
 {
     PyObject *v = PyDict_GetItemWithError(verdicts, name);
     if (v != NULL)
@@ -267,11 +282,44 @@ static int name_verdict(PyObject *name)
     return rc < 0 ? -1 : verdict;
 }
 
-enum answer { ERROR = -1, STORAGE, TABLE, SLOW };
+/* The names code reads are mostly the same string objects each time (the
+ * constants of its code): a direct-mapped cache by address answers them
+ * without hashing.  It holds the names, so an address is never another's. */
+#define NAME_CACHE 1024
+static struct {
+    PyObject *name;
+    int verdict;
+} name_cache[NAME_CACHE];
+
+static void names_forget(void)
+{
+    for (size_t i = 0; i < NAME_CACHE; i++)
+        Py_CLEAR(name_cache[i].name);
+    PyDict_Clear(verdicts);
+}
+
+static int name_verdict(PyObject *name)
+{
+    uintptr_t a = (uintptr_t)name;
+    size_t i = (size_t)((a >> 4) ^ (a >> 14)) & (NAME_CACHE - 1);
+    if (name_cache[i].name == name)
+        return name_cache[i].verdict;
+    int verdict = verdict_of(name);
+    if (verdict >= 0) {
+        Py_XSETREF(name_cache[i].name, Py_NewRef(name));
+        name_cache[i].verdict = verdict;
+    }
+    return verdict;
+}
+
+enum answer { ERROR = -1, STORAGE, TABLE, FOUND, SLOW };
 
 /* Whose answer a read of name is: the storage's (the base, or a shared
- * name), an owner's table (*table, borrowed), or the Python rules'. */
-static enum answer decide(PyObject *self, PyObject *name, bool from_python_only, PyObject **table)
+ * name), an owner's table (*table, borrowed), or the Python rules'.  FOUND:
+ * the storage's, which it had to look in already: *item (borrowed; NULL:
+ * absent). */
+static enum answer decide(PyObject *self, PyObject *name, bool from_python_only, PyObject **table,
+                          PyObject **item)
 {
     if (!PyUnicode_CheckExact(name))
         return STORAGE; /* not a module name: is_shared() says shared */
@@ -280,59 +328,79 @@ static enum answer decide(PyObject *self, PyObject *name, bool from_python_only,
         return ERROR;
     if (verdict == SHARED)
         return STORAGE;
-    if (acting_depth > 0) {
+    if (threads_acting > 0 && acting_depth > 0) {
         *table = acting_table;
         return acting_table ? TABLE : STORAGE;
     }
     if (verdict == BASE_ONLY) {
-        int present = PyDict_Contains(self, name);
-        if (present < 0)
-            return ERROR;
-        if (!present)
-            return STORAGE; /* in no owner's table at all */
+        PyObject *found = PyDict_GetItemWithError(self, name);
+        if (found == NULL) {
+            if (PyErr_Occurred())
+                return ERROR;
+            *item = NULL; /* in no owner's table at all */
+            return FOUND;
+        }
+        *item = found;
     }
     frame_t *f = frame_current();
     if (f == NULL)
         return SLOW;
     if (!from_python_only && !reads_op[frame_opcode(f)] && natives)
         return SLOW; /* C code's read: the native stack decides first */
-    void *ctx = thread_context ? thread_context() : NULL;
+    /* the thread's context, asked for only when a frame leaves it open */
+    enum { UNASKED, NONE, SOME } asked = thread_context ? UNASKED : NONE;
+    void *ctx = NULL;
+    PyObject *owners_table = NULL; /* the base's */
     for (; f != NULL; f = frame_below(f)) {
         if (!frame_complete(f))
             continue;
         struct slot *s = map_find(&owners, (uintptr_t)frame_globals(f));
         if (s == NULL)
             continue;
-        if (s->kind == OWNED || ctx == NULL) {
-            *table = s->modules;
-            return s->modules ? TABLE : STORAGE;
+        if (s->kind == BASE_MODULE && asked == UNASKED) {
+            ctx = thread_context();
+            asked = ctx ? SOME : NONE;
+        }
+        if (s->kind == OWNED || asked == NONE) {
+            owners_table = s->modules;
+            goto decided;
         }
     }
-    if (ctx == NULL)
-        return STORAGE;
-    struct slot *s = map_find(&contexts, (uintptr_t)ctx);
-    if (s == NULL)
-        return STORAGE; /* a context Python does not know: the base's imports */
-    *table = s->modules;
-    return TABLE;
+    if (asked == UNASKED) {
+        ctx = thread_context();
+        asked = ctx ? SOME : NONE;
+    }
+    if (ctx != NULL) {
+        /* a context Python does not know: the base's */
+        struct slot *s = map_find(&contexts, (uintptr_t)ctx);
+        owners_table = s ? s->modules : NULL;
+    }
+decided:
+    if (owners_table != NULL) {
+        *table = owners_table;
+        return TABLE;
+    }
+    return verdict == BASE_ONLY ? FOUND : STORAGE; /* BASE_ONLY: *item looked up above */
 }
 
 /* --- the table type: the hot methods ------------------------------------------- */
 
 static PyObject *table_subscript(PyObject *self, PyObject *name)
 {
-    PyObject *table = NULL;
-    switch (decide(self, name, false, &table)) {
+    PyObject *table = NULL, *module = NULL;
+    switch (decide(self, name, false, &table, &module)) {
     case STORAGE:
         return PyDict_Type.tp_as_mapping->mp_subscript(self, name);
-    case TABLE: {
-        PyObject *module = PyDict_GetItemWithError(table, name);
+    case TABLE:
+        module = PyDict_GetItemWithError(table, name);
+        if (module == NULL && PyErr_Occurred())
+            return NULL;
+        /* fall through */
+    case FOUND:
         if (module != NULL)
             return Py_NewRef(module);
-        if (!PyErr_Occurred())
-            PyErr_SetObject(PyExc_KeyError, name);
+        PyErr_SetObject(PyExc_KeyError, name);
         return NULL;
-    }
     case SLOW:
         return PyObject_CallMethodOneArg(self, str_slow_getitem, name);
     default:
@@ -342,12 +410,14 @@ static PyObject *table_subscript(PyObject *self, PyObject *name)
 
 static int table_contains(PyObject *self, PyObject *name)
 {
-    PyObject *table = NULL;
-    switch (decide(self, name, false, &table)) {
+    PyObject *table = NULL, *module = NULL;
+    switch (decide(self, name, false, &table, &module)) {
     case STORAGE:
         return PyDict_Type.tp_as_sequence->sq_contains(self, name);
     case TABLE:
         return PyDict_Contains(table, name);
+    case FOUND:
+        return module != NULL;
     case SLOW: {
         PyObject *r = PyObject_CallMethodOneArg(self, str_slow_contains, name);
         if (r == NULL)
@@ -368,13 +438,15 @@ static PyObject *table_get(PyObject *self, PyObject *const *args, Py_ssize_t nar
         return NULL;
     }
     PyObject *name = args[0], *fallback = nargs == 2 ? args[1] : Py_None;
-    PyObject *table = NULL, *module;
-    switch (decide(self, name, true, &table)) {
+    PyObject *table = NULL, *module = NULL;
+    switch (decide(self, name, true, &table, &module)) {
     case STORAGE:
         table = self;
         break;
     case TABLE:
         break;
+    case FOUND:
+        return Py_NewRef(module ? module : fallback);
     case SLOW:
         return PyObject_CallMethodObjArgs(self, str_slow_get, name, fallback, NULL);
     default:
@@ -386,21 +458,27 @@ static PyObject *table_get(PyObject *self, PyObject *const *args, Py_ssize_t nar
     return Py_NewRef(module ? module : fallback);
 }
 
-static PyMappingMethods table_mapping = {.mp_subscript = table_subscript};
-static PySequenceMethods table_sequence = {.sq_contains = table_contains};
 static PyMethodDef table_methods[] = {
     {"get", (PyCFunction)(void (*)(void))table_get, METH_FASTCALL,
      "D.get(name, default=None): the caller's owner's module, or default."},
     {NULL, NULL, 0, NULL},
 };
 
-static PyTypeObject TableType = {
-    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "vlcs._isolation._fast.Table",
-    .tp_doc = "The module table's hot methods (subclassed by modtable.ModuleTable).",
-    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE | Py_TPFLAGS_DICT_SUBCLASS,
-    .tp_as_mapping = &table_mapping,
-    .tp_as_sequence = &table_sequence,
-    .tp_methods = table_methods,
+/* A heap type, so that the Python half's methods can be set on it
+ * (modtable.py): the table is then exactly this type, and the interpreter
+ * specialises calls of its C methods (a subclass's instances miss that). */
+static PyType_Slot table_slots[] = {
+    {Py_mp_subscript, (void *)table_subscript},
+    {Py_sq_contains, (void *)table_contains},
+    {Py_tp_methods, table_methods},
+    {Py_tp_doc, "sys.modules per owner: the reads in C, the rest set by modtable.py."},
+    {0, NULL},
+};
+
+static PyType_Spec table_spec = {
+    .name = "vlcs._isolation._fast.Table",
+    .flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE,
+    .slots = table_slots,
 };
 
 /* --- the import statement's door ------------------------------------------------- */
@@ -412,12 +490,13 @@ static PyObject *import_for_base(PyObject *name, PyObject *globals, PyObject *lo
      * where C code of another owner is on the native stack. */
     PyObject *saved = acting_table;
     Py_ssize_t saved_door = door_depth;
-    door_depth = ++acting_depth;
+    acting_enter();
+    door_depth = acting_depth;
     acting_table = NULL;
     PyObject *module = PyImport_ImportModuleLevelObject(name, globals, locals, fromlist, level);
     acting_table = saved;
     door_depth = saved_door;
-    acting_depth--;
+    acting_leave();
     return module;
 }
 
@@ -429,7 +508,7 @@ static PyObject *door_import(PyObject *mod, PyObject *const *args, Py_ssize_t na
     (void)mod;
     /* While a thread acts for a context, the Python door decides. */
     if (kwnames != NULL || nargs < 1 || nargs > 5 || !PyUnicode_CheckExact(args[0]) ||
-        (acting_depth > 0 && acting_table != NULL))
+        (threads_acting > 0 && acting_depth > 0 && acting_table != NULL))
         goto slow;
     PyObject *name = args[0];
     PyObject *globals = nargs > 1 ? args[1] : NULL;
@@ -494,7 +573,7 @@ static PyObject *fast_configure(PyObject *mod, PyObject *args)
     Py_XSETREF(slow_import, Py_NewRef(door));
     Py_XSETREF(base_owner, Py_NewRef(base));
     *(void **)&thread_context = fn;
-    PyDict_Clear(verdicts);
+    names_forget();
     Py_RETURN_NONE;
 }
 
@@ -502,7 +581,7 @@ static PyObject *fast_names_changed(PyObject *mod, PyObject *unused)
 {
     (void)mod;
     (void)unused;
-    PyDict_Clear(verdicts);
+    names_forget();
     Py_RETURN_NONE;
 }
 
@@ -599,7 +678,7 @@ static PyObject *fast_acting_push(PyObject *mod, PyObject *args)
     if (rc < 0)
         return NULL;
     acting_table = t;
-    acting_depth++;
+    acting_enter();
     Py_RETURN_NONE;
 }
 
@@ -614,7 +693,7 @@ static PyObject *fast_acting_pop(PyObject *mod, PyObject *unused)
     }
     if (PyList_SetSlice(acting_stack, n - 1, n, NULL) < 0)
         return NULL;
-    acting_depth--;
+    acting_leave();
     acting_table = NULL;
     if (n > 1) {
         PyObject *t = PyTuple_GET_ITEM(PyList_GET_ITEM(acting_stack, n - 2), 1);
@@ -667,9 +746,6 @@ static struct PyModuleDef fast_module = {
 
 PyMODINIT_FUNC PyInit__fast(void)
 {
-    TableType.tp_base = &PyDict_Type;
-    if (PyType_Ready(&TableType) < 0)
-        return NULL;
     verdicts = PyDict_New();
     shared_names = PySet_New(NULL);
     context_names = PySet_New(NULL);
@@ -682,8 +758,9 @@ PyMODINIT_FUNC PyInit__fast(void)
     PyObject *m = PyModule_Create(&fast_module);
     if (m == NULL)
         return NULL;
-    if (PyModule_AddObject(m, "Table", Py_NewRef((PyObject *)&TableType)) < 0) {
-        Py_DECREF(&TableType);
+    PyObject *table_type = PyType_FromSpecWithBases(&table_spec, (PyObject *)&PyDict_Type);
+    if (table_type == NULL || PyModule_AddObject(m, "Table", table_type) < 0) {
+        Py_XDECREF(table_type);
         Py_DECREF(m);
         return NULL;
     }

@@ -69,7 +69,7 @@ def _owner(frame: Any) -> Owner:
     return resolve(frame, native=not python_level)
 
 
-class ModuleTable(_fast.Table):
+class _PythonHalf(dict):  # type: ignore[type-arg]
     """``sys.modules`` per owner: the base's modules in the dict itself,
     each context's in its own table.
 
@@ -77,6 +77,9 @@ class ModuleTable(_fast.Table):
     C (src/python/fast_table.c) where the owner rules decide from the
     interpreter's frames alone, at the cost of a dict lookup or two; the
     ``_slow_*`` methods below answer the rest, and are what the C half does.
+    These methods are set on the C type itself (:func:`_graft`): the table
+    is exactly that type, whose C methods the interpreter specialises calls
+    to, which it does not for a subclass's instances.
     """
 
     def _view(self, owner: Owner) -> dict[str, Any]:
@@ -217,6 +220,19 @@ class ModuleTable(_fast.Table):
             owner.modules.clear()
 
 
+def _graft(half: type) -> Any:
+    """The C table type with half's methods (and docstring) set on it."""
+    skip = {"__module__", "__qualname__", "__dict__", "__weakref__", "__firstlineno__"}
+    skip |= {"__static_attributes__", "__annotations__"}
+    for name, value in vars(half).items():
+        if name not in skip:
+            setattr(_fast.Table, name, value)
+    return _fast.Table
+
+
+ModuleTable = _graft(_PythonHalf)
+
+
 def storage_keys() -> set[Any]:
     """The names in the base's storage now (see :func:`reclaim`)."""
     return set(dict.keys(table)) if table is not None else set()
@@ -254,7 +270,7 @@ _api.Py_IncRef.argtypes = [ctypes.py_object]
 _SCAN = 64 * 1024  # the module dict's pointer lies in the first KiB of the interpreter state
 _slot: Any = None  # the interpreter state's pointer to its module dict
 _plain: dict[str, Any] | None = None  # the dict the table replaced
-table: ModuleTable | None = None
+table: Any = None  # the ModuleTable standing as sys.modules
 
 
 def _readable(addr: int, want: int) -> int:
