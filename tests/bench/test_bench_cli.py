@@ -64,7 +64,15 @@ def test_bench_imports_json_schema_on_every_python_and_grid_search():
     assert result["pythons"], "at least this interpreter"
     for entry in result["pythons"]:
         assert "error" not in entry, entry
-        for op in ("get", "contains", "getitem", "import_in_function", "from_import_in_function"):
+        for op in (
+            "get",
+            "contains",
+            "getitem",
+            "import_in_function",
+            "from_import_in_function",
+            "get_package",
+            "contains_base_only",
+        ):
             _numbers(entry["ops"][op], "plain_ns", "base_ns", "context_ns")
             _numbers(entry["ops"][op], "base_ratio", "context_ratio")
     _numbers(result["grid_search"], "plain_s", "context_s", "ratio")
