@@ -423,6 +423,41 @@ VLCS_API int vlcs_ctx_keep_loaded(vlcs_ctx *c, const char *reason);
  */
 VLCS_API int vlcs_ctx_destroy(vlcs_ctx *c);
 
+/**
+ * Run an unmodified program inside the context, on the calling thread, as
+ * if it had a process of its own: argv[0] (searched on PATH when it has no
+ * slash) is loaded into the context like a library, so its globals and
+ * those of the libraries it links are the context's, and its main is called
+ * with argv and the context's environment (vlcs_ctx_setenv).  Its exit(),
+ * _exit() or a return from main ends this run only; its atexit handlers run
+ * and its output is flushed before this returns.  Any number of threads may
+ * run programs at once, each in its own context.
+ *
+ * The program is a dynamically linked, position-independent executable of
+ * this machine, as gcc and Debian build them by default.  Refused before
+ * anything is loaded: static, setuid or setgid programs, programs of
+ * another architecture, programs linked with -no-pie or needing an
+ * executable stack.  exit() called by another thread of the program ends
+ * the process, as does a signal it does not handle.
+ *
+ * @return the program's exit status (0-255), or -1 with vlcs_error() set
+ *         when it could not be run (VLCS_E_NOT_FOUND: no such program or no
+ *         main found; VLCS_E_UNSUPPORTED: a refusal above; VLCS_E_LIMIT:
+ *         linker namespaces or static TLS).
+ */
+VLCS_API int vlcs_ctx_exec(vlcs_ctx *c, char *const argv[]);
+
+/**
+ * The file descriptors the context's C streams (stdin, stdout, stderr) read
+ * and write, instead of the process's; -1 leaves one as it is.  Set them
+ * before the context's first load: the descriptors are duplicated when its
+ * namespace is made, so keep them open until then.
+ *
+ * @return 0, or -1 with vlcs_error() set (VLCS_E_INVALID: not an open
+ *         descriptor, or the context has loaded libraries already).
+ */
+VLCS_API int vlcs_ctx_set_stdio(vlcs_ctx *c, int in_fd, int out_fd, int err_fd);
+
 /* ==== Library families ================================================
  *
  * What vlcs knows about one kind of library (OpenBLAS, OpenMP, MKL, ...):

@@ -238,6 +238,11 @@ struct vlcs_ctx {
     int (*ns_fflush)(void *);
     void (*ns_thread_init)(void); /* the namespace libc's __ctype_init (thread.c) */
     struct vlcs_ip_api api;
+    /* vlcs_ctx_set_stdio: descriptors for the namespace's stdin, stdout and
+     * stderr (given when the namespace is made), and the streams made then */
+    int stdio_fd[3];
+    bool stdio_set[3];
+    void *stdio_file[3]; /* FILE * */
 
     /* giving the namespace back (unload.c) */
     void **handles; /* every successful load, closed on destroy */
@@ -385,6 +390,13 @@ HIDDEN int fork_register(vlcs_ctx *c, void (*prepare)(void), void (*parent)(void
                          void (*child)(void), void *dso);
 HIDDEN void fork_forget(vlcs_ctx *c); /* c's namespace went away */
 HIDDEN void ns_flush(vlcs_ctx *c);
+
+/* ---- programs run inside a context (exec.c) ---- */
+/* api->exit, ->quick_exit, ->exit_now: on a thread running a program
+ * (vlcs_ctx_exec), the end of that run; elsewhere the process's. */
+HIDDEN void exec_exit(int status) __attribute__((noreturn));
+HIDDEN void exec_quick_exit(int status) __attribute__((noreturn));
+HIDDEN void exec_exit_now(int status) __attribute__((noreturn));
 
 /* ---- the Service context (service.c, forwarder.c) ---- */
 

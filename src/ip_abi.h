@@ -103,6 +103,15 @@ struct vlcs_ip_api {
     pid_t (*fork)(void);
 };
 
+/* A variable a program loaded into the namespace holds a copy of (an
+ * R_X86_64_COPY relocation) and the library's own, which the interposer's
+ * vlcs_ip_exec_copies(pairs, n) keeps in step (exec.c, ip_exec.c). */
+struct vlcs_ip_copy {
+    void *program;
+    void *lib;
+    size_t size;
+};
+
 /* Exported by libvlcs_interpose.so; returns 0 on success. */
 typedef int (*vlcs_ip_bind_fn)(const struct vlcs_ip_api *api);
 

@@ -106,9 +106,9 @@ static void api_fill(vlcs_ctx *c, struct vlcs_ip_api *a)
     a->pthread_join = pthread_join;
     a->pthread_detach = pthread_detach;
     a->thread_begin = thread_begin;
-    a->exit = exit;
-    a->quick_exit = quick_exit;
-    a->exit_now = _exit;
+    a->exit = exec_exit;
+    a->quick_exit = exec_quick_exit;
+    a->exit_now = exec_exit_now;
     a->abort = abort;
     a->register_atfork = fork_register;
     a->fork = fork;
@@ -200,6 +200,31 @@ int ns_create(vlcs_ctx *c)
                   c->name, interposer_path());
         goto fail;
     }
+    /* vlcs_ctx_set_stdio's: streams of the base's libc (a namespace's libc
+     * accepts another copy's FILE), on descriptors of their own */
+    for (int i = 0; i < 3; i++) {
+        if (!c->stdio_set[i])
+            continue;
+        int fd = dup(c->stdio_fd[i]);
+        FILE *f = fd >= 0 ? fdopen(fd, i == 0 ? "r" : "w") : NULL;
+        if (f == NULL) {
+            if (fd >= 0)
+                close(fd);
+            set_error(VLCS_E_SYSTEM,
+                      "Error creating the namespace of context '%s': descriptor %d given to "
+                      "vlcs_ctx_set_stdio cannot be used: %s",
+                      c->name, c->stdio_fd[i], strerror(errno));
+            for (int j = 0; j < i; j++)
+                if (c->stdio_file[j] != NULL) {
+                    fclose(c->stdio_file[j]);
+                    c->stdio_file[j] = NULL;
+                }
+            goto fail;
+        }
+        if (i > 0)
+            setvbuf(f, NULL, _IOLBF, 0);
+        c->stdio_file[i] = f;
+    }
     char **env = environ_copy(c->pending_env);
     if (env == NULL) {
         set_error(VLCS_E_SYSTEM, "Error creating the namespace of context '%s': out of memory",
@@ -227,6 +252,10 @@ int ns_create(vlcs_ctx *c)
     *ns_stdin = stdin;
     *ns_stdout = stdout;
     *ns_stderr = stderr;
+    FILE **slots[3] = {ns_stdin, ns_stdout, ns_stderr};
+    for (int i = 0; i < 3; i++)
+        if (c->stdio_file[i] != NULL)
+            *slots[i] = c->stdio_file[i];
 
     /* See the same in runtime.c: a libc that has never created a thread skips
      * locks, but threads of the base call into this one. */
@@ -281,6 +310,11 @@ void ns_teardown(vlcs_ctx *c)
     c->ns_environ_slot = NULL;
     c->ip_handle = NULL;
     fork_forget(c);
+    for (int i = 0; i < 3; i++)
+        if (c->stdio_file[i] != NULL) {
+            fclose(c->stdio_file[i]);
+            c->stdio_file[i] = NULL;
+        }
 }
 
 void ns_flush(vlcs_ctx *c) { c->ns_fflush(NULL); }

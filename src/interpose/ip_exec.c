@@ -1,0 +1,152 @@
+/*
+ * ip_exec.c - a program's copies of libc's variables, kept in step.
+ *
+ * A program built as gcc builds by default (-fPIE) reads stdout, optarg,
+ * optind, environ, tzname... from copies in its own data, which ld.so
+ * filled when it was loaded (copy relocations); the namespace's libc reads
+ * and writes its own.  In a process the copies are the only ones (libc
+ * binds to the executable's); a program vlcs loads into a context
+ * (vlcs_ctx_exec, ../exec.c) is not the executable, so the two are brought
+ * in step around the libc calls that read or write them: the program's
+ * values go to libc before the call (a program resetting optind, assigning
+ * environ), libc's come back after it.  With no program loaded in this
+ * namespace every wrapper is its libc function, one load later.
+ */
+#define _GNU_SOURCE
+#include "ip.h"
+
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define MAX_COPIES 64
+
+static struct vlcs_ip_copy copies[MAX_COPIES];
+static size_t ncopies;
+
+/* Given by libvlcs when it loads a program into this namespace; n == 0
+ * forgets them (the program is gone). */
+IP_EXPORT void vlcs_ip_exec_copies(const struct vlcs_ip_copy *pairs, size_t n)
+{
+    if (n > MAX_COPIES)
+        n = MAX_COPIES;
+    __atomic_store_n(&ncopies, 0, __ATOMIC_RELEASE);
+    memcpy(copies, pairs, n * sizeof *pairs);
+    __atomic_store_n(&ncopies, n, __ATOMIC_RELEASE);
+}
+
+static size_t to_libc(void)
+{
+    size_t n = __atomic_load_n(&ncopies, __ATOMIC_ACQUIRE);
+    for (size_t i = 0; i < n; i++)
+        memcpy(copies[i].lib, copies[i].program, copies[i].size);
+    return n;
+}
+
+static void from_libc(size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        memcpy(copies[i].program, copies[i].lib, copies[i].size);
+}
+
+typedef int (*getopt_fn)(int, char *const *, const char *);
+typedef int (*getopt_long_fn)(int, char *const *, const char *, const struct option *, int *);
+typedef char *(*getenv_fn)(const char *);
+typedef int (*setenv_fn)(const char *, const char *, int);
+typedef int (*unsetenv_fn)(const char *);
+typedef int (*putenv_fn)(char *);
+typedef int (*clearenv_fn)(void);
+typedef void (*tzset_fn)(void);
+typedef struct tm *(*localtime_fn)(const time_t *);
+typedef struct tm *(*localtime_r_fn)(const time_t *, struct tm *);
+typedef time_t (*mktime_fn)(struct tm *);
+
+/* The wrapped call, with the copies in step on both sides of it. */
+#define IN_STEP(type, call)      \
+    size_t n_ = to_libc();       \
+    type r_ = call;              \
+    from_libc(n_);               \
+    return r_
+
+IP_EXPORT int getopt(int argc, char *const argv[], const char *opts)
+{
+    NEXT(getopt_fn, getopt)
+    IN_STEP(int, next_getopt(argc, argv, opts));
+}
+
+IP_EXPORT int getopt_long(int argc, char *const argv[], const char *opts,
+                          const struct option *longopts, int *index)
+{
+    NEXT(getopt_long_fn, getopt_long)
+    IN_STEP(int, next_getopt_long(argc, argv, opts, longopts, index));
+}
+
+IP_EXPORT int getopt_long_only(int argc, char *const argv[], const char *opts,
+                               const struct option *longopts, int *index)
+{
+    NEXT(getopt_long_fn, getopt_long_only)
+    IN_STEP(int, next_getopt_long_only(argc, argv, opts, longopts, index));
+}
+
+IP_EXPORT char *getenv(const char *name)
+{
+    NEXT(getenv_fn, getenv)
+    IN_STEP(char *, next_getenv(name));
+}
+
+IP_EXPORT char *secure_getenv(const char *name)
+{
+    NEXT(getenv_fn, secure_getenv)
+    IN_STEP(char *, next_secure_getenv(name));
+}
+
+IP_EXPORT int setenv(const char *name, const char *value, int overwrite)
+{
+    NEXT(setenv_fn, setenv)
+    IN_STEP(int, next_setenv(name, value, overwrite));
+}
+
+IP_EXPORT int unsetenv(const char *name)
+{
+    NEXT(unsetenv_fn, unsetenv)
+    IN_STEP(int, next_unsetenv(name));
+}
+
+IP_EXPORT int putenv(char *string)
+{
+    NEXT(putenv_fn, putenv)
+    IN_STEP(int, next_putenv(string));
+}
+
+IP_EXPORT int clearenv(void)
+{
+    NEXT(clearenv_fn, clearenv)
+    IN_STEP(int, next_clearenv());
+}
+
+IP_EXPORT void tzset(void)
+{
+    NEXT(tzset_fn, tzset)
+    size_t n = to_libc();
+    next_tzset();
+    from_libc(n);
+}
+
+IP_EXPORT struct tm *localtime(const time_t *t)
+{
+    NEXT(localtime_fn, localtime)
+    IN_STEP(struct tm *, next_localtime(t));
+}
+
+IP_EXPORT struct tm *localtime_r(const time_t *t, struct tm *out)
+{
+    NEXT(localtime_r_fn, localtime_r)
+    IN_STEP(struct tm *, next_localtime_r(t, out));
+}
+
+IP_EXPORT time_t mktime(struct tm *tm)
+{
+    NEXT(mktime_fn, mktime)
+    IN_STEP(time_t, next_mktime(tm));
+}
