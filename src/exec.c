@@ -408,6 +408,57 @@ void exec_exit_now(int status)
 }
 
 typedef void (*copies_fn)(const struct vlcs_ip_copy *, size_t);
+typedef void (*streams_fn)(void **);
+
+/* A run's own C streams, on duplicates of the namespace's descriptors: the
+ * program may close them (coreutils do at exit), which must not close the
+ * process's or the context's.  The interposer forgets those it closes. */
+struct run_streams {
+    FILE **slot[3]; /* the namespace libc's stdin, stdout, stderr */
+    FILE *saved[3];
+    void *open[3]; /* the run's, NULL once closed */
+    streams_fn tell;
+};
+
+static int streams_give(vlcs_ctx *c, struct run_streams *s, const char *path)
+{
+    memset(s, 0, sizeof *s);
+    s->tell = (streams_fn)dlsym(c->ip_handle, "vlcs_ip_exec_streams");
+    void *libc = dlmopen(c->lmid, "libc.so.6", RTLD_NOLOAD | RTLD_LAZY);
+    static const char *const names[3] = {"stdin", "stdout", "stderr"};
+    for (int i = 0; i < 3 && libc; i++)
+        s->slot[i] = dlsym(libc, names[i]);
+    if (libc)
+        dlclose(libc);
+    if (!s->tell || !s->slot[0] || !s->slot[1] || !s->slot[2])
+        return refuse(VLCS_E_NOT_FOUND, path, "the context's libc or interposer lacks its streams");
+    for (int i = 0; i < 3; i++) {
+        s->saved[i] = *s->slot[i];
+        int fd = s->saved[i] ? dup(fileno(s->saved[i])) : -1;
+        FILE *f = fd >= 0 ? fdopen(fd, i == 0 ? "r" : "w") : NULL;
+        if (f == NULL) {
+            if (fd >= 0)
+                close(fd);
+            continue; /* a stream the namespace has not: the program's stays */
+        }
+        if (i == 2)
+            setvbuf(f, NULL, _IONBF, 0);
+        s->open[i] = f;
+        *s->slot[i] = f;
+    }
+    s->tell(s->open);
+    return 0;
+}
+
+static void streams_take_back(struct run_streams *s)
+{
+    s->tell(NULL);
+    for (int i = 0; i < 3; i++) {
+        if (s->open[i] != NULL)
+            fclose(s->open[i]);
+        *s->slot[i] = s->saved[i];
+    }
+}
 
 /* The namespace's interposer keeps the program's copies in step with libc's
  * variables; its program_invocation_name becomes the instance's. */
@@ -509,7 +560,15 @@ VLCS_API int vlcs_ctx_exec(vlcs_ctx *ctx, char *const argv[])
         program_close(&p);
         return -1;
     }
+    struct run_streams streams;
+    if (streams_give(c, &streams, p.path) != 0) {
+        ns_close_handle(c, h);
+        close(fd);
+        program_close(&p);
+        return -1;
+    }
     if (bind_copies(c, h, lm, &p, argv[0]) != 0) {
+        streams_take_back(&streams);
         ns_close_handle(c, h);
         close(fd);
         program_close(&p);
@@ -521,6 +580,7 @@ VLCS_API int vlcs_ctx_exec(vlcs_ctx *ctx, char *const argv[])
     while (argv[argc])
         argc++;
     if (vlcs_enter(ctx) != 0) {
+        streams_take_back(&streams);
         ns_close_handle(c, h);
         close(fd);
         return -1;
@@ -534,7 +594,7 @@ VLCS_API int vlcs_ctx_exec(vlcs_ctx *ctx, char *const argv[])
     ns_close_handle(c, h);
     close(fd);
     ns_flush(c);
-    fflush(NULL);
+    streams_take_back(&streams);
     vlcs_leave();
     return inst.status & 0xff;
 }

@@ -16,6 +16,7 @@
 #include "ip.h"
 
 #include <getopt.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -149,4 +150,26 @@ IP_EXPORT time_t mktime(struct tm *tm)
 {
     NEXT(mktime_fn, mktime)
     IN_STEP(time_t, next_mktime(tm));
+}
+
+/* The streams a program run in this namespace was given: it may close them
+ * (coreutils' close_stdout at exit does), and libvlcs must then not. */
+static void **run_streams;
+
+IP_EXPORT void vlcs_ip_exec_streams(void **three)
+{
+    __atomic_store_n(&run_streams, three, __ATOMIC_RELEASE);
+}
+
+typedef int (*fclose_fn)(FILE *);
+
+IP_EXPORT int fclose(FILE *f)
+{
+    NEXT(fclose_fn, fclose)
+    void **s = __atomic_load_n(&run_streams, __ATOMIC_ACQUIRE);
+    if (s != NULL)
+        for (int i = 0; i < 3; i++)
+            if (s[i] == f)
+                s[i] = NULL;
+    return next_fclose(f);
 }
