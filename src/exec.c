@@ -372,6 +372,26 @@ static void *definition_elsewhere(Lmid_t lmid, const struct link_map *prog, cons
     return NULL;
 }
 
+/* What the program's load brought into the namespace besides it (libgomp,
+ * OpenBLAS...) is held as if loaded by vlcs_ctx_load: it stays when the
+ * program is unloaded after its run, and destroying the context stops its
+ * threads and unloads it as it does every library's. */
+static void keep_dependencies(vlcs_ctx *c, const struct link_map *prog)
+{
+    for (const struct link_map *lm = prog->l_next; lm != NULL; lm = lm->l_next) {
+        if (lm->l_name == NULL || lm->l_name[0] == '\0')
+            continue;
+        void *h = dlmopen(c->lmid, lm->l_name, RTLD_NOLOAD | RTLD_NOW);
+        if (h == NULL)
+            continue;
+        pthread_mutex_lock(&c->lock);
+        int rc = ns_note_handle(c, h);
+        pthread_mutex_unlock(&c->lock);
+        if (rc != 0)
+            dlclose(h); /* out of memory: it goes with the program */
+    }
+}
+
 /* ---- running an instance ------------------------------------------------- */
 
 struct instance {
@@ -408,16 +428,31 @@ void exec_exit_now(int status)
 }
 
 typedef void (*copies_fn)(const struct vlcs_ip_copy *, size_t);
+
+/* The interposer lets go of the program's copies (before it is unloaded:
+ * a thread of the namespace calling getenv must not write where it was). */
+static void forget_copies(vlcs_ctx *c)
+{
+    copies_fn give = (copies_fn)dlsym(c->ip_handle, "vlcs_ip_exec_copies");
+    if (give != NULL)
+        give(NULL, 0);
+}
 typedef void (*streams_fn)(void **);
 
 /* A run's own C streams, on duplicates of the namespace's descriptors: the
  * program may close them (coreutils do at exit), which must not close the
- * process's or the context's.  The interposer forgets those it closes. */
+ * process's or the context's.  They are the namespace libc's own (made and
+ * closed by it, on its list of streams: a stream closed by another libc
+ * copy than its maker's stays on its maker's list, freed).  The interposer
+ * forgets those the program closes. */
 struct run_streams {
     FILE **slot[3]; /* the namespace libc's stdin, stdout, stderr */
     FILE *saved[3];
     void *open[3]; /* the run's, NULL once closed */
     streams_fn tell;
+    FILE *(*fdopen)(int, const char *);
+    int (*fclose)(FILE *);
+    int (*setvbuf)(FILE *, char *, int, size_t);
 };
 
 static int streams_give(vlcs_ctx *c, struct run_streams *s, const char *path)
@@ -428,21 +463,26 @@ static int streams_give(vlcs_ctx *c, struct run_streams *s, const char *path)
     static const char *const names[3] = {"stdin", "stdout", "stderr"};
     for (int i = 0; i < 3 && libc; i++)
         s->slot[i] = dlsym(libc, names[i]);
-    if (libc)
+    if (libc) {
+        s->fdopen = (FILE * (*)(int, const char *)) dlsym(libc, "fdopen");
+        s->fclose = (int (*)(FILE *))dlsym(libc, "fclose");
+        s->setvbuf = (int (*)(FILE *, char *, int, size_t))dlsym(libc, "setvbuf");
         dlclose(libc);
-    if (!s->tell || !s->slot[0] || !s->slot[1] || !s->slot[2])
+    }
+    if (!s->tell || !s->slot[0] || !s->slot[1] || !s->slot[2] || !s->fdopen || !s->fclose ||
+        !s->setvbuf)
         return refuse(VLCS_E_NOT_FOUND, path, "the context's libc or interposer lacks its streams");
     for (int i = 0; i < 3; i++) {
         s->saved[i] = *s->slot[i];
         int fd = s->saved[i] ? dup(fileno(s->saved[i])) : -1;
-        FILE *f = fd >= 0 ? fdopen(fd, i == 0 ? "r" : "w") : NULL;
+        FILE *f = fd >= 0 ? s->fdopen(fd, i == 0 ? "r" : "w") : NULL;
         if (f == NULL) {
             if (fd >= 0)
                 close(fd);
             continue; /* a stream the namespace has not: the program's stays */
         }
         if (i == 2)
-            setvbuf(f, NULL, _IONBF, 0);
+            s->setvbuf(f, NULL, _IONBF, 0);
         s->open[i] = f;
         *s->slot[i] = f;
     }
@@ -455,7 +495,7 @@ static void streams_take_back(struct run_streams *s)
     s->tell(NULL);
     for (int i = 0; i < 3; i++) {
         if (s->open[i] != NULL)
-            fclose(s->open[i]);
+            s->fclose(s->open[i]);
         *s->slot[i] = s->saved[i];
     }
 }
@@ -471,6 +511,16 @@ static int bind_copies(vlcs_ctx *c, void *h, const struct link_map *lm, const st
                       "the vlcs interposer lacks vlcs_ip_exec_copies (an older build)");
     void *libc = dlmopen(c->lmid, "libc.so.6", RTLD_NOLOAD | RTLD_LAZY);
     if (libc != NULL) {
+        /* getopt starts afresh, as in a new process (an earlier run in
+         * this context left its own place) */
+        int *optind = dlsym(libc, "optind"), *opterr = dlsym(libc, "opterr");
+        char **optarg = dlsym(libc, "optarg");
+        if (optind)
+            *optind = 1;
+        if (opterr)
+            *opterr = 1;
+        if (optarg)
+            *optarg = NULL;
         static const char *const names[] = {"program_invocation_name", "__progname_full"};
         static const char *const shorts[] = {"program_invocation_short_name", "__progname"};
         for (size_t k = 0; k < 2; k++) {
@@ -560,6 +610,7 @@ VLCS_API int vlcs_ctx_exec(vlcs_ctx *ctx, char *const argv[])
         program_close(&p);
         return -1;
     }
+    keep_dependencies(c, lm);
     struct run_streams streams;
     if (streams_give(c, &streams, p.path) != 0) {
         ns_close_handle(c, h);
@@ -580,6 +631,7 @@ VLCS_API int vlcs_ctx_exec(vlcs_ctx *ctx, char *const argv[])
     while (argv[argc])
         argc++;
     if (vlcs_enter(ctx) != 0) {
+        forget_copies(c);
         streams_take_back(&streams);
         ns_close_handle(c, h);
         close(fd);
@@ -591,6 +643,7 @@ VLCS_API int vlcs_ctx_exec(vlcs_ctx *ctx, char *const argv[])
         inst.status = main_of(argc, (char **)argv, *c->ns_environ_slot);
     running = NULL;
     /* Its atexit handlers and destructors, as at its exit; then its output. */
+    forget_copies(c);
     ns_close_handle(c, h);
     close(fd);
     ns_flush(c);

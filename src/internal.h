@@ -243,6 +243,7 @@ struct vlcs_ctx {
     int stdio_fd[3];
     bool stdio_set[3];
     void *stdio_file[3]; /* FILE * */
+    void **stdio_slot[3]; /* the namespace libc's stdin, stdout, stderr (FILE **) */
 
     /* giving the namespace back (unload.c) */
     void **handles; /* every successful load, closed on destroy */
@@ -390,6 +391,9 @@ HIDDEN int fork_register(vlcs_ctx *c, void (*prepare)(void), void (*parent)(void
                          void (*child)(void), void *dso);
 HIDDEN void fork_forget(vlcs_ctx *c); /* c's namespace went away */
 HIDDEN void ns_flush(vlcs_ctx *c);
+/* The streams vlcs_ctx_set_stdio gave: closed (their descriptors with them,
+ * so that a reader sees the end), the namespace's back on the process's. */
+HIDDEN void ns_streams_release(vlcs_ctx *c);
 
 /* ---- programs run inside a context (exec.c) ---- */
 /* api->exit, ->quick_exit, ->exit_now: on a thread running a program

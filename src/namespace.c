@@ -253,9 +253,11 @@ int ns_create(vlcs_ctx *c)
     *ns_stdout = stdout;
     *ns_stderr = stderr;
     FILE **slots[3] = {ns_stdin, ns_stdout, ns_stderr};
-    for (int i = 0; i < 3; i++)
+    for (int i = 0; i < 3; i++) {
+        c->stdio_slot[i] = (void **)slots[i];
         if (c->stdio_file[i] != NULL)
             *slots[i] = c->stdio_file[i];
+    }
 
     /* See the same in runtime.c: a libc that has never created a thread skips
      * locks, but threads of the base call into this one. */
@@ -310,8 +312,19 @@ void ns_teardown(vlcs_ctx *c)
     c->ns_environ_slot = NULL;
     c->ip_handle = NULL;
     fork_forget(c);
+    /* the namespace's libc is gone: its stream pointers with it */
+    for (int i = 0; i < 3; i++)
+        c->stdio_slot[i] = NULL;
+    ns_streams_release(c);
+}
+
+void ns_streams_release(vlcs_ctx *c)
+{
+    FILE *process[3] = {stdin, stdout, stderr};
     for (int i = 0; i < 3; i++)
         if (c->stdio_file[i] != NULL) {
+            if (c->stdio_slot[i] != NULL)
+                *c->stdio_slot[i] = process[i];
             fclose(c->stdio_file[i]);
             c->stdio_file[i] = NULL;
         }

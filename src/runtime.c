@@ -527,8 +527,10 @@ VLCS_API int vlcs_ctx_destroy(vlcs_ctx *h)
                   c->name, n);
         return -1;
     }
-    if (c->has_ns)
+    if (c->has_ns) {
         ns_flush(c);
+        ns_streams_release(c);
+    }
     env_pending_clear(c);
     c->magic = CTX_DEAD; /* from here on no one enters, loads or asks to keep */
     bool had_ns = c->has_ns, keep = c->keep != NULL, elastic = c->elastic;

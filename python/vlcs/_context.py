@@ -33,7 +33,7 @@ import sys
 import threading
 import warnings
 import weakref
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from vlcs import libraries
@@ -278,6 +278,41 @@ class VLC:
         raw = self._check_name(name)
         check(lib().vlcs_ctx_setenv(self._h, raw, c_string(value, f"the value of {name}")))
         self._env[name] = value
+
+    def exec_program(self, argv: Sequence[str | os.PathLike[str]]) -> int:
+        """Run an unmodified program inside this context, on the calling
+        thread, and return its exit status (0-255).
+
+        argv[0] is searched on PATH when it has no slash.  The program is
+        loaded into the context like a library: its globals and those of what
+        it links are the context's, it sees the context's CPUs and
+        environment, and its exit() ends only this run.  Dynamically linked,
+        position-independent programs only (gcc's and Debian's default);
+        others raise before anything runs.  Run several at once on threads of
+        their own, each in its own context (:func:`vlcs.exec_instances`).
+
+        >>> import vlcs
+        >>> ctx = vlcs.VLC(name="tool")
+        >>> ctx.exec_program(["true"])
+        0
+        >>> ctx.close()
+        """
+        if isinstance(argv, (str, bytes)) or not argv:
+            raise TypeError("argv must be a non-empty sequence of arguments, argv[0] the program")
+        raw = [c_string(a, f"argument {i}", path=True) for i, a in enumerate(argv)]
+        array = (ctypes.c_char_p * (len(raw) + 1))(*raw, None)
+        return check(lib().vlcs_ctx_exec(self._h, array))
+
+    def set_stdio(
+        self, stdin: int | None = None, stdout: int | None = None, stderr: int | None = None
+    ) -> None:
+        """File descriptors for the context's C streams (what its libraries'
+        and programs' stdin, stdout and stderr read and write) instead of the
+        process's; None leaves one as it is.  Only before the context's first
+        load; the descriptors are duplicated then, so keep them open till
+        then."""
+        fds = [-1 if fd is None else int(fd) for fd in (stdin, stdout, stderr)]
+        check(lib().vlcs_ctx_set_stdio(self._h, *fds))
 
     def unsetenv(self, name: str) -> None:
         """Remove an environment variable from the context only."""

@@ -77,6 +77,8 @@ _SIGNATURES: dict[str, tuple[Any, list[Any]]] = {
     "vlcs_leave": (_i, []),
     "vlcs_current": (_c, []),
     "vlcs_thread_adopt": (_i, [_c]),
+    "vlcs_ctx_exec": (_i, [_c, ctypes.POINTER(ctypes.c_char_p)]),
+    "vlcs_ctx_set_stdio": (_i, [_c, _i, _i, _i]),
     # internal (VLCS_INTERNAL_API): which extension module is on the native stack
     "vlcs_stack_find": (_c, [ctypes.POINTER(_c), ctypes.c_ulong]),
     # internal: the context's forged /proc and /sys files, for Python's open()

@@ -1,0 +1,148 @@
+"""``vlcs exec``: an unmodified program N times in one process, each
+instance in a context of its own, on a thread of its own, all at once.
+
+Each instance gets its share of the CPUs, ``VLCS_INSTANCE`` and
+``VLCS_INSTANCES`` (as MPI ranks see theirs) and the variables asked for;
+``{i}`` in an argument becomes its number.  Its exit ends that instance
+only.  With ``output="tag"`` each line an instance writes to its stdout or
+stderr is written whole, prefixed with ``[i]``; with ``"plain"`` the
+instances write straight to the process's.  Instance 0 reads the process's
+stdin, the others an empty one, unless ``stdin="all"``.
+"""
+
+from __future__ import annotations
+
+import os
+import selectors
+import sys
+import threading
+from collections.abc import Mapping, Sequence
+from typing import BinaryIO
+
+from vlcs._context import VLC
+from vlcs._isolation.threads import base_thread
+from vlcs._pools.executor import CpuList, _ids, split_cpus
+
+OUTPUTS = ("tag", "plain")
+STDINS = ("first", "all")
+
+
+class _Tagger:
+    """Whole lines from each instance's pipes, prefixed with its number."""
+
+    def __init__(self) -> None:
+        self._sel = selectors.DefaultSelector()
+        self._lock = threading.Lock()
+        self._open = 0
+        self._thread = threading.Thread(target=self._pump, name="vlcs-exec-output", daemon=True)
+        base_thread(self._thread)
+
+    def pipe(self, instance: int, sink: BinaryIO) -> int:
+        """A pipe whose read end is tagged into sink; its write end."""
+        r, w = os.pipe()
+        self._sel.register(r, selectors.EVENT_READ, (f"[{instance}] ".encode(), sink, bytearray()))
+        self._open += 1
+        return w
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def join(self) -> None:
+        self._thread.join()
+
+    def _pump(self) -> None:
+        while self._open:
+            for key, _ in self._sel.select():
+                tag, sink, pending = key.data
+                data = os.read(key.fd, 65536)
+                if data:
+                    pending += data
+                    cut = pending.rfind(b"\n") + 1
+                    if cut:
+                        self._write(sink, tag, bytes(pending[:cut]))
+                        del pending[:cut]
+                    continue
+                if pending:  # its last line had no newline: given one
+                    self._write(sink, tag, bytes(pending) + b"\n")
+                self._sel.unregister(key.fd)
+                os.close(key.fd)
+                self._open -= 1
+
+    def _write(self, sink: BinaryIO, tag: str | bytes, lines: bytes) -> None:
+        out = b"".join(tag + line + b"\n" for line in lines[:-1].split(b"\n"))  # type: ignore[operator]
+        with self._lock:
+            sink.write(out)
+            sink.flush()
+
+
+def exec_instances(
+    argv: Sequence[str],
+    n: int,
+    *,
+    cpus: CpuList | None = None,
+    env: Mapping[str, str] | None = None,
+    output: str = "tag",
+    stdin: str = "first",
+) -> list[int]:
+    """Run the program argv N times at once in this process, each instance
+    in a context of its own; their exit statuses, in instance order.
+
+    >>> import vlcs
+    >>> vlcs.exec_instances(["sh", "-c", "exit 0"], 2, output="plain")
+    [0, 0]
+    """
+    if isinstance(argv, (str, bytes)) or not argv:
+        raise TypeError("argv must be a non-empty sequence of arguments, argv[0] the program")
+    if not isinstance(n, int) or isinstance(n, bool) or n < 1:
+        raise ValueError(f"n must be a number of instances >= 1; got {n!r}")
+    if output not in OUTPUTS:
+        raise ValueError(f"output must be one of {', '.join(OUTPUTS)}; got {output!r}")
+    if stdin not in STDINS:
+        raise ValueError(f"stdin must be one of {', '.join(STDINS)}; got {stdin!r}")
+    pool = _ids(cpus) if cpus is not None else sorted(os.sched_getaffinity(0))
+    homes = split_cpus(pool, n)
+    tagger = _Tagger() if output == "tag" else None
+    devnull = os.open(os.devnull, os.O_RDONLY)
+    contexts: list[VLC] = []
+    ends: list[int] = []  # the instances' write ends, closed once they are given
+    try:
+        for i in range(n):
+            ctx = VLC(name=f"instance-{i}", cpus=homes[i])
+            contexts.append(ctx)
+            for key, value in {**(env or {}), "VLCS_INSTANCE": str(i), "VLCS_INSTANCES": str(n)}.items():
+                ctx.setenv(key, value)
+            out = err = None
+            if tagger is not None:
+                out = tagger.pipe(i, sys.stdout.buffer)
+                err = tagger.pipe(i, sys.stderr.buffer)
+                ends += [out, err]
+            ctx.set_stdio(None if i == 0 or stdin == "all" else devnull, out, err)
+        statuses: list[int | BaseException] = [0] * n
+
+        def run(i: int) -> None:
+            args = [a.replace("{i}", str(i)) for a in argv]
+            try:
+                statuses[i] = contexts[i].exec_program(args)
+            except BaseException as e:  # reported by the caller, in order
+                statuses[i] = e
+
+        threads = [threading.Thread(target=run, args=(i,), name=f"vlcs-exec-{i}") for i in range(n)]
+        for t in threads:
+            base_thread(t)
+            t.start()
+        if tagger is not None:
+            tagger.start()
+        for t in threads:
+            t.join()
+    finally:
+        for ctx in contexts:
+            ctx.close()  # its streams' last descriptors go with its namespace
+        for fd in ends:
+            os.close(fd)
+        os.close(devnull)
+        if tagger is not None and contexts:
+            tagger.join()
+    for s in statuses:
+        if isinstance(s, BaseException):
+            raise s
+    return [int(s) for s in statuses]  # type: ignore[arg-type]
