@@ -12,6 +12,7 @@ True
 """
 
 from vlcs._context import VLC, Context, NamespaceKeptWarning, current, info
+from vlcs._exec import exec_instances
 from vlcs._errors import (
     ContextBusyError,
     ContextDestroyedError,
@@ -56,6 +57,7 @@ __all__ = [
     "VlcsError",
     "VlcsLimitError",
     "current",
+    "exec_instances",
     "info",
     "__version__",
     "base_thread",

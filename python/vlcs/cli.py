@@ -40,6 +40,38 @@ def _run(args: argparse.Namespace) -> int:
     return 127  # not reached
 
 
+def _exec(args: argparse.Namespace) -> int:
+    command = list(args.command)
+    if command and command[0] == "--":
+        command = command[1:]
+    if not command:
+        print("vlcs exec: no program given; usage: vlcs exec -n N -- PROGRAM [ARGS...]", file=sys.stderr)
+        return 2
+    env = {}
+    for item in args.env:
+        key, eq, value = item.partition("=")
+        if not eq or not key:
+            print(f"vlcs exec: --env takes NAME=VALUE; got {item!r}", file=sys.stderr)
+            return 2
+        env[key] = value
+    if "glibc.rtld.nns" not in os.environ.get("GLIBC_TUNABLES", "") and args.raw_argv is not None:
+        # Each instance is a context with a namespace of its own: start
+        # again under the launcher, which gives glibc's 16 namespaces.
+        launcher = str(program_path("vlcs-run"))
+        os.execv(launcher, [launcher, "--", sys.executable, "-m", "vlcs", *args.raw_argv])
+    from vlcs._errors import VlcsError
+    from vlcs._exec import exec_instances
+
+    try:
+        statuses = exec_instances(
+            command, args.instances, cpus=args.cpus, env=env, output=args.output, stdin=args.stdin
+        )
+    except (VlcsError, ValueError, TypeError) as e:
+        print(f"vlcs exec: {e}", file=sys.stderr)
+        return 127 if isinstance(e, VlcsError) and e.code == 2 else 126
+    return next((s for s in statuses if s != 0), 0)
+
+
 def _info(args: argparse.Namespace) -> int:
     if args.cflags or args.libs:
         parts = []
@@ -160,6 +192,37 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("command", nargs=argparse.REMAINDER, help="-- PROGRAM [ARGS...]")
     r.set_defaults(func=_run)
 
+    e = sub.add_parser(
+        "exec",
+        help="run a program N times at once in this process, each instance in a context",
+        description="Run PROGRAM (dynamically linked, position-independent: gcc's and Debian's "
+        "default) N times at once inside this process, each instance in a context of its own "
+        "(its globals and its libraries', its share of the CPUs, its environment with "
+        "VLCS_INSTANCE=i and VLCS_INSTANCES=N), each on a thread of its own. {i} in an "
+        "argument becomes the instance's number. An instance's exit ends it only; the exit "
+        "status is the first non-zero one, or 0.",
+    )
+    e.add_argument("-n", "--instances", type=int, required=True, metavar="N")
+    e.add_argument("--cpus", help='the CPUs split among the instances, e.g. "0-7" (default: all)')
+    e.add_argument(
+        "--env", action="append", default=[], metavar="NAME=VALUE", help="for every instance"
+    )
+    e.add_argument(
+        "--output",
+        choices=("tag", "plain"),
+        default="tag",
+        help="tag: each whole line prefixed with [i] (default); plain: as written",
+    )
+    e.add_argument(
+        "--stdin",
+        choices=("first", "all"),
+        default="first",
+        help="who reads this process's stdin: instance 0 (default, the others read nothing) "
+        "or all",
+    )
+    e.add_argument("command", nargs=argparse.REMAINDER, help="-- PROGRAM [ARGS...]")
+    e.set_defaults(func=_exec)
+
     i = sub.add_parser("info", help="where vlcs is installed; compiler flags")
     i.add_argument("--cflags", action="store_true", help="print the include flag")
     i.add_argument("--libs", action="store_true", help="print the link flags")
@@ -232,6 +295,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    args.raw_argv = sys.argv[1:] if argv is None else None  # to start again as given
     try:
         return int(args.func(args))
     except FileNotFoundError as e:
