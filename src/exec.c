@@ -587,6 +587,7 @@ VLCS_API int vlcs_ctx_exec(vlcs_ctx *ctx, char *const argv[])
      * object by its name, and a reused number would silently give a later
      * load this one. */
     void *h = vlcs_ctx_load(ctx, fdpath);
+    ns_handed_over(); /* it may lie where another run's copy was */
     if (h == NULL) {
         close(fd);
         char why[1024];
@@ -644,6 +645,7 @@ VLCS_API int vlcs_ctx_exec(vlcs_ctx *ctx, char *const argv[])
     running = NULL;
     /* Its atexit handlers and destructors, as at its exit; then its output. */
     forget_copies(c);
+    ns_handed_back();
     ns_close_handle(c, h);
     close(fd);
     ns_flush(c);

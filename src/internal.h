@@ -358,6 +358,11 @@ HIDDEN void elastic_node_joined(void);
 /* ---- namespaces (namespace.c) --------------------------------------------- */
 
 HIDDEN int ns_create(vlcs_ctx *c); /* with c->lock held */
+/* The order in which ld.so hands the addresses of unloaded objects to the
+ * next load, stated for ThreadSanitizer (ld.so's lock is invisible to it):
+ * back before an unload, over after a load. */
+HIDDEN void ns_handed_back(void);
+HIDDEN void ns_handed_over(void);
 /* Closes the namespace's first object when nothing else is left in it (a
  * failed first load, or a destroyed context's libraries all closed): the
  * namespace goes, glibc reuses its number, and the context forgets it (its

@@ -120,8 +120,8 @@ static void api_fill(vlcs_ctx *c, struct vlcs_ip_api *a)
  * namespace's libc data (its environ, its stdio pointers) are not reported
  * as racing with writes to the old one's at the same addresses. */
 static atomic_uint ns_handover;
-static void ns_handed_back(void) { atomic_fetch_add_explicit(&ns_handover, 1, memory_order_release); }
-static void ns_handed_over(void) { (void)atomic_load_explicit(&ns_handover, memory_order_acquire); }
+void ns_handed_back(void) { atomic_fetch_add_explicit(&ns_handover, 1, memory_order_release); }
+void ns_handed_over(void) { (void)atomic_load_explicit(&ns_handover, memory_order_acquire); }
 
 int ns_create(vlcs_ctx *c)
 {
