@@ -12,7 +12,6 @@ True
 """
 
 from vlcs._context import VLC, Context, NamespaceKeptWarning, current, info
-from vlcs._exec import exec_instances
 from vlcs._errors import (
     ContextBusyError,
     ContextDestroyedError,
@@ -24,6 +23,7 @@ from vlcs._errors import (
     VlcsError,
     VlcsLimitError,
 )
+from vlcs._exec import exec_instances
 from vlcs._isolation.imports import share
 from vlcs._isolation.threads import base_thread
 from vlcs._lib import init, node_ledger, service, strict_active

@@ -109,7 +109,11 @@ def exec_instances(
         for i in range(n):
             ctx = VLC(name=f"instance-{i}", cpus=homes[i])
             contexts.append(ctx)
-            for key, value in {**(env or {}), "VLCS_INSTANCE": str(i), "VLCS_INSTANCES": str(n)}.items():
+            for key, value in {
+                **(env or {}),
+                "VLCS_INSTANCE": str(i),
+                "VLCS_INSTANCES": str(n),
+            }.items():
                 ctx.setenv(key, value)
             out = err = None
             if tagger is not None:

@@ -45,7 +45,10 @@ def _exec(args: argparse.Namespace) -> int:
     if command and command[0] == "--":
         command = command[1:]
     if not command:
-        print("vlcs exec: no program given; usage: vlcs exec -n N -- PROGRAM [ARGS...]", file=sys.stderr)
+        print(
+            "vlcs exec: no program given; usage: vlcs exec -n N -- PROGRAM [ARGS...]",
+            file=sys.stderr,
+        )
         return 2
     env = {}
     for item in args.env:
@@ -217,8 +220,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--stdin",
         choices=("first", "all"),
         default="first",
-        help="who reads this process's stdin: instance 0 (default, the others read nothing) "
-        "or all",
+        help="who reads this process's stdin: instance 0 (default, the others read nothing) or all",
     )
     e.add_argument("command", nargs=argparse.REMAINDER, help="-- PROGRAM [ARGS...]")
     e.set_defaults(func=_exec)

@@ -1,0 +1,136 @@
+"""`vlcs exec` and vlcs.exec_instances: unmodified programs N times in one
+process, each instance in a context of its own.  The programs: one built
+here as users build theirs (gcc prog.c -fopenmp) and Debian's own
+(coreutils' sha256sum, gzip), compared with separate runs of the same."""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import os
+import re
+import shutil
+import subprocess
+import sys
+import textwrap
+
+import pytest
+from conftest import vlcs_cmd
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+PROG = os.path.join(HERE, "..", "c", "prog", "exec_prog.c")
+
+
+@pytest.fixture(scope="module")
+def prog(tmp_path_factory) -> str:
+    """exec_prog.c built as gcc builds by default, with OpenMP."""
+    out = tmp_path_factory.mktemp("exec") / "prog"
+    subprocess.run(["gcc", PROG, "-fopenmp", "-o", str(out)], check=True)
+    return str(out)
+
+
+def test_eight_instances_each_private_tagged_and_the_first_failure_is_the_status(prog):
+    r = vlcs_cmd("exec", "-n", "8", "--env", "EXTRA=1", "--", prog, "-r", "{i}", "-t", "T", "x")
+    assert r.returncode == 3, r.stderr  # every instance exit(3)s
+    lines = r.stdout.splitlines()
+    assert len(lines) == 8, r.stdout
+    seen = {}
+    for line in lines:
+        m = re.fullmatch(
+            r"\[(\d)\] instance=(\d) counter=(\d+) tag=T optind=5 rest=x "
+            r"env_seen=1 getenv=yes procs=1 team=1",
+            line,
+        )
+        assert m, f"not a whole tagged line of one instance: {line!r}"
+        i = int(m.group(1))
+        # its own number and variables, its own counter (i rounds from 0),
+        # one of the 2 CPUs: an OpenMP team of one
+        assert m.group(2) == str(i) and m.group(3) == str(i), line
+        seen[i] = line
+    assert sorted(seen) == list(range(8))
+
+
+def test_debian_programs_give_what_separate_runs_give(tmp_path):
+    data = tmp_path / "data.txt"
+    data.write_bytes(b"".join(b"line %d of vlcs exec\n" % i for i in range(20000)))
+    want = subprocess.run(["sha256sum", str(data)], capture_output=True, text=True, check=True)
+    r = vlcs_cmd("exec", "-n", "4", "--", "sha256sum", str(data))
+    assert r.returncode == 0, r.stderr
+    assert sorted(r.stdout.splitlines()) == [f"[{i}] {want.stdout.strip()}" for i in range(4)]
+    # gzip, each instance its own file ({i}); the same bytes as gzip alone
+    for i in range(3):
+        shutil.copy(data, tmp_path / f"in.{i}")
+    # (-n: no name or time in the header, so that the bytes compare)
+    r = vlcs_cmd("exec", "-n", "3", "--", "gzip", "-n", "-k", "-f", "-9", str(tmp_path / "in.{i}"))
+    assert r.returncode == 0, r.stderr
+    plain = subprocess.run(["gzip", "-n", "-c", "-9", str(data)], capture_output=True, check=True)
+    for i in range(3):
+        made = (tmp_path / f"in.{i}.gz").read_bytes()
+        assert gzip.decompress(made) == data.read_bytes()
+        assert hashlib.sha256(made).digest() == hashlib.sha256(plain.stdout).digest()
+
+
+def test_exit_statuses_and_stderr_of_instances(tmp_path):
+    r = vlcs_cmd("exec", "-n", "2", "--", "ls", str(tmp_path / "missing"))
+    assert r.returncode == 2  # ls's own status, from each instance
+    assert sorted(r.stderr.splitlines()) == [
+        f"[{i}] ls: cannot access '{tmp_path / 'missing'}': No such file or directory"
+        for i in range(2)
+    ]
+
+
+def test_stdin_goes_to_the_first_instance_unless_all(tmp_path):
+    r = vlcs_cmd("exec", "-n", "2", "--", "wc", "-l", input="a\nb\nc\n")
+    assert sorted(r.stdout.splitlines()) == ["[0] 3", "[1] 0"], r.stdout + r.stderr
+    r = vlcs_cmd(
+        "exec", "-n", "1", "--stdin", "all", "--output", "plain", "--", "wc", "-l", input="a\nb\n"
+    )
+    assert r.stdout.strip() == "2", r.stdout + r.stderr
+
+
+@pytest.mark.parametrize(
+    "build, says",
+    [
+        (["-static"], "statically linked"),
+        (["-no-pie", "-fno-pie"], "not position-independent"),
+        (["-Wl,-z,execstack"], "executable stack"),
+    ],
+)
+def test_programs_that_cannot_run_are_refused_in_one_sentence(tmp_path, build, says):
+    src = tmp_path / "p.c"
+    src.write_text('#include <stdio.h>\nint main(void) { puts("ran"); return 0; }\n')
+    exe = tmp_path / "p"
+    subprocess.run(["gcc", str(src), "-o", str(exe), *build], check=True)
+    r = vlcs_cmd("exec", "-n", "2", "--", str(exe))
+    assert r.returncode == 126, r.stdout + r.stderr
+    assert r.stdout == ""  # nothing of it ran
+    assert says in r.stderr and r.stderr.count("\n") == 1, r.stderr
+
+
+def test_the_python_api_runs_programs_and_leaves_the_base_as_it_was(prog):
+    code = textwrap.dedent(
+        f"""
+        import json, os, vlcs
+        ctx = vlcs.VLC(name="tool", cpus="0")
+        first = ctx.exec_program([{prog!r}, "-r", "4"])
+        second = ctx.exec_program(["true"])
+        try:
+            ctx.exec_program(["vlcs-no-such-program"])
+            missing = None
+        except vlcs.LibraryNotFoundError as e:
+            missing = str(e)
+        ctx.close()
+        many = vlcs.exec_instances([{prog!r}, "-r", "{{i}}"], 3, output="plain")
+        print(json.dumps({{"first": first, "second": second, "missing": missing, "many": many,
+                          "base_env": os.environ.get("PROG_SET"),
+                          "base_cpus": len(os.sched_getaffinity(0))}}))
+        """
+    )
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr
+    import json
+
+    r = json.loads(p.stdout.strip().splitlines()[-1])
+    assert r["first"] == 3 and r["second"] == 0 and r["many"] == [3, 3, 3], r
+    assert "no such program on PATH" in r["missing"], r
+    assert r["base_env"] is None and r["base_cpus"] == len(os.sched_getaffinity(0)), r
