@@ -17,6 +17,7 @@
 #include <stdexcept>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "vlcs.h"
 
@@ -145,6 +146,25 @@ public:
         detail::check(vlcs_ctx_setenv(c_, name.c_str(), value.c_str()));
     }
     void unsetenv(const std::string &name) { detail::check(vlcs_ctx_unsetenv(c_, name.c_str())); }
+    /* Run an unmodified program inside the context on this thread; its exit
+     * status (vlcs_ctx_exec).  Throws vlcs::Error if it cannot run. */
+    int exec(const std::vector<std::string> &argv)
+    {
+        std::vector<char *> args;
+        for (const std::string &a : argv)
+            args.push_back(const_cast<char *>(a.c_str()));
+        args.push_back(nullptr);
+        int status = vlcs_ctx_exec(c_, args.data());
+        if (status < 0)
+            detail::fail();
+        return status;
+    }
+    /* Descriptors for the context's stdin, stdout, stderr (-1: as they are),
+     * before its first load (vlcs_ctx_set_stdio). */
+    void set_stdio(int in_fd, int out_fd, int err_fd)
+    {
+        detail::check(vlcs_ctx_set_stdio(c_, in_fd, out_fd, err_fd));
+    }
     int thread_count() const
     {
         int n = vlcs_ctx_thread_count(c_);

@@ -82,6 +82,18 @@ int main()
         threw = std::strstr(e.what(), "node ledger") != nullptr && e.code() == VLCS_E_SYSTEM;
     }
     EXPECT(threw && vlcs::Runtime::node_ledger() == nullptr);
+    // A program run inside a context: its status; one that cannot run throws.
+    {
+        vlcs::Context tool("tool");
+        EXPECT(tool.exec({"sh", "-c", "exit 7"}) == 7);
+        threw = false;
+        try {
+            tool.exec({"vlcs-no-such-program"});
+        } catch (const vlcs::Error &e) {
+            threw = e.code() == VLCS_E_NOT_FOUND;
+        }
+        EXPECT(threw);
+    }
     std::printf("ok - c++ wrapper\n");
     return 0;
 }
