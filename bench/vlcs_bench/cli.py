@@ -63,6 +63,18 @@ def _bench_recycle(args: argparse.Namespace) -> int:
     return 1 if any("error" in w for w in result["ways"].values()) else 0
 
 
+def _bench_exec(args: argparse.Namespace) -> int:
+    from vlcs_bench import exec_bench
+
+    try:
+        result = exec_bench.run(instances=args.instances, repeats=min(args.repeats, 5))
+    except RuntimeError as e:
+        print(f"vlcs bench exec: {e}", file=sys.stderr)
+        return 1
+    print(json.dumps(result, indent=2) if args.json else exec_bench.report(result))
+    return 0
+
+
 def _bench_shim(args: argparse.Namespace) -> int:
     from vlcs_bench import tables
     from vlcs_bench.calls import run
@@ -117,6 +129,7 @@ _SUITES = {
     "shim": _bench_shim,
     "python": _bench_python,
     "imports": _bench_imports,
+    "exec": _bench_exec,
     "recycle": _bench_recycle,
 }
 
@@ -150,11 +163,13 @@ def _demo(args: argparse.Namespace) -> int:
 
 def add_bench_arguments(b: argparse.ArgumentParser) -> None:
     b.add_argument(
-        "suite", help="all (the evaluation), core, strict, shim, python, imports or recycle"
+        "suite",
+        help="all (the evaluation), core, strict, shim, python, imports, recycle or exec",
     )
     b.add_argument("--json", action="store_true", help="print JSON")
     b.add_argument("--repeats", type=int, default=5, help="repeats per side (python)")
     b.add_argument("--requests", type=int, default=1000, help="recycle: requests per way")
+    b.add_argument("--instances", type=int, help="exec: instances (default: one per CPU)")
     b.add_argument("--quick", action="store_true", help="all: smaller sizes (~5 min on 2 cores)")
     b.add_argument("--cases", help="all: which cases, e.g. 1,5 (default: every case)")
     b.add_argument("--out", default="vlcs-bench-results", help="all: folder for the report")

@@ -57,9 +57,12 @@ def _exec(args: argparse.Namespace) -> int:
             print(f"vlcs exec: --env takes NAME=VALUE; got {item!r}", file=sys.stderr)
             return 2
         env[key] = value
-    if "glibc.rtld.nns" not in os.environ.get("GLIBC_TUNABLES", "") and args.raw_argv is not None:
-        # Each instance is a context with a namespace of its own: start
-        # again under the launcher, which gives glibc's 16 namespaces.
+    tuned = "glibc.rtld.nns" in os.environ.get("GLIBC_TUNABLES", "")
+    if args.instances > 4 and not tuned and args.raw_argv is not None:
+        # Each instance is a context with a namespace of its own: past a
+        # few, start again under the launcher, which raises glibc's
+        # namespaces and static TLS to what 15 contexts need (a few fit
+        # without, and skip the second start of Python).
         launcher = str(program_path("vlcs-run"))
         os.execv(launcher, [launcher, "--", sys.executable, "-m", "vlcs", *args.raw_argv])
     from vlcs._errors import VlcsError

@@ -110,3 +110,14 @@ def test_gemm_demo_runs_its_four_strategies():
     p = vlcs_cmd("demo", "gemm", "--repeats", "1", timeout=600)
     assert p.returncode == 0, p.stderr
     assert "vlcs contexts" in p.stdout and "sequential" in p.stdout
+
+
+def test_bench_exec_json_schema_and_every_way_ran():
+    r = vlcs_cmd("bench", "exec", "--repeats", "1", "--instances", "2", "--json", timeout=600)
+    assert r.returncode == 0, r.stderr
+    result = json.loads(r.stdout)
+    assert result["instances"] == 2
+    for way in ("vlcs exec", "processes", "one after another"):
+        _numbers(result["ways"][way], "wall_s", "wall_vs_processes", "startup_s_per_instance")
+        _numbers(result["ways"][way], "peak_mib")
+    assert result["ways"]["processes"]["wall_vs_processes"] == 1.0
