@@ -397,9 +397,23 @@ static void keep_dependencies(vlcs_ctx *c, const struct link_map *prog)
 struct instance {
     jmp_buf done;
     volatile int status; /* written by exec_exit, read after its longjmp */
+    int fds[3]; /* its streams' descriptors, -1: the process's */
 };
 
 static __thread struct instance *running;
+
+/* A child the program forks (system, popen, fork and exec) has the
+ * instance's streams as its 0, 1 and 2, as a process of its own would. */
+static void child_takes_streams(void)
+{
+    struct instance *i = running;
+    for (int k = 0; i != NULL && k < 3; k++)
+        if (i->fds[k] >= 0 && i->fds[k] != k)
+            dup2(i->fds[k], k);
+}
+
+static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
+static void atfork_install(void) { pthread_atfork(NULL, NULL, child_takes_streams); }
 
 /* api->exit and friends (namespace.c): the end of the instance this thread
  * runs, or of the process. */
@@ -639,6 +653,9 @@ VLCS_API int vlcs_ctx_exec(vlcs_ctx *ctx, char *const argv[])
         return -1;
     }
     struct instance inst = {.status = 0};
+    for (int k = 0; k < 3; k++)
+        inst.fds[k] = streams.open[k] ? fileno(streams.open[k]) : -1;
+    pthread_once(&atfork_once, atfork_install);
     running = &inst;
     if (setjmp(inst.done) == 0)
         inst.status = main_of(argc, (char **)argv, *c->ns_environ_slot);

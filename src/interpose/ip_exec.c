@@ -15,7 +15,10 @@
 #define _GNU_SOURCE
 #include "ip.h"
 
+#include <errno.h>
 #include <getopt.h>
+#include <spawn.h>
+#include <sys/wait.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -172,4 +175,41 @@ IP_EXPORT int fclose(FILE *f)
             if (s[i] == f)
                 s[i] = NULL;
     return next_fclose(f);
+}
+
+/* system() in a program run here: its shell gets the run's streams as 0, 1
+ * and 2 (glibc's own system() spawns without fork handlers, so the child
+ * would write to the process's).  Signals are left as they are: the
+ * process's dispositions are every instance's. */
+extern char **environ;
+
+IP_EXPORT int system(const char *command)
+{
+    typedef int (*system_fn)(const char *);
+    NEXT(system_fn, system)
+    void **s = __atomic_load_n(&run_streams, __ATOMIC_ACQUIRE);
+    if (s == NULL)
+        return next_system(command);
+    if (command == NULL)
+        return 1; /* a shell is there */
+    posix_spawn_file_actions_t fa;
+    if (posix_spawn_file_actions_init(&fa) != 0)
+        return -1;
+    for (int i = 0; i < 3; i++)
+        if (s[i] != NULL && fileno((FILE *)s[i]) != i)
+            posix_spawn_file_actions_adddup2(&fa, fileno((FILE *)s[i]), i);
+    for (int i = 1; i < 3; i++)
+        if (s[i] != NULL)
+            fflush((FILE *)s[i]);
+    char *argv[] = {"sh", "-c", (char *)command, NULL};
+    pid_t pid;
+    int rc = posix_spawn(&pid, "/bin/sh", &fa, NULL, argv, environ);
+    posix_spawn_file_actions_destroy(&fa);
+    if (rc != 0)
+        return 127 << 8; /* as system() when the shell cannot run */
+    int status;
+    while (waitpid(pid, &status, 0) < 0)
+        if (errno != EINTR)
+            return -1;
+    return status;
 }

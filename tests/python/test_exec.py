@@ -134,3 +134,17 @@ def test_the_python_api_runs_programs_and_leaves_the_base_as_it_was(prog):
     assert r["first"] == 3 and r["second"] == 0 and r["many"] == [3, 3, 3], r
     assert "no such program on PATH" in r["missing"], r
     assert r["base_env"] is None and r["base_cpus"] == len(os.sched_getaffinity(0)), r
+
+
+def test_children_an_instance_starts_write_to_its_streams(tmp_path):
+    exe = tmp_path / "forker"
+    src = os.path.join(HERE, "..", "c", "prog", "exec_forker.c")
+    subprocess.run(["gcc", src, "-o", str(exe)], check=True)
+    r = vlcs_cmd("exec", "-n", "2", "--", str(exe))
+    assert r.returncode == 0, r.stderr
+    for i in range(2):
+        mine = [line for line in r.stdout.splitlines() if line.startswith(f"[{i}] ")]
+        # system()'s shell and a forked-then-exec'd echo: tagged as the instance's
+        assert f"[{i}] child-of-system" in mine and f"[{i}] fork-exec" in mine, r.stdout
+        assert f"[{i}] system=0 popen=via-popen" in mine, r.stdout
+    assert all(line.startswith("[") for line in r.stdout.splitlines()), r.stdout
