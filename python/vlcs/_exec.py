@@ -24,6 +24,8 @@ from vlcs._isolation.threads import base_thread
 from vlcs._pools.executor import CpuList, _ids, split_cpus
 
 OUTPUTS = ("tag", "plain")
+# glibc's linker namespaces (16) less the base's
+MAX_INSTANCES = 15
 STDINS = ("first", "all")
 
 
@@ -95,6 +97,12 @@ def exec_instances(
         raise TypeError("argv must be a non-empty sequence of arguments, argv[0] the program")
     if not isinstance(n, int) or isinstance(n, bool) or n < 1:
         raise ValueError(f"n must be a number of instances >= 1; got {n!r}")
+    if n > MAX_INSTANCES:
+        raise ValueError(
+            f"{n} instances asked for, and one process holds at most {MAX_INSTANCES}: each "
+            "instance is a context with a linker namespace of its own, and glibc has 16; "
+            f"run {MAX_INSTANCES} or fewer per process"
+        )
     if output not in OUTPUTS:
         raise ValueError(f"output must be one of {', '.join(OUTPUTS)}; got {output!r}")
     if stdin not in STDINS:
