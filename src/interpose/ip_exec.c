@@ -18,7 +18,14 @@
 #include <errno.h>
 #include <getopt.h>
 #include <spawn.h>
+#include <stdarg.h>
+#include <sys/stat.h>
+#include <sys/sendfile.h>
+#include <sys/uio.h>
 #include <sys/wait.h>
+#include <fcntl.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -212,4 +219,100 @@ IP_EXPORT int system(const char *command)
         if (errno != EINTR)
             return -1;
     return status;
+}
+
+/* ---- descriptors 0, 1 and 2 of a program run here -------------------------
+ * Programs read and write their standard descriptors directly too (wc and
+ * cat do, not through stdio).  While a program runs in this namespace,
+ * 0, 1 and 2 passed to these calls by its code or its libraries mean the
+ * run's streams' descriptors; libc's own calls (stdio's) use those already. */
+
+static int run_fd(int fd)
+{
+    if (fd < 0 || fd > 2)
+        return fd;
+    void **s = __atomic_load_n(&run_streams, __ATOMIC_ACQUIRE);
+    return s != NULL && s[fd] != NULL ? fileno((FILE *)s[fd]) : fd;
+}
+
+#define FD_CALL(ret, name, params, args, ...)                 \
+    typedef ret(*name##_fn) params;                           \
+    IP_EXPORT ret name params                                 \
+    {                                                         \
+        NEXT(name##_fn, name)                                 \
+        fd = run_fd(fd);                                      \
+        return next_##name args;                              \
+    }
+
+FD_CALL(ssize_t, read, (int fd, void *buf, size_t n), (fd, buf, n))
+FD_CALL(ssize_t, __read_chk, (int fd, void *buf, size_t n, size_t size), (fd, buf, n, size))
+FD_CALL(ssize_t, write, (int fd, const void *buf, size_t n), (fd, buf, n))
+FD_CALL(ssize_t, readv, (int fd, const struct iovec *v, int n), (fd, v, n))
+FD_CALL(ssize_t, writev, (int fd, const struct iovec *v, int n), (fd, v, n))
+FD_CALL(off_t, lseek, (int fd, off_t off, int whence), (fd, off, whence))
+FD_CALL(off64_t, lseek64, (int fd, off64_t off, int whence), (fd, off, whence))
+FD_CALL(int, fstat, (int fd, struct stat *st), (fd, st))
+FD_CALL(int, fstat64, (int fd, struct stat64 *st), (fd, st))
+FD_CALL(int, isatty, (int fd), (fd))
+FD_CALL(int, posix_fadvise, (int fd, off_t off, off_t len, int advice), (fd, off, len, advice))
+FD_CALL(int, close, (int fd), (fd))
+FD_CALL(int, fsync, (int fd), (fd))
+
+typedef int (*ioctl_fn)(int, unsigned long, ...);
+IP_EXPORT int ioctl(int fd, unsigned long request, ...)
+{
+    NEXT(ioctl_fn, ioctl)
+    va_list ap;
+    va_start(ap, request);
+    void *arg = va_arg(ap, void *);
+    va_end(ap);
+    return next_ioctl(run_fd(fd), request, arg);
+}
+
+typedef int (*fcntl_fn)(int, int, ...);
+IP_EXPORT int fcntl(int fd, int cmd, ...)
+{
+    NEXT(fcntl_fn, fcntl)
+    va_list ap;
+    va_start(ap, cmd);
+    void *arg = va_arg(ap, void *);
+    va_end(ap);
+    return next_fcntl(run_fd(fd), cmd, arg);
+}
+
+typedef ssize_t (*copy_file_range_fn)(int, off64_t *, int, off64_t *, size_t, unsigned);
+IP_EXPORT ssize_t copy_file_range(int in, off64_t *in_off, int out, off64_t *out_off, size_t n,
+                                  unsigned flags)
+{
+    NEXT(copy_file_range_fn, copy_file_range)
+    return next_copy_file_range(run_fd(in), in_off, run_fd(out), out_off, n, flags);
+}
+
+typedef ssize_t (*splice_fn)(int, off64_t *, int, off64_t *, size_t, unsigned);
+IP_EXPORT ssize_t splice(int in, off64_t *in_off, int out, off64_t *out_off, size_t n,
+                         unsigned flags)
+{
+    NEXT(splice_fn, splice)
+    return next_splice(run_fd(in), in_off, run_fd(out), out_off, n, flags);
+}
+
+typedef ssize_t (*sendfile_fn)(int, int, off_t *, size_t);
+IP_EXPORT ssize_t sendfile(int out, int in, off_t *off, size_t n)
+{
+    NEXT(sendfile_fn, sendfile)
+    return next_sendfile(run_fd(out), run_fd(in), off, n);
+}
+
+typedef int (*dup2_fn)(int, int);
+IP_EXPORT int dup2(int old, int new)
+{
+    NEXT(dup2_fn, dup2)
+    return next_dup2(run_fd(old), run_fd(new));
+}
+
+typedef int (*dup_fn)(int);
+IP_EXPORT int dup(int fd)
+{
+    NEXT(dup_fn, dup)
+    return next_dup(run_fd(fd));
 }
