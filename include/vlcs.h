@@ -204,6 +204,30 @@ VLCS_API int vlcs_ctx_set_cpus(vlcs_ctx *c, const char *cpulist);
 VLCS_API int vlcs_ctx_get_cpus(const vlcs_ctx *c, char *buf, unsigned long size);
 
 /**
+ * Every CPU argument of vlcs (vlcs_ctx_set_cpus, elastic bounds, plan
+ * files, the Python and C++ wrappers, the CLI) also takes an hwloc place:
+ * TYPE:INDEXES[.TYPE:INDEXES...] with hwloc's type names (package, numa,
+ * l3, l2, core, pu) and logical indexes as hwloc's tools count them, e.g.
+ * "numa:0", "l3:0-1", "core:0-7.pu:0" (the first hardware thread of each of
+ * cores 0-7).  A later level counts inside each object the earlier one
+ * chose.  Resolved with libhwloc (loaded when first needed) against this
+ * machine, or against VLCS_TOPOLOGY: an hwloc XML export, or
+ * "synthetic:pack:2 numa:2 l3:4 core:8 pu:2".
+ *
+ * vlcs_place_cpus writes the CPU list a place (or a CPU list) stands for.
+ * @return the number of CPUs, or -1 with vlcs_error() set (VLCS_E_INVALID:
+ *         an unknown type, an index the machine lacks, libhwloc missing).
+ */
+VLCS_API int vlcs_place_cpus(const char *place, char *buf, unsigned long size);
+
+/**
+ * The CPU lists of every object of a type ("numa", "l3", "core"...) in
+ * logical order, separated by ';', into buf.
+ * @return how many objects, or -1 with vlcs_error() set.
+ */
+VLCS_API int vlcs_topo_objects(const char *type, char *buf, unsigned long size);
+
+/**
  * Make a context elastic: while it is busy (a thread is inside it, from
  * vlcs_enter to vlcs_leave) it may borrow the home CPUs of idle elastic
  * contexts, up to `bound`; while it is idle its own home CPUs (those of

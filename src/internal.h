@@ -27,7 +27,9 @@ typedef struct {
     uint64_t w[MASK_WORDS];
 } vmask;
 
+/* A taskset list "0-3,8", or an hwloc place "numa:0" (places.c). */
 HIDDEN int mask_parse(const char *list, vmask *out, char *err, size_t errsize);
+HIDDEN int places_resolve(const char *place, vmask *out, char *err, size_t errsize);
 HIDDEN int mask_format(const vmask *m, char *buf, size_t size);
 HIDDEN int mask_count(const vmask *m);
 HIDDEN bool mask_eq(const vmask *a, const vmask *b);

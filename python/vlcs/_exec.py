@@ -1,7 +1,8 @@
 """``vlcs exec``: an unmodified program N times in one process, each
 instance in a context of its own, on a thread of its own, all at once.
 
-Each instance gets its share of the CPUs, ``VLCS_INSTANCE`` and
+Each instance gets its share of the CPUs (split along the machine's
+topology with ``places``: "l3", "numa"...), ``VLCS_INSTANCE`` and
 ``VLCS_INSTANCES`` (as MPI ranks see theirs) and the variables asked for;
 ``{i}`` in an argument becomes its number.  Its exit ends that instance
 only.  With ``output="tag"`` each line an instance writes to its stdout or
@@ -85,6 +86,7 @@ def exec_instances(
     env: Mapping[str, str] | None = None,
     output: str = "tag",
     stdin: str = "first",
+    places: str | None = None,
 ) -> list[int]:
     """Run the program argv N times at once in this process, each instance
     in a context of its own; their exit statuses, in instance order.
@@ -108,7 +110,12 @@ def exec_instances(
     if stdin not in STDINS:
         raise ValueError(f"stdin must be one of {', '.join(STDINS)}; got {stdin!r}")
     pool = _ids(cpus) if cpus is not None else sorted(os.sched_getaffinity(0))
-    homes = split_cpus(pool, n)
+    if places is not None:
+        from vlcs._topo import split
+
+        homes = split(n, places, pool)
+    else:
+        homes = split_cpus(pool, n)
     tagger = _Tagger() if output == "tag" else None
     devnull = os.open(os.devnull, os.O_RDONLY)
     contexts: list[VLC] = []

@@ -77,6 +77,8 @@ _SIGNATURES: dict[str, tuple[Any, list[Any]]] = {
     "vlcs_leave": (_i, []),
     "vlcs_current": (_c, []),
     "vlcs_thread_adopt": (_i, [_c]),
+    "vlcs_place_cpus": (_i, [_s, ctypes.c_char_p, ctypes.c_ulong]),
+    "vlcs_topo_objects": (_i, [_s, ctypes.c_char_p, ctypes.c_ulong]),
     "vlcs_ctx_exec": (_i, [_c, ctypes.POINTER(ctypes.c_char_p)]),
     "vlcs_ctx_set_stdio": (_i, [_c, _i, _i, _i]),
     # internal (VLCS_INTERNAL_API): which extension module is on the native stack

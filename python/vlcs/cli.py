@@ -70,12 +70,76 @@ def _exec(args: argparse.Namespace) -> int:
 
     try:
         statuses = exec_instances(
-            command, args.instances, cpus=args.cpus, env=env, output=args.output, stdin=args.stdin
+            command,
+            args.instances,
+            cpus=args.cpus,
+            env=env,
+            output=args.output,
+            stdin=args.stdin,
+            places=args.places,
         )
     except (VlcsError, ValueError, TypeError) as e:
         print(f"vlcs exec: {e}", file=sys.stderr)
         return 127 if isinstance(e, VlcsError) and e.code == 2 else 126
     return next((s for s in statuses if s != 0), 0)
+
+
+def _topo(args: argparse.Namespace) -> int:
+    if args.topology and args.synthetic:
+        print("vlcs topo: give --topology or --synthetic, not both", file=sys.stderr)
+        return 2
+    if args.topology:
+        os.environ["VLCS_TOPOLOGY"] = args.topology
+    elif args.synthetic:
+        os.environ["VLCS_TOPOLOGY"] = "synthetic:" + args.synthetic
+    from vlcs import _topo
+    from vlcs._errors import VlcsError
+
+    try:
+        machine = _topo.describe()
+        cpus = None if args.cpus is None else _topo.place_cpus(args.cpus)
+        if cpus is None and (args.topology or args.synthetic):
+            cpus = machine.get("pu") and [c for pu in machine["pu"] for c in pu]
+        splits = _topo.split(args.workers, args.places, cpus) if args.workers else []
+    except (VlcsError, ValueError) as e:
+        print(f"vlcs topo: {e}", file=sys.stderr)
+        return 1
+
+    def where(cpus: list[int]) -> str:
+        """The smallest domain holding every one of cpus."""
+        holding = [
+            (len(o), f"{kind}:{i}")
+            for kind in ("package", "numa", "l3", "l2", "core")
+            for i, o in enumerate(machine.get(kind, []))
+            if set(cpus) <= set(o)
+        ]
+        return min(holding)[1] if holding else "machine"
+
+    if args.json:
+        print(
+            json.dumps(
+                {"topology": machine, "workers": [{"cpus": s, "inside": where(s)} for s in splits]},
+                indent=2,
+            )
+        )
+        return 0
+    for kind, objs in machine.items():
+        lists = "  ".join(_topo_list(o) for o in objs[:16]) + ("  ..." if len(objs) > 16 else "")
+        print(f"{kind:8} {len(objs):4}  {lists}")
+    for i, s in enumerate(splits):
+        print(f"worker {i}: cpus {_topo_list(s)} (inside {where(s)})")
+    return 0
+
+
+def _topo_list(cpus: list[int]) -> str:
+    out, i = [], 0
+    while i < len(cpus):
+        j = i
+        while j + 1 < len(cpus) and cpus[j + 1] == cpus[j] + 1:
+            j += 1
+        out.append(str(cpus[i]) if i == j else f"{cpus[i]}-{cpus[j]}")
+        i = j + 1
+    return ",".join(out)
 
 
 def _info(args: argparse.Namespace) -> int:
@@ -209,7 +273,14 @@ def build_parser() -> argparse.ArgumentParser:
         "status is the first non-zero one, or 0.",
     )
     e.add_argument("-n", "--instances", type=int, required=True, metavar="N")
-    e.add_argument("--cpus", help='the CPUs split among the instances, e.g. "0-7" (default: all)')
+    e.add_argument(
+        "--cpus", help='the CPUs split among the instances, e.g. "0-7" or "numa:0" (default: all)'
+    )
+    e.add_argument(
+        "--places",
+        choices=("package", "numa", "l3", "l2", "core", "pu"),
+        help="split along the topology: each instance's CPUs inside one such domain",
+    )
     e.add_argument(
         "--env", action="append", default=[], metavar="NAME=VALUE", help="for every instance"
     )
@@ -227,6 +298,26 @@ def build_parser() -> argparse.ArgumentParser:
     )
     e.add_argument("command", nargs=argparse.REMAINDER, help="-- PROGRAM [ARGS...]")
     e.set_defaults(func=_exec)
+
+    tp = sub.add_parser(
+        "topo",
+        help="the machine as vlcs sees it (hwloc), and the splits it makes for N workers",
+        description="Print the machine's packages, NUMA nodes, caches, cores and hardware "
+        "threads with their CPUs, and with --workers the CPUs each of N workers would get "
+        "(split along --places). --topology or --synthetic plan for a node you are not on.",
+    )
+    tp.add_argument("--topology", metavar="FILE.xml", help="an hwloc XML export (lstopo FILE.xml)")
+    tp.add_argument("--synthetic", metavar="DESC", help='e.g. "pack:2 numa:2 l3:4 core:8 pu:2"')
+    tp.add_argument("--workers", type=int, metavar="N", help="show the split for N workers")
+    tp.add_argument(
+        "--places",
+        default="core",
+        choices=("package", "numa", "l3", "l2", "core", "pu"),
+        help="the domains a worker's CPUs stay inside (default core)",
+    )
+    tp.add_argument("--cpus", help="the CPUs to split (a list or a place; default: all)")
+    tp.add_argument("--json", action="store_true", help="print JSON")
+    tp.set_defaults(func=_topo)
 
     i = sub.add_parser("info", help="where vlcs is installed; compiler flags")
     i.add_argument("--cflags", action="store_true", help="print the include flag")

@@ -192,6 +192,10 @@ CpuList = str | Iterable[int]
 
 
 def _ids(cpus: CpuList) -> list[int]:
+    if isinstance(cpus, str) and ":" in cpus:  # a place: "numa:0", "l3:0-1"
+        from vlcs._topo import place_cpus
+
+        return place_cpus(cpus)
     if isinstance(cpus, str):
         try:
             ids = _parse_list(cpus.replace(" ", ""))
@@ -227,9 +231,10 @@ def split_cpus(cpus: Sequence[int], n: int) -> list[list[int]]:
 
 
 def _homes(
-    cpus: CpuList | Sequence[CpuList] | None, max_workers: int | None
+    cpus: CpuList | Sequence[CpuList] | None, max_workers: int | None, places: str | None = None
 ) -> tuple[list[list[int]], list[int]]:
-    """Each worker's CPUs, and all of them (the pool's)."""
+    """Each worker's CPUs, and all of them (the pool's); places: the
+    domains (l3, numa...) the split follows (vlcs._topo.split)."""
     if cpus is not None and not isinstance(cpus, str):
         items = list(cpus)
         if items and not all(isinstance(c, int) for c in items):
@@ -243,6 +248,10 @@ def _homes(
         cpus = items
     every = sorted(_views.real_sched_getaffinity(0)) if cpus is None else _ids(cpus)
     n = max_workers if max_workers is not None else len(every)
+    if places is not None:
+        from vlcs._topo import split
+
+        return split(n, places, every), every
     return split_cpus(every, n), every
 
 
@@ -375,7 +384,10 @@ class ContextPoolExecutor(concurrent.futures.Executor):
         message saying so.
     cpus: the CPUs of the pool, split evenly among the workers (a CPU list
         like "0-3" or CPU ids; default: every CPU the process may use), or
-        one CPU list per worker (["0", "1"]).
+        one CPU list per worker (["0", "1"]); places like "numa:0" too.
+    places: split the CPUs along the machine's topology ("l3", "numa",
+        "package", "core", "pu"): each worker's CPUs inside one such domain
+        where they fit, hardware threads of a core together (hwloc).
     env: environment variables set in every worker's context, or one
         mapping per worker.
     share: top-level packages kept shared (one copy, the caller's; see
@@ -399,6 +411,7 @@ class ContextPoolExecutor(concurrent.futures.Executor):
         share: Iterable[str] = (),
         elastic: bool = False,
         name: str = "worker",
+        places: str | None = None,
     ) -> None:
         if max_workers is not None and (
             not isinstance(max_workers, int) or isinstance(max_workers, bool)
@@ -413,7 +426,7 @@ class ContextPoolExecutor(concurrent.futures.Executor):
                 raise ValueError("max_tasks_per_child must be >= 1")
         if initializer is not None and not callable(initializer):
             raise TypeError("initializer must be a callable")
-        homes, every = _homes(cpus, max_workers)
+        homes, every = _homes(cpus, max_workers, places)
         n = len(homes)
         if n > _MAX_NAMESPACES:
             raise VlcsLimitError(

@@ -1,0 +1,234 @@
+"""hwloc places in CPU arguments ("numa:0", "core:0-7.pu:0") and splits that
+follow the topology, against this machine and against described ones: a
+two-socket AMD EPYC-like node (8 L3s per socket, SMT), a two-socket Intel
+node with sub-NUMA clustering, a 4-NUMA ARM node.  Expected CPU lists are
+written out by hand from the descriptions.  Each case runs in a fresh
+interpreter (the topology is read once per process)."""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+from conftest import vlcs_cmd
+
+TOPOLOGIES = {
+    # 2 packages x 8 L3 x 8 cores x 2 threads = 256 CPUs
+    "epyc": "pack:2 l3:8 core:8 pu:2",
+    # 2 packages x 2 NUMA nodes x 20 cores x 2 threads = 160 CPUs
+    "intel-snc": "pack:2 numa:2 core:20 pu:2",
+    # 4 NUMA nodes x 16 cores = 64 CPUs
+    "arm-4numa": "numa:4 core:16 pu:1",
+}
+
+PLACES = {
+    "epyc": {
+        "package:1": "128-255",
+        "l3:3": "48-63",
+        "l3:8": "128-143",
+        "package:1.l3:0": "128-143",
+        "core:0-7.pu:0": "0,2,4,6,8,10,12,14",
+        "core:100.pu:1": "201",
+        "l3:0,15": "0-15,240-255",
+    },
+    "intel-snc": {
+        "numa:0": "0-39",
+        "numa:3": "120-159",
+        "package:1.numa:1": "120-159",
+        "numa:1.core:0": "40-41",
+        "pu:159": "159",
+    },
+    "arm-4numa": {
+        "numa:2": "32-47",
+        "core:5-6": "5-6",
+        "numa:1.core:15": "31",
+        "numa:all": "0-63",
+    },
+}
+
+
+def run(code: str, topology: str | None = None) -> dict:
+    env = dict(os.environ)
+    env.pop("VLCS_TOPOLOGY", None)
+    if topology:
+        env["VLCS_TOPOLOGY"] = topology
+    p = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+    )
+    assert p.returncode == 0, p.stderr[-3000:]
+    return json.loads(p.stdout.strip().splitlines()[-1])
+
+
+RESOLVE = """
+import json, sys
+from vlcs._topo import place_cpus
+from vlcs._errors import VlcsError
+out = {}
+for place in %r:
+    try:
+        cpus = place_cpus(place)
+        out[place] = ",".join(map(str, cpus))
+    except VlcsError as e:
+        out[place] = "error: " + str(e)
+print(json.dumps(out))
+"""
+
+
+def _lists(text: str) -> str:
+    """ "0,1,2,5" -> "0-2,5" (the form the expectations are written in)."""
+    nums = [int(x) for x in text.split(",")]
+    out, i = [], 0
+    while i < len(nums):
+        j = i
+        while j + 1 < len(nums) and nums[j + 1] == nums[j] + 1:
+            j += 1
+        out.append(str(nums[i]) if i == j else f"{nums[i]}-{nums[j]}")
+        i = j + 1
+    return ",".join(out)
+
+
+@pytest.mark.parametrize("name", sorted(TOPOLOGIES))
+def test_places_resolve_against_described_machines(name):
+    want = PLACES[name]
+    got = run(RESOLVE % (list(want),), "synthetic:" + TOPOLOGIES[name])
+    got = {k: v if v.startswith("error") else _lists(v) for k, v in got.items()}
+    assert got == want
+
+
+def test_bad_places_say_what_was_given_and_what_exists():
+    got = run(
+        RESOLVE % (["l3:16", "bogus:0", "core:x", "die:0", "numa"],),
+        "synthetic:" + TOPOLOGIES["epyc"],
+    )
+    assert "l3:16 does not exist: there are l3:0-15" in got["l3:16"], got
+    assert 'unknown location type "bogus"' in got["bogus:0"], got
+    assert '"x" are not indexes of core' in got["core:x"], got
+    assert "has no die" in got["die:0"], got
+    assert "error" in got["numa"], got  # no ':' and not a CPU list
+
+
+def test_a_topology_that_does_not_load_is_one_sentence(tmp_path):
+    bad = tmp_path / "bad.xml"
+    bad.write_text("<not hwloc/>")
+    got = run(RESOLVE % (["numa:0"],), str(bad))
+    assert "does not load" in got["numa:0"] and str(bad) in got["numa:0"], got
+
+
+def _export_xml(desc: str, path: str) -> None:
+    """An hwloc XML export of a described machine, as lstopo writes one."""
+    hw = ctypes.CDLL("libhwloc.so.15")
+    topo = ctypes.c_void_p()
+    assert hw.hwloc_topology_init(ctypes.byref(topo)) == 0
+    assert hw.hwloc_topology_set_synthetic(topo, desc.encode()) == 0
+    assert hw.hwloc_topology_load(topo) == 0
+    assert hw.hwloc_topology_export_xml(topo, path.encode(), ctypes.c_ulong(0)) == 0
+    hw.hwloc_topology_destroy(topo)
+
+
+def test_places_from_an_xml_export(tmp_path):
+    xml = str(tmp_path / "snc.xml")
+    _export_xml(TOPOLOGIES["intel-snc"], xml)
+    got = run(RESOLVE % (["numa:3", "numa:1.core:0"],), xml)
+    assert {k: _lists(v) for k, v in got.items()} == {"numa:3": "120-159", "numa:1.core:0": "40-41"}
+
+
+SPLITS = """
+import json
+from vlcs._topo import objects, split
+out = {"l3": objects("l3"), "numa": objects("numa"), "package": objects("package"),
+       "core": objects("core"), "pu": [c for p in objects("pu") for c in p], "splits": {}}
+for places in ("package", "numa", "l3", "core"):
+    out["splits"][places] = {n: split(n, places, out["pu"]) for n in range(1, 65)}
+print(json.dumps(out))
+"""
+
+
+def _inside_one(worker: list[int], domains: list[list[int]]) -> bool:
+    return any(set(worker) <= set(d) for d in domains)
+
+
+@pytest.mark.parametrize("name", sorted(TOPOLOGIES))
+def test_splits_for_1_to_64_workers_never_straddle_when_they_need_not(name):
+    r = run(SPLITS, "synthetic:" + TOPOLOGIES[name])
+    pus = r["pu"]
+    for places, by_n in r["splits"].items():
+        domains = [d for d in r.get(places, []) if d] or r["core"]
+        for n_text, workers in by_n.items():
+            n = int(n_text)
+            where = f"{name}, places={places}, {n} workers"
+            assert len(workers) == n and all(workers), where
+            cpus = [c for w in workers for c in w]
+            # every CPU used once: no overlap, nothing left out
+            assert sorted(cpus) == pus, where
+            if n >= len(domains):  # enough workers: each inside one domain
+                assert all(_inside_one(w, domains) for w in workers), (where, workers)
+            else:  # fewer: each domain wholly in one worker
+                assert all(_inside_one(d, workers) for d in domains), (where, workers)
+            if n <= len(r["core"]):  # a core's hardware threads stay together
+                assert all(_inside_one(c, workers) for c in r["core"]), (where, workers)
+            if n >= len(r["package"]) > 0:  # never across packages when it need not
+                assert all(_inside_one(w, r["package"]) for w in workers), (where, workers)
+
+
+def test_six_workers_on_the_epyc_node_written_out():
+    r = run(SPLITS, "synthetic:" + TOPOLOGIES["epyc"])
+    # 3 per package; in each package 8 L3s of 16 CPUs as 3 + 3 + 2
+    assert r["splits"]["l3"]["6"] == [
+        list(range(0, 48)),
+        list(range(48, 96)),
+        list(range(96, 128)),
+        list(range(128, 176)),
+        list(range(176, 224)),
+        list(range(224, 256)),
+    ]
+
+
+def test_this_machine_places_in_contexts_and_pools():
+    got = run(
+        """
+        import json, os, vlcs
+        a = vlcs.VLC(cpus="core:1", name="a")
+        b = vlcs.VLC(cpus="numa:0", name="b")
+        try:
+            vlcs.VLC(cpus="core:2")
+            err = None
+        except vlcs.InvalidArgumentError as e:
+            err = str(e)
+        with vlcs.ContextPoolExecutor(max_workers=2, places="core") as ex:
+            seen = sorted(ex.map(lambda _: sorted(os.sched_getaffinity(0)), range(2)))
+        print(json.dumps({"a": a.cpus, "b": b.cpus, "err": err, "seen": seen}))
+        """
+    )
+    n = len(os.sched_getaffinity(0))
+    assert got["a"] == [1] and got["b"] == list(range(n)), got
+    assert "core:2 does not exist" in got["err"], got
+    assert got["seen"] == [[0], [1]], got
+
+
+def test_vlcs_topo_prints_the_machine_and_a_split():
+    r = vlcs_cmd(
+        "topo", "--synthetic", TOPOLOGIES["arm-4numa"], "--workers", "6", "--places", "numa"
+    )
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert lines[0].split()[:2] == ["numa", "4"], r.stdout
+    assert lines[-6:] == [
+        "worker 0: cpus 0-7 (inside numa:0)",
+        "worker 1: cpus 8-15 (inside numa:0)",
+        "worker 2: cpus 16-23 (inside numa:1)",
+        "worker 3: cpus 24-31 (inside numa:1)",
+        "worker 4: cpus 32-47 (inside numa:2)",
+        "worker 5: cpus 48-63 (inside numa:3)",
+    ], r.stdout
+    bad = vlcs_cmd("topo", "--synthetic", "nonsense")
+    assert bad.returncode == 1 and "does not load" in bad.stderr, bad.stderr
