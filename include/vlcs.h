@@ -228,6 +228,23 @@ VLCS_API int vlcs_place_cpus(const char *place, char *buf, unsigned long size);
 VLCS_API int vlcs_topo_objects(const char *type, char *buf, unsigned long size);
 
 /**
+ * A timeline of the process as Chrome trace-event JSON (open it in
+ * Perfetto's UI or chrome://tracing; `vlcs trace show` draws it): "inside
+ * <context>" slices per thread, each elastic context's home, current and
+ * lent CPUs as counters with an instant per lend and reclaim, library pool
+ * resizes, and marks.  VLCS_TRACE_FILE=out.json starts one at vlcs_init.
+ * Recorded per thread, written by vlcs_trace_stop() or at exit; off, an
+ * event site costs one branch.
+ * @return 0, or -1 with vlcs_error() set (the file cannot be written, or a
+ *         trace runs already).
+ */
+VLCS_API int vlcs_trace_start(const char *path);
+VLCS_API int vlcs_trace_stop(void);
+/* A mark of the caller's: phase 'B' (begin) and 'E' (end) of a slice on this
+ * thread, or 'i' (an instant); args_json an object's JSON text or NULL. */
+VLCS_API int vlcs_trace_mark(const char *name, char phase, const char *args_json);
+
+/**
  * Make a context elastic: while it is busy (a thread is inside it, from
  * vlcs_enter to vlcs_leave) it may borrow the home CPUs of idle elastic
  * contexts, up to `bound`; while it is idle its own home CPUs (those of

@@ -122,12 +122,17 @@ static void apply(size_t n, const vlcs_ctx *cause, const char *why)
             continue;
         if (tracing())
             trace(c, &from, &plan_out[i], why, cause);
+        if (tracing_on())
+            trace_cpus(c, &from, &plan_out[i], why, cause);
         /* Called without c->lock: a pool that grows starts threads, which
          * register with c as they begin.  The context cannot be unloaded
          * meanwhile: destroy waits for elastic_mutex (elastic_forget). */
         int count = mask_count(&plan_out[i]);
-        for (size_t k = 0; k < nresize; k++)
+        for (size_t k = 0; k < nresize; k++) {
             family_fn_set(&resize[k], count);
+            if (tracing_on())
+                trace_pool(c, resize[k].family, count);
+        }
     }
 }
 

@@ -227,7 +227,7 @@ size_t families_find(void *handle, enum family_role role, struct family_fn *out,
         for (size_t s = 0; names != NULL && names[s] != NULL && n < cap; s++) {
             void *fn = dlsym(handle, names[s]);
             if (fn != NULL && !seen(out, n, fn))
-                out[n++] = (struct family_fn){fn, d->count_type};
+                out[n++] = (struct family_fn){fn, d->count_type, d->name};
         }
     }
     pthread_mutex_unlock(&table_lock);

@@ -127,6 +127,7 @@ HIDDEN void families_after_fork(void);
 struct family_fn {
     void *fn;
     int count_type; /* vlcs_count_type_t, for a setter */
+    const char *family; /* its row's name (rows are never freed) */
 };
 #define MAX_POOLS 16 /* resize functions per context (one per OpenBLAS copy) */
 enum family_role {
@@ -401,6 +402,20 @@ HIDDEN void ns_flush(vlcs_ctx *c);
 /* The streams vlcs_ctx_set_stdio gave: closed (their descriptors with them,
  * so that a reader sees the end), the namespace's back on the process's. */
 HIDDEN void ns_streams_release(vlcs_ctx *c);
+
+/* ---- the trace (trace.c) ---- */
+/* 1 while a trace records: each event site tests it first. */
+extern _Atomic int trace_recording;
+static inline bool tracing_on(void)
+{
+    return __builtin_expect(atomic_load_explicit(&trace_recording, memory_order_relaxed), 0);
+}
+HIDDEN void trace_enter(const vlcs_ctx *c);
+HIDDEN void trace_leave(const vlcs_ctx *c);
+HIDDEN void trace_cpus(const vlcs_ctx *c, const vmask *from, const vmask *to, const char *why,
+                       const vlcs_ctx *cause);
+HIDDEN void trace_pool(const vlcs_ctx *c, const char *family, int threads);
+HIDDEN void trace_from_env(void); /* VLCS_TRACE_FILE, at vlcs_init */
 
 /* ---- programs run inside a context (exec.c) ---- */
 /* api->exit, ->quick_exit, ->exit_now: on a thread running a program

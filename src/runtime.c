@@ -119,6 +119,7 @@ VLCS_API int vlcs_init(void)
                 fprintf(stderr, "vlcs: VLCS_STRICT=1 ignored: %s\n", vlcs_error());
             }
         }
+        trace_from_env();
         s = getenv("VLCS_NODE");
         if (s != NULL && strcmp(s, "1") == 0) {
             vlcs_opts o = {.size = sizeof o, .node = 1};

@@ -251,6 +251,8 @@ VLCS_API int vlcs_enter(vlcs_ctx *h)
     hooks_enter(c, ts->hook_saved[ts->depth]);
     __atomic_store_n(&ts->depth, ts->depth + 1, __ATOMIC_RELEASE);
     pthread_mutex_unlock(&c->lock);
+    if (tracing_on())
+        trace_enter(c);
     publish_slot(ts);
     /* The context's CPUs are taken back (or more lent) before this returns. */
     if (busy)
@@ -268,6 +270,8 @@ VLCS_API int vlcs_leave(void)
         return -1;
     }
     refresh_if_moved(ts);
+    if (tracing_on())
+        trace_leave(ts->stack[ts->depth - 1]);
     pop_frame(ts);
 
     const vmask *target;

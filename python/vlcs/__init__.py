@@ -31,6 +31,7 @@ from vlcs._paths import include_dir, library_path, native_dir, program_path
 from vlcs._pools import joblib_backend as _joblib
 from vlcs._pools.executor import BrokenContextPool, ContextPoolExecutor
 from vlcs._pools.pool import ContextPool
+from vlcs._trace import trace
 from vlcs._tune import Task, TuneError, tune
 from vlcs._version import __version__
 from vlcs.libraries import LibraryController, register
@@ -71,5 +72,6 @@ __all__ = [
     "service",
     "share",
     "strict_active",
+    "trace",
     "tune",
 ]

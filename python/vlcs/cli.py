@@ -32,6 +32,8 @@ def _run(args: argparse.Namespace) -> int:
         return 2
     launcher = str(program_path("vlcs-run"))
     argv = [launcher]
+    if args.trace:
+        os.environ["VLCS_TRACE_FILE"] = os.path.abspath(args.trace)
     if args.static_tls is not None:
         argv += ["--static-tls", str(args.static_tls)]
     argv += ["--", *command]
@@ -140,6 +142,18 @@ def _topo_list(cpus: list[int]) -> str:
         out.append(str(cpus[i]) if i == j else f"{cpus[i]}-{cpus[j]}")
         i = j + 1
     return ",".join(out)
+
+
+def _trace(args: argparse.Namespace) -> int:
+    from vlcs._trace_show import draw
+
+    try:
+        summary = draw(args.trace, args.output)
+    except (OSError, ValueError) as e:
+        print(f"vlcs trace show: {e}", file=sys.stderr)
+        return 1
+    print(summary)
+    return 0
 
 
 def _info(args: argparse.Namespace) -> int:
@@ -259,6 +273,11 @@ def build_parser() -> argparse.ArgumentParser:
         "glibc.rtld.optional_static_tls) so that up to 15 contexts fit in one process.",
     )
     r.add_argument("--static-tls", type=int, metavar="BYTES", help="spare static TLS (65536)")
+    r.add_argument(
+        "--trace",
+        metavar="OUT.json",
+        help="record a timeline (Chrome trace events; VLCS_TRACE_FILE)",
+    )
     r.add_argument("command", nargs=argparse.REMAINDER, help="-- PROGRAM [ARGS...]")
     r.set_defaults(func=_run)
 
@@ -318,6 +337,16 @@ def build_parser() -> argparse.ArgumentParser:
     tp.add_argument("--cpus", help="the CPUs to split (a list or a place; default: all)")
     tp.add_argument("--json", action="store_true", help="print JSON")
     tp.set_defaults(func=_topo)
+
+    tr = sub.add_parser("trace", help="draw a trace vlcs recorded (vlcs run --trace, vlcs.trace)")
+    trs = tr.add_subparsers(dest="trace_cmd", required=True)
+    show = trs.add_parser(
+        "show",
+        help="draw a trace as a picture: CPUs x time coloured by context, lends marked",
+    )
+    show.add_argument("trace", help="the trace (JSON)")
+    show.add_argument("-o", "--output", default="timeline.png", help="the PNG to write")
+    show.set_defaults(func=_trace)
 
     i = sub.add_parser("info", help="where vlcs is installed; compiler flags")
     i.add_argument("--cflags", action="store_true", help="print the include flag")

@@ -57,6 +57,7 @@ from vlcs._errors import Limit, VlcsLimitError
 from vlcs._isolation import views as _views
 from vlcs._isolation.imports import share as _share
 from vlcs._isolation.threads import base_thread
+from vlcs._trace import mark as _mark
 
 __all__ = ["BrokenContextPool", "ContextPoolExecutor"]
 
@@ -261,6 +262,7 @@ def _homes(
 class _WorkItem(NamedTuple):
     future: concurrent.futures.Future[Any]
     payload: _Payload
+    name: str = "task"  # the function's, for the trace
 
 
 class _Worker:
@@ -287,12 +289,14 @@ class _Worker:
                     return
                 if not item.future.set_running_or_notify_cancel():
                     continue
+                _mark(f"task {item.name}", "B")
                 try:
                     outcome = self._call(item.payload)
                 except BaseException as e:  # vlcs's part failed (the context was closed)
                     item.future.set_exception(e)
                 else:
                     self._deliver(item.future, outcome)
+                _mark(f"task {item.name}", "E")
                 item = outcome = None  # the payloads go before the next wait
                 done += 1
                 if pool._max_tasks_per_child is not None and done >= pool._max_tasks_per_child:
@@ -537,7 +541,9 @@ class ContextPoolExecutor(concurrent.futures.Executor):
             except Exception as e:
                 future.set_exception(e)
                 return future
-            self._queue.put(_WorkItem(future, payload))
+            name = getattr(fn, "__qualname__", None) or type(fn).__name__
+            _mark(f"queued {name}", "i", pool=self._name)
+            self._queue.put(_WorkItem(future, payload, name))
             self._start_workers()
             return future
 
