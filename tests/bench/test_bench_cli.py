@@ -20,7 +20,12 @@ def test_bench_core_json_schema_and_context_creation_bound():
     result = json.loads(r.stdout)
     for name in ("sched_getaffinity", "open_read_proc_cpuinfo", "getppid", "lseek_read_file"):
         _numbers(result["calls"][name], "inside_ns", "outside_ns", "ratio")
-    for name in ("create_destroy", "enter_leave", "enter_leave_with_affinity_change"):
+    for name in (
+        "create_destroy",
+        "enter_leave",
+        "enter_leave_with_affinity_change",
+        "enter_leave_tracing",
+    ):
         _numbers(result["contexts"][name], "ns")
     for lib in ("libopenblas.so.0", "libgomp.so.1"):
         _numbers(result["load"][lib], "once_ms", "four_contexts_ms")

@@ -249,6 +249,20 @@ int main(void)
     for (int b = 0; b < BATCHES; b++)
         v[b] = time_enter_leave(other, 2000);
     single("enter_leave_with_affinity_change", v, BATCHES, 0, 0);
+    /* The same enter and leave while a trace records (two events each);
+     * the trace's cost per event is half the difference with enter_leave. */
+    char trace_file[] = "/tmp/vlcs-bench-trace-XXXXXX";
+    int tfd = mkstemp(trace_file);
+    if (tfd >= 0 && vlcs_trace_start(trace_file) == 0) {
+        for (int b = 0; b < BATCHES; b++)
+            v[b] = time_enter_leave(same, 20000);
+        vlcs_trace_stop();
+        single("enter_leave_tracing", v, BATCHES, 3000, 0);
+    }
+    if (tfd >= 0) {
+        close(tfd);
+        unlink(trace_file);
+    }
     if (ncpu > 1) {
         /* An elastic owner reclaims its CPU from a busy borrower whose
          * OpenBLAS is resized, and lends it again on leaving: two plans. */
