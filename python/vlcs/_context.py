@@ -167,6 +167,7 @@ class VLC:
         self._elastic = False
         self._libraries: list[str] = []
         self._any_handle: int | None = None  # a link_map of the namespace
+        self._place: str | None = None  # the hwloc place its CPUs were given as
         # What may still refer to the namespace's code when it is closed:
         # ctypes handles given out (alive or not), and native code loaded by
         # imports or by the context's own ctypes calls (kept for good).
@@ -205,9 +206,13 @@ class VLC:
     def set_allowed_cpus(self, cpus: str | Iterable[int]) -> None:
         """Set the context's CPUs; threads inside move at once.
 
+        cpus: a CPU list ("0-3,8", or CPU ids) or an hwloc place ("numa:0",
+        "l3:1", "core:0-7.pu:0"), which :meth:`info` reports beside the CPUs.
+
         Raises InvalidArgumentError (a ValueError) naming the offending value.
         """
         check(lib().vlcs_ctx_set_cpus(self._h, _cpu_list(cpus)))
+        self._place = cpus if isinstance(cpus, str) and ":" in cpus else None
 
     @classmethod
     def from_plan(cls, plan: str | os.PathLike[str] | Mapping[str, Any], task: str) -> VLC:
@@ -510,6 +515,7 @@ class VLC:
         return {
             "name": self.name,
             "cpus": self.cpus,
+            "place": self._place,
             "home_cpus": self.home_cpus,
             "elastic": elastic,
             "lent_cpus": self.lent_cpus if elastic is not None else [],

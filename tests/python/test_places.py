@@ -206,13 +206,16 @@ def test_this_machine_places_in_contexts_and_pools():
             err = str(e)
         with vlcs.ContextPoolExecutor(max_workers=2, places="core") as ex:
             seen = sorted(ex.map(lambda _: sorted(os.sched_getaffinity(0)), range(2)))
-        print(json.dumps({"a": a.cpus, "b": b.cpus, "err": err, "seen": seen}))
+        info = {c["name"]: c["place"] for c in vlcs.info()["contexts"]}
+        print(json.dumps({"a": a.cpus, "b": b.cpus, "err": err, "seen": seen, "info": info}))
         """
     )
     n = len(os.sched_getaffinity(0))
     assert got["a"] == [1] and got["b"] == list(range(n)), got
     assert "core:2 does not exist" in got["err"], got
     assert got["seen"] == [[0], [1]], got
+    # the context reports the place beside its CPUs
+    assert got["info"]["a"] == "core:1" and got["info"]["b"] == "numa:0", got
 
 
 def test_vlcs_topo_prints_the_machine_and_a_split():
