@@ -90,8 +90,9 @@ class ContextWorkers(WorkerPlugin):  # type: ignore[misc]
     ``executor`` (default "vlcs": ``dask.annotate(executor="vlcs")``).
 
     contexts: contexts per worker (default: the worker's thread count).
-    cpus, env, elastic, share: as for :class:`vlcs.ContextPoolExecutor`, on
-        each worker (default: the CPUs the worker process may use, split).
+    cpus, env, elastic, share, places: as for :class:`vlcs.ContextPoolExecutor`,
+        on each worker (default: the CPUs the worker process may use, split;
+        along the topology with places="l3", "numa"...).
     """
 
     def __init__(
@@ -103,6 +104,7 @@ class ContextWorkers(WorkerPlugin):  # type: ignore[misc]
         elastic: bool = False,
         share: Iterable[str] = (),
         executor: str = "vlcs",
+        places: str | None = None,
     ) -> None:
         if contexts is not None and (not isinstance(contexts, int) or contexts < 1):
             raise ValueError(f"contexts must be an int >= 1; got {contexts!r}")
@@ -111,6 +113,7 @@ class ContextWorkers(WorkerPlugin):  # type: ignore[misc]
         self.env = env
         self.elastic = elastic
         self.share = list(share)
+        self.places = places
         self.executor = executor
         self.name = f"vlcs-context-workers-{executor}"
 
@@ -123,6 +126,7 @@ class ContextWorkers(WorkerPlugin):  # type: ignore[misc]
             elastic=self.elastic,
             share=self.share,
             name=f"dask-{self.executor}",
+            places=self.places,
         )
         worker.executors[self.executor] = _WorkerExecutor(pool)
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import importlib.util
 import json
 import os
 import subprocess
@@ -239,3 +240,30 @@ def test_vlcs_topo_prints_the_machine_and_a_split():
     ], r.stdout
     bad = vlcs_cmd("topo", "--synthetic", "nonsense")
     assert bad.returncode == 1 and "does not load" in bad.stderr, bad.stderr
+
+
+@pytest.mark.skipif(
+    importlib.util.find_spec("joblib") is None or importlib.util.find_spec("distributed") is None,
+    reason="joblib and distributed are not installed (./run installs them in the main .venv)",
+)
+def test_pools_joblib_and_dask_follow_the_topology():
+    got = run(
+        """
+        import json, os, vlcs
+        from joblib import Parallel, delayed, parallel_config
+        pool = vlcs.ContextPool(2, places="core")
+        with pool.context() as one, pool.context() as two:  # both at once
+            homes = [one.home_cpus, two.home_cpus]
+        pool.close()
+        with parallel_config(backend="vlcs", places="core"):
+            seen = Parallel(n_jobs=2)(
+                delayed(lambda: sorted(os.sched_getaffinity(0)))() for _ in range(4))
+        from vlcs.dask import ContextWorkers
+        print(json.dumps({"homes": sorted(homes), "seen": sorted(map(tuple, seen)),
+                          "dask": ContextWorkers(2, places="l3").places}))
+        """
+    )
+    assert got["homes"] == [[0], [1]], got
+    # each task on one core, its worker's (which worker takes which varies)
+    assert all(tuple(cpus) in ((0,), (1,)) for cpus in got["seen"]), got
+    assert got["dask"] == "l3", got

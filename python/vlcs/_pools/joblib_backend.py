@@ -12,7 +12,8 @@ the packages its tasks import (scikit-learn, numpy, scipy and their thread
 pools); arguments cross as with loky (pickled, cloudpickle for functions of
 ``__main__``), but numpy arrays cross as views of the same memory instead
 of memory-mapped copies.  Keyword arguments of ``parallel_config`` other
-than joblib's own (``cpus=``, ``env=``, ``share=``, ``elastic=``) go to
+than joblib's own (``cpus=``, ``env=``, ``share=``, ``elastic=``,
+``places=``) go to
 :class:`vlcs.ContextPoolExecutor`.  The pool is kept between ``Parallel``
 calls with the same number of jobs (its contexts' imports stay warm).
 """
@@ -26,7 +27,7 @@ from typing import Any
 
 BACKEND = "vlcs"
 # what parallel_config(backend="vlcs", ...) passes on to ContextPoolExecutor
-_OPTIONS = {"cpus", "env", "share", "elastic"}
+_OPTIONS = {"cpus", "env", "share", "elastic", "places"}
 
 _lock = threading.Lock()
 _pools: dict[tuple[Any, ...], Any] = {}  # (n_jobs, options) -> the ContextPoolExecutor

@@ -68,6 +68,9 @@ class ContextPool:
     per-request state of the context's modules there.  If it raises, that
     context is closed and a fresh one made when next needed.
     name: the contexts are called name-0, name-1, ...
+    places: instead of one CPU list for every context, cpus (default: the
+    process's) split among the size contexts along the machine's topology
+    ("l3", "numa", "core"...), as ``ContextPoolExecutor(places=)`` does.
     """
 
     def __init__(
@@ -78,10 +81,18 @@ class ContextPool:
         env: Mapping[str, str] | None = None,
         reset: Callable[[VLC], Any] | None = None,
         name: str = "pool",
+        places: str | None = None,
     ) -> None:
         if size is not None and (not isinstance(size, int) or isinstance(size, bool) or size < 1):
             raise ValueError(f"size must be an int >= 1; got {size!r}")
-        self._homes = _homes(cpus, size)
+        if places is not None:  # cpus split among the contexts along the topology
+            from vlcs._pools.executor import _ids
+            from vlcs._topo import split
+
+            every = sorted(os.sched_getaffinity(0)) if cpus is None else _ids(cpus)  # type: ignore[arg-type]
+            self._homes: list[CpuList | None] = list(split(size or 1, places, every))
+        else:
+            self._homes = _homes(cpus, size)
         self._env = dict(env or {})
         self._reset = reset
         self._name = name
