@@ -164,6 +164,7 @@ def test_info_is_json_able_and_lists_contexts():
         {
             "name": "info-ctx",
             "cpus": [0],
+            "place": None,  # given as a CPU list, not an hwloc place
             "home_cpus": [0],
             "elastic": None,
             "lent_cpus": [],
