@@ -3,12 +3,14 @@ vlcs.trace, read back as Chrome trace events and drawn."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import subprocess
 import sys
 import textwrap
 
+import pytest
 from conftest import vlcs_cmd
 
 ELASTIC_RUN = """
@@ -79,6 +81,10 @@ def test_an_elastic_run_traced_parses_and_adds_up(tmp_path):
     assert names, "no thread names"
 
 
+@pytest.mark.skipif(
+    importlib.util.find_spec("matplotlib") is None,
+    reason="matplotlib is not installed (./run installs it in the main .venv)",
+)
 def test_vlcs_trace_show_draws_the_timeline(tmp_path):
     _run_traced(tmp_path)
     png = tmp_path / "timeline.png"
