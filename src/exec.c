@@ -516,7 +516,7 @@ static void streams_take_back(struct run_streams *s)
 
 /* The namespace's interposer keeps the program's copies in step with libc's
  * variables; its program_invocation_name becomes the instance's. */
-static int bind_copies(vlcs_ctx *c, void *h, const struct link_map *lm, const struct program *p,
+static int bind_copies(vlcs_ctx *c, const struct link_map *lm, const struct program *p,
                        const char *argv0)
 {
     copies_fn give = (copies_fn)dlsym(c->ip_handle, "vlcs_ip_exec_copies");
@@ -559,7 +559,6 @@ static int bind_copies(vlcs_ctx *c, void *h, const struct link_map *lm, const st
         /* libc's value now: what the loader copied may be older */
         memcpy(pairs[n - 1].program, lib, p->copies[k].size);
     }
-    (void)h;
     give(pairs, n);
     free(pairs);
     return 0;
@@ -633,7 +632,7 @@ VLCS_API int vlcs_ctx_exec(vlcs_ctx *ctx, char *const argv[])
         program_close(&p);
         return -1;
     }
-    if (bind_copies(c, h, lm, &p, argv[0]) != 0) {
+    if (bind_copies(c, lm, &p, argv[0]) != 0) {
         streams_take_back(&streams);
         ns_close_handle(c, h);
         close(fd);
