@@ -22,7 +22,7 @@ from typing import BinaryIO
 
 from vlcs._context import VLC
 from vlcs._isolation.threads import base_thread
-from vlcs._pools.executor import CpuList, _ids, split_cpus
+from vlcs._pools.executor import CpuList, _homes, _ids
 
 OUTPUTS = ("tag", "plain")
 # glibc's linker namespaces (16) less the base's
@@ -110,12 +110,7 @@ def exec_instances(
     if stdin not in STDINS:
         raise ValueError(f"stdin must be one of {', '.join(STDINS)}; got {stdin!r}")
     pool = _ids(cpus) if cpus is not None else sorted(os.sched_getaffinity(0))
-    if places is not None:
-        from vlcs._topo import split
-
-        homes = split(n, places, pool)
-    else:
-        homes = split_cpus(pool, n)
+    homes, _ = _homes(pool, n, places)
     tagger = _Tagger() if output == "tag" else None
     devnull = os.open(os.devnull, os.O_RDONLY)
     contexts: list[VLC] = []

@@ -14,20 +14,11 @@ import ctypes
 import os
 from collections.abc import Iterable, Sequence
 
+from vlcs._context import _parse_list
 from vlcs._lib import c_string, check, lib
 
 # the domains a split can follow, in hwloc's names, widest first
 PLACES = ("package", "numa", "l3", "l2", "core", "pu")
-
-
-def _parse(text: str) -> list[int]:
-    out: list[int] = []
-    for part in text.split(","):
-        if not part:
-            continue
-        lo, _, hi = part.partition("-")
-        out.extend(range(int(lo), int(hi or lo) + 1))
-    return out
 
 
 def place_cpus(place: str) -> list[int]:
@@ -38,7 +29,7 @@ def place_cpus(place: str) -> list[int]:
     """
     buf = ctypes.create_string_buffer(16384)
     check(lib().vlcs_place_cpus(c_string(place, "the place"), buf, len(buf)))
-    return _parse(buf.value.decode())
+    return _parse_list(buf.value.decode())
 
 
 def objects(kind: str) -> list[list[int]]:
@@ -46,7 +37,7 @@ def objects(kind: str) -> list[list[int]]:
     hwloc's logical order; [] when the machine has none."""
     buf = ctypes.create_string_buffer(1 << 20)
     n = check(lib().vlcs_topo_objects(c_string(kind, "the location type"), buf, len(buf)))
-    return [_parse(x) for x in buf.value.decode().split(";")] if n else []
+    return [_parse_list(x) for x in buf.value.decode().split(";")] if n else []
 
 
 def _contiguous(items: Sequence[list[int]], k: int) -> list[list[int]]:

@@ -13,14 +13,7 @@ import json
 from collections import defaultdict
 from typing import Any
 
-
-def _cpus(text: str) -> list[int]:
-    out: list[int] = []
-    for part in text.split(","):
-        if part:
-            lo, _, hi = part.partition("-")
-            out.extend(range(int(lo), int(hi or lo) + 1))
-    return out
+from vlcs._context import _parse_list as _cpus
 
 
 def load(path: str) -> list[dict[str, Any]]:

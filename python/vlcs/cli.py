@@ -19,7 +19,9 @@ import os
 import sys
 from pathlib import Path
 
+from vlcs._exec import OUTPUTS, STDINS
 from vlcs._paths import include_dir, install_info, native_dir, program_path
+from vlcs._topo import PLACES
 from vlcs._version import __version__
 
 
@@ -111,7 +113,7 @@ def _topo(args: argparse.Namespace) -> int:
         """The smallest domain holding every one of cpus."""
         holding = [
             (len(o), f"{kind}:{i}")
-            for kind in ("package", "numa", "l3", "l2", "core")
+            for kind in PLACES[:-1]  # every domain wider than a hardware thread
             for i, o in enumerate(machine.get(kind, []))
             if set(cpus) <= set(o)
         ]
@@ -297,7 +299,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     e.add_argument(
         "--places",
-        choices=("package", "numa", "l3", "l2", "core", "pu"),
+        choices=PLACES,
         help="split along the topology: each instance's CPUs inside one such domain",
     )
     e.add_argument(
@@ -305,13 +307,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     e.add_argument(
         "--output",
-        choices=("tag", "plain"),
+        choices=OUTPUTS,
         default="tag",
         help="tag: each whole line prefixed with [i] (default); plain: as written",
     )
     e.add_argument(
         "--stdin",
-        choices=("first", "all"),
+        choices=STDINS,
         default="first",
         help="who reads this process's stdin: instance 0 (default, the others read nothing) or all",
     )
@@ -331,7 +333,7 @@ def build_parser() -> argparse.ArgumentParser:
     tp.add_argument(
         "--places",
         default="core",
-        choices=("package", "numa", "l3", "l2", "core", "pu"),
+        choices=PLACES,
         help="the domains a worker's CPUs stay inside (default core)",
     )
     tp.add_argument("--cpus", help="the CPUs to split (a list or a place; default: all)")

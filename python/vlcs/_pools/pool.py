@@ -86,11 +86,11 @@ class ContextPool:
         if size is not None and (not isinstance(size, int) or isinstance(size, bool) or size < 1):
             raise ValueError(f"size must be an int >= 1; got {size!r}")
         if places is not None:  # cpus split among the contexts along the topology
+            from vlcs._pools.executor import _homes as _split_homes
             from vlcs._pools.executor import _ids
-            from vlcs._topo import split
 
             every = sorted(os.sched_getaffinity(0)) if cpus is None else _ids(cpus)  # type: ignore[arg-type]
-            self._homes: list[CpuList | None] = list(split(size or 1, places, every))
+            self._homes: list[CpuList | None] = list(_split_homes(every, size or 1, places)[0])
         else:
             self._homes = _homes(cpus, size)
         self._env = dict(env or {})
