@@ -397,6 +397,7 @@ static void keep_dependencies(vlcs_ctx *c, const struct link_map *prog)
 struct instance {
     jmp_buf done;
     volatile int status; /* written by exec_exit, read after its longjmp */
+    volatile bool now; /* _exit: the rest of its atexit handlers never run */
     int fds[3]; /* its streams' descriptors, -1: the process's */
 };
 
@@ -436,12 +437,65 @@ void exec_quick_exit(int status)
 
 void exec_exit_now(int status)
 {
-    if (running != NULL)
+    if (running != NULL) {
+        running->now = true;
         exec_exit(status);
+    }
     _exit(status);
 }
 
 typedef void (*copies_fn)(const struct vlcs_ip_copy *, size_t);
+typedef void (*handlers_fn)(uintptr_t, uintptr_t);
+typedef int (*next_handler_fn)(void (**)(void *), void **);
+
+/* The interposer keeps the atexit handlers (and C++ static destructors)
+ * registered for the program's own code, which libvlcs runs at the
+ * instance's end, on its thread (run_exit_handlers): left to libc, dlclose
+ * would run them under the loader's lock, where an exit() in one (coreutils'
+ * close_stdout calls _exit when its output fails) could not end the
+ * instance, only the process.  (Not inlined: vlcs_ctx_exec's frame holds a
+ * setjmp, and its locals would be clobber-prone.) */
+static __attribute__((noinline)) next_handler_fn catch_handlers(vlcs_ctx *c, const struct link_map *lm,
+                                      const struct program *p)
+{
+    handlers_fn keep = (handlers_fn)dlsym(c->ip_handle, "vlcs_ip_exec_handlers");
+    next_handler_fn next = (next_handler_fn)dlsym(c->ip_handle, "vlcs_ip_exec_next_handler");
+    if (keep == NULL || next == NULL)
+        return NULL;
+    uint64_t lo = UINT64_MAX, hi = 0;
+    const Elf64_Phdr *ph = (const Elf64_Phdr *)(p->map + p->eh->e_phoff);
+    for (int i = 0; i < p->eh->e_phnum; i++)
+        if (ph[i].p_type == PT_LOAD) {
+            lo = ph[i].p_vaddr < lo ? ph[i].p_vaddr : lo;
+            hi = ph[i].p_vaddr + ph[i].p_memsz > hi ? ph[i].p_vaddr + ph[i].p_memsz : hi;
+        }
+    if (lo >= hi)
+        return NULL;
+    keep(lm->l_addr + lo, lm->l_addr + hi);
+    return next;
+}
+
+/* Its handlers, last registered first, as exit() runs them: an exit() in
+ * one ends the instance with its status and the others still run, an
+ * _exit() ends it at once. */
+static void run_exit_handlers(struct instance *inst, next_handler_fn next_handler)
+{
+    next_handler_fn volatile next = next_handler;
+    setjmp(inst->done); /* an exit in a handler comes back here */
+    void (*fn)(void *);
+    void *arg;
+    while (!inst->now && next(&fn, &arg))
+        fn(arg);
+}
+
+/* The interposer drops what it kept of a program's (its handlers when it
+ * ended with _exit). */
+static void forget_handlers(vlcs_ctx *c)
+{
+    handlers_fn keep = (handlers_fn)dlsym(c->ip_handle, "vlcs_ip_exec_handlers");
+    if (keep != NULL)
+        keep(0, 0);
+}
 
 /* The interposer lets go of the program's copies (before it is unloaded:
  * a thread of the namespace calling getenv must not write where it was). */
@@ -639,12 +693,14 @@ VLCS_API int vlcs_ctx_exec(vlcs_ctx *ctx, char *const argv[])
         program_close(&p);
         return -1;
     }
+    next_handler_fn next_handler = catch_handlers(c, lm, &p);
     program_close(&p);
 
     int argc = 0;
     while (argv[argc])
         argc++;
     if (vlcs_enter(ctx) != 0) {
+        forget_handlers(c);
         forget_copies(c);
         streams_take_back(&streams);
         ns_close_handle(c, h);
@@ -658,8 +714,11 @@ VLCS_API int vlcs_ctx_exec(vlcs_ctx *ctx, char *const argv[])
     running = &inst;
     if (setjmp(inst.done) == 0)
         inst.status = main_of(argc, (char **)argv, *c->ns_environ_slot);
+    if (next_handler != NULL)
+        run_exit_handlers(&inst, next_handler);
     running = NULL;
-    /* Its atexit handlers and destructors, as at its exit; then its output. */
+    /* Its destructors, as at its exit; then its output. */
+    forget_handlers(c);
     forget_copies(c);
     ns_handed_back();
     ns_close_handle(c, h);

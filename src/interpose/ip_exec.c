@@ -16,6 +16,8 @@
 #include "ip.h"
 
 #include <errno.h>
+#include <pthread.h>
+#include <stdint.h>
 #include <getopt.h>
 #include <spawn.h>
 #include <stdarg.h>
@@ -165,9 +167,15 @@ IP_EXPORT time_t mktime(struct tm *tm)
 /* The streams a program run in this namespace was given: it may close them
  * (coreutils' close_stdout at exit does), and libvlcs must then not. */
 static void **run_streams;
+/* Bit k: the program closed its descriptor k (close(k) or fclose of the
+ * stream).  close(k) leaves the stream's descriptor open, for libvlcs to
+ * close with the stream: closing it twice would close whatever another
+ * thread opened under that number in between. */
+static unsigned run_closed;
 
 IP_EXPORT void vlcs_ip_exec_streams(void **three)
 {
+    __atomic_store_n(&run_closed, 0, __ATOMIC_RELAXED);
     __atomic_store_n(&run_streams, three, __ATOMIC_RELEASE);
 }
 
@@ -179,8 +187,10 @@ IP_EXPORT int fclose(FILE *f)
     void **s = __atomic_load_n(&run_streams, __ATOMIC_ACQUIRE);
     if (s != NULL)
         for (int i = 0; i < 3; i++)
-            if (s[i] == f)
+            if (s[i] == f) {
                 s[i] = NULL;
+                __atomic_or_fetch(&run_closed, 1u << i, __ATOMIC_RELAXED);
+            }
     return next_fclose(f);
 }
 
@@ -221,6 +231,75 @@ IP_EXPORT int system(const char *command)
     return status;
 }
 
+/* ---- a program's atexit handlers ------------------------------------------
+ * Registered for the program's own code (its __dso_handle lies in its
+ * mapping: atexit and C++ static objects alike), they are kept here rather
+ * than by libc, for libvlcs to run at the instance's end on the instance's
+ * thread, where an exit() in one can end the instance (exec.c).  Those of
+ * the libraries it loads stay libc's. */
+struct handler {
+    void (*fn)(void *);
+    void *arg;
+};
+
+static pthread_mutex_t handlers_lock = PTHREAD_MUTEX_INITIALIZER;
+static uintptr_t handlers_lo, handlers_hi;
+static struct handler *handlers;
+static size_t nhandlers, handlers_cap;
+
+IP_EXPORT void vlcs_ip_exec_handlers(uintptr_t lo, uintptr_t hi)
+{
+    pthread_mutex_lock(&handlers_lock);
+    handlers_lo = lo;
+    handlers_hi = hi;
+    nhandlers = 0;
+    if (hi == 0) {
+        free(handlers);
+        handlers = NULL;
+        handlers_cap = 0;
+    }
+    pthread_mutex_unlock(&handlers_lock);
+}
+
+/* The last registered handler, taken off the list (a handler that exits
+ * is not run again); 0 when none is left. */
+IP_EXPORT int vlcs_ip_exec_next_handler(void (**fn)(void *), void **arg)
+{
+    pthread_mutex_lock(&handlers_lock);
+    int found = nhandlers > 0;
+    if (found) {
+        *fn = handlers[nhandlers - 1].fn;
+        *arg = handlers[nhandlers - 1].arg;
+        nhandlers--;
+    }
+    pthread_mutex_unlock(&handlers_lock);
+    return found;
+}
+
+typedef int (*cxa_atexit_fn)(void (*)(void *), void *, void *);
+IP_EXPORT int __cxa_atexit(void (*fn)(void *), void *arg, void *dso)
+{
+    NEXT(cxa_atexit_fn, __cxa_atexit)
+    pthread_mutex_lock(&handlers_lock);
+    if ((uintptr_t)dso < handlers_lo || (uintptr_t)dso >= handlers_hi) {
+        pthread_mutex_unlock(&handlers_lock);
+        return next___cxa_atexit(fn, arg, dso);
+    }
+    if (nhandlers == handlers_cap) {
+        size_t cap = handlers_cap ? 2 * handlers_cap : 32;
+        struct handler *more = realloc(handlers, cap * sizeof *more);
+        if (more == NULL) {
+            pthread_mutex_unlock(&handlers_lock);
+            return -1; /* as libc's, out of memory */
+        }
+        handlers = more;
+        handlers_cap = cap;
+    }
+    handlers[nhandlers++] = (struct handler){fn, arg};
+    pthread_mutex_unlock(&handlers_lock);
+    return 0;
+}
+
 /* ---- descriptors 0, 1 and 2 of a program run here -------------------------
  * Programs read and write their standard descriptors directly too (wc and
  * cat do, not through stdio).  While a program runs in this namespace,
@@ -232,7 +311,11 @@ static int run_fd(int fd)
     if (fd < 0 || fd > 2)
         return fd;
     void **s = __atomic_load_n(&run_streams, __ATOMIC_ACQUIRE);
-    return s != NULL && s[fd] != NULL ? fileno((FILE *)s[fd]) : fd;
+    if (s == NULL)
+        return fd;
+    if (__atomic_load_n(&run_closed, __ATOMIC_RELAXED) & (1u << fd))
+        return -1; /* closed by the program: EBADF, as in a process of its own */
+    return s[fd] != NULL ? fileno((FILE *)s[fd]) : fd;
 }
 
 #define FD_CALL(ret, name, params, args, ...)                 \
@@ -255,7 +338,22 @@ FD_CALL(int, fstat, (int fd, struct stat *st), (fd, st))
 FD_CALL(int, fstat64, (int fd, struct stat64 *st), (fd, st))
 FD_CALL(int, isatty, (int fd), (fd))
 FD_CALL(int, posix_fadvise, (int fd, off_t off, off_t len, int advice), (fd, off, len, advice))
-FD_CALL(int, close, (int fd), (fd))
+
+typedef int (*close_fn)(int);
+IP_EXPORT int close(int fd)
+{
+    NEXT(close_fn, close)
+    void **s = __atomic_load_n(&run_streams, __ATOMIC_ACQUIRE);
+    if (s != NULL && fd >= 0 && fd <= 2 && s[fd] != NULL) {
+        unsigned was = __atomic_fetch_or(&run_closed, 1u << fd, __ATOMIC_RELAXED);
+        if (was & (1u << fd)) {
+            errno = EBADF;
+            return -1;
+        }
+        return 0; /* the stream's descriptor goes with the stream */
+    }
+    return next_close(run_fd(fd));
+}
 FD_CALL(int, fsync, (int fd), (fd))
 
 typedef int (*ioctl_fn)(int, unsigned long, ...);

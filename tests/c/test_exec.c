@@ -103,6 +103,72 @@ static void again_in_one_context(void)
     CHECK(strstr(got, "counter=5 tag=two optind=5 rest=x") != NULL, "second: %s", got);
 }
 
+/* A program closing its descriptors 0 and 1 closes them for itself: the
+ * descriptors behind them close once, with its streams, and never under a
+ * number the program or another thread opened since. */
+static void closing_its_descriptors(void)
+{
+    vlcs_ctx *c = vlcs_ctx_create("closer");
+    CHECK(c != NULL, "create");
+    int in[2], out[2];
+    CHECK(pipe(in) == 0 && pipe(out) == 0, "pipes");
+    CHECK(vlcs_ctx_set_stdio(c, in[0], out[1], -1) == 0, "set_stdio");
+    char report[] = "/tmp/vlcs-closer-XXXXXX";
+    int r = mkstemp(report);
+    CHECK(r >= 0, "mkstemp");
+    close(r);
+    char *argv[] = {EXEC_CLOSER, "close", report, NULL};
+    CHECK_EQ(0, vlcs_ctx_exec(c, argv), "run");
+    char got[256] = "";
+    FILE *f = fopen(report, "r");
+    CHECK(f != NULL && fgets(got, sizeof got, f) != NULL, "its report");
+    fclose(f);
+    unlink(report);
+    int fd = -1;
+    CHECK(sscanf(got, "fd=%d", &fd) == 1, "report: %s", got);
+    CHECK(strstr(got, "close0=0 close1=0 again=-1/EBADF read=-1/EBADF") != NULL,
+          "close, close again and read as in a process of its own: %s", got);
+    CHECK(fcntl(fd, F_GETFD) >= 0, "the program's own descriptor %d was closed by vlcs", fd);
+    close(fd);
+    /* the descriptors the context was given are the caller's still */
+    CHECK(fcntl(in[0], F_GETFD) >= 0 && fcntl(out[1], F_GETFD) >= 0, "given descriptors closed");
+    CHECK(vlcs_ctx_destroy(c) >= 0, "destroy");
+    close(in[0]);
+    close(in[1]);
+    close(out[0]);
+    close(out[1]);
+}
+
+/* exit() in an atexit handler ends the instance with that status and the
+ * other handlers run, as in exit(); _exit() ends it at once.  The process
+ * goes on either way. */
+static void exits_in_handlers(void)
+{
+    static const struct {
+        const char *mode;
+        int status;
+        const char *out;
+    } cases[] = {
+        {"exit", 4, "second handler ran after exit\n"},
+        {"_exit", 6, ""},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        vlcs_ctx *c = vlcs_ctx_create("handlers");
+        CHECK(c != NULL, "create");
+        int out[2];
+        CHECK(pipe(out) == 0, "pipe");
+        CHECK(vlcs_ctx_set_stdio(c, -1, out[1], -1) == 0, "set_stdio");
+        char *argv[] = {EXEC_CLOSER, (char *)cases[i].mode, NULL};
+        CHECK_EQ(cases[i].status, vlcs_ctx_exec(c, argv), cases[i].mode);
+        CHECK(vlcs_ctx_destroy(c) >= 0, "destroy");
+        close(out[1]);
+        char got[256];
+        read_all(out[0], got, sizeof got);
+        close(out[0]);
+        CHECK_STR(cases[i].out, got, cases[i].mode);
+    }
+}
+
 /* A copy of EXEC_PROG at path, changed by change (NULL: as is). */
 static void copy_program(const char *path, void (*change)(unsigned char *, size_t))
 {
@@ -179,6 +245,8 @@ int main(void)
 {
     eight_at_once();
     again_in_one_context();
+    closing_its_descriptors();
+    exits_in_handlers();
     refusals();
     puts("test_exec: ok");
     return 0;
