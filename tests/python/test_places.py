@@ -3,7 +3,12 @@ follow the topology, against this machine and against described ones: a
 two-socket AMD EPYC-like node (8 L3s per socket, SMT), a two-socket Intel
 node with sub-NUMA clustering, a 4-NUMA ARM node.  Expected CPU lists are
 written out by hand from the descriptions.  Each case runs in a fresh
-interpreter (the topology is read once per process)."""
+interpreter (the topology is read once per process).
+
+The XML files in tests/topologies are hwloc exports: three of described
+machines numbered as Linux numbers real ones (a core's hardware threads
+are CPUs c and c + cores; made by tests/topologies/make.py), and the real
+export of a 16-core KVM guest (an Intel Xeon node lent to this project)."""
 
 from __future__ import annotations
 
@@ -15,17 +20,31 @@ import os
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import pytest
 from conftest import vlcs_cmd
 
-TOPOLOGIES = {
+XML = Path(__file__).resolve().parent.parent / "topologies"
+
+SYNTHETIC = {
     # 2 packages x 8 L3 x 8 cores x 2 threads = 256 CPUs
     "epyc": "pack:2 l3:8 core:8 pu:2",
     # 2 packages x 2 NUMA nodes x 20 cores x 2 threads = 160 CPUs
     "intel-snc": "pack:2 numa:2 core:20 pu:2",
     # 4 NUMA nodes x 16 cores = 64 CPUs
     "arm-4numa": "numa:4 core:16 pu:1",
+}
+
+# what VLCS_TOPOLOGY is set to for each machine
+TOPOLOGIES = {
+    **{name: "synthetic:" + desc for name, desc in SYNTHETIC.items()},
+    # the same kinds of node as XML exports, numbered as Linux numbers them
+    "epyc-xml": str(XML / "epyc-2s-8l3.xml"),
+    "xeon-snc2-xml": str(XML / "xeon-2s-snc2.xml"),
+    "arm-4numa-xml": str(XML / "arm-4numa.xml"),
+    # a real machine's export
+    "kvm-xeon-16": str(XML / "kvm-xeon-16.xml"),
 }
 
 PLACES = {
@@ -50,6 +69,42 @@ PLACES = {
         "core:5-6": "5-6",
         "numa:1.core:15": "31",
         "numa:all": "0-63",
+    },
+    # 128 cores: core c is CPUs c and c + 128; 64 cores and 8 L3s of 8 per package
+    "epyc-xml": {
+        "package:1": "64-127,192-255",
+        "l3:3": "24-31,152-159",
+        "l3:8": "64-71,192-199",
+        "package:1.l3:0": "64-71,192-199",
+        "core:0-7.pu:0": "0-7",
+        "core:100.pu:1": "228",
+        "core:5": "5,133",
+        "pu:1": "128",
+        "l3:0,15": "0-7,120-135,248-255",
+    },
+    # 80 cores: core c is CPUs c and c + 80; 40 per package, 20 per NUMA node
+    "xeon-snc2-xml": {
+        "numa:0": "0-19,80-99",
+        "numa:3": "60-79,140-159",
+        "package:1.numa:1": "60-79,140-159",
+        "numa:1.core:0": "20,100",
+        "pu:159": "159",
+        "l3:1": "40-79,120-159",
+        "core:0-39.pu:1": "80-119",
+    },
+    "arm-4numa-xml": {
+        "numa:2": "32-47",
+        "l3:3": "48-63",
+        "numa:1.core:15": "31",
+        "package:0": "0-63",
+    },
+    # one package, one L3, 16 cores without SMT
+    "kvm-xeon-16": {
+        "package:0": "0-15",
+        "l3:0": "0-15",
+        "numa:0": "0-15",
+        "core:3-5": "3-5",
+        "l2:15": "15",
     },
 }
 
@@ -101,7 +156,7 @@ def _lists(text: str) -> str:
 @pytest.mark.parametrize("name", sorted(TOPOLOGIES))
 def test_places_resolve_against_described_machines(name):
     want = PLACES[name]
-    got = run(RESOLVE % (list(want),), "synthetic:" + TOPOLOGIES[name])
+    got = run(RESOLVE % (list(want),), TOPOLOGIES[name])
     got = {k: v if v.startswith("error") else _lists(v) for k, v in got.items()}
     assert got == want
 
@@ -109,7 +164,7 @@ def test_places_resolve_against_described_machines(name):
 def test_bad_places_say_what_was_given_and_what_exists():
     got = run(
         RESOLVE % (["l3:16", "bogus:0", "core:x", "die:0", "numa"],),
-        "synthetic:" + TOPOLOGIES["epyc"],
+        TOPOLOGIES["epyc"],
     )
     assert "l3:16 does not exist: there are l3:0-15" in got["l3:16"], got
     assert 'unknown location type "bogus"' in got["bogus:0"], got
@@ -138,7 +193,7 @@ def _export_xml(desc: str, path: str) -> None:
 
 def test_places_from_an_xml_export(tmp_path):
     xml = str(tmp_path / "snc.xml")
-    _export_xml(TOPOLOGIES["intel-snc"], xml)
+    _export_xml(SYNTHETIC["intel-snc"], xml)
     got = run(RESOLVE % (["numa:3", "numa:1.core:0"],), xml)
     assert {k: _lists(v) for k, v in got.items()} == {"numa:3": "120-159", "numa:1.core:0": "40-41"}
 
@@ -160,8 +215,8 @@ def _inside_one(worker: list[int], domains: list[list[int]]) -> bool:
 
 @pytest.mark.parametrize("name", sorted(TOPOLOGIES))
 def test_splits_for_1_to_64_workers_never_straddle_when_they_need_not(name):
-    r = run(SPLITS, "synthetic:" + TOPOLOGIES[name])
-    pus = r["pu"]
+    r = run(SPLITS, TOPOLOGIES[name])
+    pus = sorted(r["pu"])
     for places, by_n in r["splits"].items():
         domains = [d for d in r.get(places, []) if d] or r["core"]
         for n_text, workers in by_n.items():
@@ -169,6 +224,9 @@ def test_splits_for_1_to_64_workers_never_straddle_when_they_need_not(name):
             where = f"{name}, places={places}, {n} workers"
             assert len(workers) == n and all(workers), where
             cpus = [c for w in workers for c in w]
+            if n > len(pus):  # more workers than CPUs: one CPU each, in turn
+                assert all(len(w) == 1 for w in workers) and sorted(set(cpus)) == pus, where
+                continue
             # every CPU used once: no overlap, nothing left out
             assert sorted(cpus) == pus, where
             if n >= len(domains):  # enough workers: each inside one domain
@@ -182,7 +240,7 @@ def test_splits_for_1_to_64_workers_never_straddle_when_they_need_not(name):
 
 
 def test_six_workers_on_the_epyc_node_written_out():
-    r = run(SPLITS, "synthetic:" + TOPOLOGIES["epyc"])
+    r = run(SPLITS, TOPOLOGIES["epyc"])
     # 3 per package; in each package 8 L3s of 16 CPUs as 3 + 3 + 2
     assert r["splits"]["l3"]["6"] == [
         list(range(0, 48)),
@@ -192,6 +250,21 @@ def test_six_workers_on_the_epyc_node_written_out():
         list(range(176, 224)),
         list(range(224, 256)),
     ]
+
+
+def test_six_workers_on_the_epyc_export_written_out():
+    # Linux's numbering: a worker of 24 cores holds CPUs c..c+23 and their
+    # siblings c+128..c+151; 3 workers per package, L3s as 3 + 3 + 2
+    r = run(SPLITS, TOPOLOGIES["epyc-xml"])
+    cores = [(0, 24), (24, 48), (48, 64), (64, 88), (88, 112), (112, 128)]
+    assert [sorted(w) for w in r["splits"]["l3"]["6"]] == [
+        list(range(a, b)) + list(range(a + 128, b + 128)) for a, b in cores
+    ]
+    # the SNC node's 80 cores split 40 ways: 2 cores each, with their
+    # siblings, 10 workers per NUMA node
+    r = run(SPLITS, TOPOLOGIES["xeon-snc2-xml"])
+    workers = sorted(sorted(w) for w in r["splits"]["numa"]["40"])
+    assert workers == [[c, c + 1, c + 80, c + 81] for c in range(0, 80, 2)]
 
 
 def test_this_machine_places_in_contexts_and_pools():
@@ -223,9 +296,47 @@ def test_this_machine_places_in_contexts_and_pools():
     assert got["info"]["a"] == "core:1" and got["info"]["b"] == "numa:0", got
 
 
+def test_openmp_places_of_a_context_lie_inside_its_cpus():
+    # libgomp builds its places from the CPUs it is given (the context's),
+    # so OMP_PLACES set in a context, abstract or explicit, never names a
+    # CPU outside it; unset, there are none, as in a plain process
+    got = run(
+        """
+        import ctypes, json, vlcs
+        def places(g):
+            out = []
+            for p in range(g.omp_get_num_places()):
+                ids = (ctypes.c_int * g.omp_get_place_num_procs(p))()
+                g.omp_get_place_proc_ids(p, ids)
+                out.append(list(ids))
+            return {"places": out, "bind": g.omp_get_proc_bind()}
+        res = {}
+        for name, cpus, env in [
+            ("cores", "1", {"OMP_PLACES": "cores", "OMP_PROC_BIND": "close"}),
+            ("threads", "0", {"OMP_PLACES": "threads"}),
+            ("explicit", "1", {"OMP_PLACES": "{0},{1}", "OMP_PROC_BIND": "spread"}),
+            ("unset", "0-1", {}),
+        ]:
+            ctx = vlcs.VLC(name=name, cpus=cpus)
+            for k, v in env.items():
+                ctx.setenv(k, v)
+            with ctx:
+                res[name] = places(ctypes.CDLL("libgomp.so.1"))
+        res["base"] = places(ctypes.CDLL("libgomp.so.1"))
+        print(json.dumps(res))
+        """
+    )
+    close, spread = 3, 4  # omp_proc_bind_t
+    assert got["cores"] == {"places": [[1]], "bind": close}, got
+    assert got["threads"]["places"] == [[0]], got
+    assert got["explicit"] == {"places": [[1]], "bind": spread}, got  # {0} is not its
+    assert got["unset"] == {"places": [], "bind": 0}, got
+    assert got["base"] == {"places": [], "bind": 0}, got  # the base's own, untouched
+
+
 def test_vlcs_topo_prints_the_machine_and_a_split():
     r = vlcs_cmd(
-        "topo", "--synthetic", TOPOLOGIES["arm-4numa"], "--workers", "6", "--places", "numa"
+        "topo", "--synthetic", SYNTHETIC["arm-4numa"], "--workers", "6", "--places", "numa"
     )
     assert r.returncode == 0, r.stderr
     lines = r.stdout.splitlines()
@@ -237,6 +348,14 @@ def test_vlcs_topo_prints_the_machine_and_a_split():
         "worker 3: cpus 24-31 (inside numa:1)",
         "worker 4: cpus 32-47 (inside numa:2)",
         "worker 5: cpus 48-63 (inside numa:3)",
+    ], r.stdout
+    r = vlcs_cmd(
+        "topo", "--topology", TOPOLOGIES["epyc-xml"], "--workers", "2", "--places", "package"
+    )
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.splitlines()[-2:] == [
+        "worker 0: cpus 0-63,128-191 (inside package:0)",
+        "worker 1: cpus 64-127,192-255 (inside package:1)",
     ], r.stdout
     bad = vlcs_cmd("topo", "--synthetic", "nonsense")
     assert bad.returncode == 1 and "does not load" in bad.stderr, bad.stderr
