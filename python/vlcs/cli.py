@@ -4,8 +4,8 @@ vlcs run [--static-tls BYTES] -- PROGRAM [ARGS...]
 vlcs info [--cflags] [--libs] [--json]
 vlcs shim LIBRARY -o DIR [--json]
 vlcs check PKG [PKG...] [--json] [--timeout S]
-vlcs tune TASKS.toml [--cpus LIST] [--method smart|grid] [--step N] [--overlap]
-          [--repeats N] [--timeout S] [--out DIR] [--dask ADDRESS] [--json]
+vlcs tune TASKS.toml [--cpus LIST] [--method smart|grid] [--step N | --places core|l3...]
+          [--overlap] [--repeats N] [--timeout S] [--out DIR] [--dask ADDRESS] [--json]
 vlcs bench all [--quick] [--cases N,M] [--out DIR] [--json]   (package vlcs-bench)
 vlcs bench core|strict|shim|python [--json]                   (package vlcs-bench)
 vlcs demo [python|gemm]                                       (package vlcs-bench)
@@ -239,6 +239,7 @@ def _tune(args: argparse.Namespace) -> int:
             args.cpus,
             args.method,
             step=args.step,
+            places=args.places,
             overlap=args.overlap,
             repeats=args.repeats,
             timeout=args.timeout,
@@ -399,6 +400,12 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--method", choices=("smart", "grid"), default="smart")
     t.add_argument("--step", type=int, default=1, help="CPU counts in multiples of N (1)")
     t.add_argument("--overlap", action="store_true", help="allow tasks to share CPUs")
+    t.add_argument(
+        "--places",
+        choices=[p for p in PLACES if p != "pu"],
+        help="give each task whole domains of this type (no task across two L3s or NUMA "
+        "nodes; a core's hardware threads together): fewer, better partitions",
+    )
     t.add_argument(
         "--repeats",
         type=int,

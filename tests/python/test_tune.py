@@ -213,6 +213,78 @@ def test_space_steps_overlap_and_cpu_lists():
     assert space.format_cpus([3, 0, 1, 2, 8, 10, 11]) == "0-3,8,10-11"
 
 
+def test_places_give_each_task_whole_domains_of_a_described_node():
+    # The two-socket EPYC export (tests/topologies): 16 L3s of 8 cores, a
+    # core's threads c and c + 128.  Splits by L3: 120 cells instead of
+    # 32,640, each task's CPUs whole L3s, siblings together.
+    xml = Path(__file__).resolve().parent.parent / "topologies" / "epyc-2s-8l3.xml"
+    r = run_code(
+        """
+        import json
+        from vlcs._tune import space, tuning
+        doms = tuning._domains("l3", list(range(256)))
+        order = [c for d in doms for c in d]
+        cfgs = space.aligned_configurations([len(d) for d in doms], 2)
+        splits = [space.cpu_lists(order, c.counts) for c in cfgs]
+        print(json.dumps({"domains": doms, "cells": len(cfgs),
+                          "every": len(space.configurations(256, 2)), "splits": splits}))
+        """,
+        VLCS_TOPOLOGY=str(xml),
+    )
+    l3 = [list(range(8 * k, 8 * k + 8)) + list(range(8 * k + 128, 8 * k + 136)) for k in range(16)]
+    assert r["domains"] == l3
+    assert r["cells"] == 120 and r["every"] == 32640
+    for split in r["splits"]:
+        for task in split:
+            held = [d for d in l3 if set(d) <= set(task)]
+            assert sorted(c for d in held for c in d) == sorted(task), task  # whole L3s only
+        assert not set(split[0]) & set(split[1])
+
+
+def test_the_heatmap_counts_domains_when_tuned_by_places():
+    C = space.Config
+    sizes = [4, 4, 4]  # three domains of 4 CPUs
+    found = space.SearchResult(
+        best=C((8, 4), (0,)),
+        best_s=1.0,
+        measured={C((4, 4), (0,)): 2.0, C((8, 4), (0,)): 1.0, C((4, 8), (0,)): 3.0},
+        runs=3,
+    )
+    values, marks, best = vlcs._tune.heatmap_cells(found, 3, [[4, 4]], sizes)
+    assert values[0][0] == 2.0 and values[0][1] == 1.0 and values[1][0] == 3.0
+    assert marks == [(1, 1)] and best == (2, 1)
+    assert vlcs._tune.report.domain_ticks("numa", 1) == ("numa:0", "1 numa")
+
+
+@needs_two
+def test_tuning_by_cores_on_this_machine(tmp_path):
+    plan = vlcs.tune(
+        [vlcs.Task("a", command=["true"]), vlcs.Task("b", command=["true"])],
+        cpus="0-1",
+        method="grid",
+        places="core",
+        out=tmp_path,
+        progress=False,
+    )
+    assert plan["places"] == {"type": "core", "domains": ["0", "1"]}
+    assert [m["cpus"] for m in plan["measured"]] == [["0", "1"]]
+    assert "whole core domains (0, 1)" in (tmp_path / "report.md").read_text()
+    if importlib.util.find_spec("matplotlib"):
+        assert (tmp_path / "heatmap.png").stat().st_size > 0
+    for bad, says in [
+        ({"places": "die"}, "places must be one of"),
+        ({"places": "core", "step": 2}, "neither step nor overlap"),
+        ({"places": "package"}, "2 tasks need at least 2 package domains"),
+    ]:
+        with pytest.raises(vlcs.TuneError, match=says):
+            vlcs.tune(
+                [vlcs.Task("a", command=["true"]), vlcs.Task("b", command=["true"])],
+                cpus="0-1",
+                progress=False,
+                **bad,
+            )
+
+
 # ---- real tunings -------------------------------------------------------------
 
 

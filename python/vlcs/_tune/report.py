@@ -7,6 +7,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from vlcs._context import _parse_list
 from vlcs._tune import space as _space
 
 
@@ -30,7 +31,13 @@ def write_report(
         + f": {plan['runs']} trial runs (the grid: {plan['grid_runs']}), "
         f"{plan['tuning_s']:.0f} s, {plan['rounds']} round(s) of the measured configurations "
         f"({plan['trial_runs']} trial runs in all); CPUs {plan['cpus']} on "
-        f"{plan['machine']['hostname']} ({plan['machine']['cpu_model']}).",
+        f"{plan['machine']['hostname']} ({plan['machine']['cpu_model']})"
+        + (
+            f"; each task holds whole {plan['places']['type']} domains "
+            f"({', '.join(plan['places']['domains'])})."
+            if plan.get("places")
+            else "."
+        ),
         "",
         "| task | CPUs | environment |",
         "|---|---|---|",
@@ -81,20 +88,40 @@ def write_report(
 
 
 def heatmap_cells(
-    found: _space.SearchResult, n: int, reachable: Sequence[Sequence[int]]
+    found: _space.SearchResult,
+    n: int,
+    reachable: Sequence[Sequence[int]],
+    sizes: Sequence[int] | None = None,
 ) -> tuple[list[list[float]], list[tuple[int, int]], tuple[int, int]]:
     """What the heatmap of two tasks draws: values[b - 1][a - 1] is the
     makespan with a CPUs for the first task and b for the second (the best
     over their environment choices; nan where not measured), the cells
-    reachable without contexts, and the optimum's cell, as (a, b)."""
+    reachable without contexts, and the optimum's cell, as (a, b).  With
+    the domains' sizes (a tuning by places), a and b count domains and n is
+    their number."""
+
+    def cell(counts: Sequence[int]) -> tuple[int, int]:
+        a, b = _space.domains_of(tuple(counts), sizes) if sizes else counts
+        return a, b
+
     values = [[float("nan")] * n for _ in range(n)]
     for cfg, t in found.measured.items():
-        a, b = cfg.counts
+        a, b = cell(cfg.counts)
         if t != float("inf") and not values[b - 1][a - 1] <= t:
             values[b - 1][a - 1] = t
-    marks = [(a, b) for a, b in reachable]
-    a, b = found.best.counts
-    return values, marks, (a, b)
+    marks = [cell(c) for c in reachable]
+    return values, marks, cell(found.best.counts)
+
+
+def domain_ticks(kind: str, k: int) -> tuple[str, str]:
+    """The heatmap's tick labels for k domains: the first task's (it takes
+    the first ones) and the second's (its count; where they lie depends on
+    the first's).
+
+    >>> domain_ticks("l3", 3)
+    ('l3:0-2', '3 l3')
+    """
+    return (f"{kind}:0" if k == 1 else f"{kind}:0-{k - 1}"), f"{k} {kind}"
 
 
 def _heatmap(
@@ -111,13 +138,24 @@ def _heatmap(
         from matplotlib.patches import Rectangle
     except ImportError:
         return False
-    values, marks, (a, b) = heatmap_cells(found, n, plan["without_contexts"]["reachable"])
+    places = plan.get("places")
+    sizes = [len(_parse_list(d)) for d in places["domains"]] if places else None
+    if sizes:
+        n = len(sizes)
+    values, marks, (a, b) = heatmap_cells(found, n, plan["without_contexts"]["reachable"], sizes)
     fig, ax = plt.subplots(figsize=(max(4.0, 1.6 + 0.45 * n), max(3.4, 1.4 + 0.45 * n)))
     im = ax.imshow(values, origin="lower", cmap="viridis_r")
-    ax.set_xticks(range(n), [str(i + 1) for i in range(n)])
-    ax.set_yticks(range(n), [str(i + 1) for i in range(n)])
-    ax.set_xlabel(f"CPUs of {names[0]}")
-    ax.set_ylabel(f"CPUs of {names[1]}")
+    if places:  # cells by domain: where the first task lies, how many the second holds
+        ticks = [domain_ticks(places["type"], i + 1) for i in range(n)]
+        ax.set_xticks(range(n), [t[0] for t in ticks], rotation=45, ha="right")
+        ax.set_yticks(range(n), [t[1] for t in ticks])
+        ax.set_xlabel(f"{places['type']} domains of {names[0]}")
+        ax.set_ylabel(f"{places['type']} domains of {names[1]}")
+    else:
+        ax.set_xticks(range(n), [str(i + 1) for i in range(n)])
+        ax.set_yticks(range(n), [str(i + 1) for i in range(n)])
+        ax.set_xlabel(f"CPUs of {names[0]}")
+        ax.set_ylabel(f"CPUs of {names[1]}")
     ax.add_patch(Rectangle((a - 1.5, b - 1.5), 1, 1, fill=False, edgecolor="red", linewidth=2.5))
     if marks and len(marks) < plan["without_contexts"]["splits"]:  # all: nothing to mark
         ax.scatter(

@@ -63,6 +63,50 @@ def configurations(
     return out
 
 
+def aligned_configurations(
+    sizes: Sequence[int], ntasks: int, choices: Sequence[int] | None = None
+) -> list[Config]:
+    """Every way to give each task whole domains of the topology (an L3, a
+    NUMA node, a core...), at least one each, disjoint: ``sizes`` are the
+    domains' CPU counts in the order tasks take them (cpu_lists then gives
+    each task whole domains); crossed with the environment choices.  Far
+    fewer cells than every count, and none that straddles a domain.
+
+    >>> [c.counts for c in aligned_configurations([4, 4, 4], 2)]
+    [(4, 4), (4, 8), (8, 4)]
+    >>> [c.counts for c in aligned_configurations([2, 6], 2)]
+    [(2, 6)]
+    """
+    bounds = [0, *itertools.accumulate(sizes)]
+    envs = list(itertools.product(*(range(k) for k in (choices or [1] * ntasks))))
+    out = []
+    for ks in itertools.product(range(1, len(sizes) + 1), repeat=ntasks):
+        if sum(ks) > len(sizes):
+            continue
+        at, counts = 0, []
+        for k in ks:
+            counts.append(bounds[at + k] - bounds[at])
+            at += k
+        out += [Config(tuple(counts), env) for env in envs]
+    return out
+
+
+def domains_of(counts: Counts, sizes: Sequence[int]) -> tuple[int, ...]:
+    """How many domains each task of an aligned configuration holds.
+
+    >>> domains_of((4, 8), [4, 4, 4])
+    (1, 2)
+    """
+    bounds = [0, *itertools.accumulate(sizes)]
+    out, at, total = [], 0, 0
+    for c in counts:
+        total += c
+        k = bounds.index(total) - at
+        out.append(k)
+        at += k
+    return tuple(out)
+
+
 def reachable(counts: Counts, families: Sequence[Collection[str]], shared: Collection[str]) -> bool:
     """Whether the tasks' thread counts could be set so in one process
     without contexts, with the libraries' own thread-count APIs: tasks that

@@ -10,6 +10,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from vlcs import _topo
 from vlcs._tune import space as _space
 from vlcs._tune.report import task_text, write_report
 from vlcs._tune.space import Config, format_cpus
@@ -31,6 +32,7 @@ def tune(
     out: str | Path | None = None,
     progress: bool = True,
     dask: Any = None,
+    places: str | None = None,
 ) -> dict[str, Any]:
     """Find the CPU partition that runs `tasks` at once fastest.
 
@@ -40,6 +42,12 @@ def tune(
     dask: a Dask scheduler address (or a distributed.Client): the trials
     run on its workers' machines, which must be identical, one trial per
     machine at a time, the grid's and the profiles' side by side.
+
+    places: "core", "l2", "l3", "numa" or "package": each task gets whole
+    domains of that type (hwloc's, see vlcs topo), taken in the topology's
+    order, so no task straddles two L3s or NUMA nodes and a core's hardware
+    threads stay together; the search space shrinks to those splits and the
+    heatmap counts domains.
 
     repeats: at most that many rounds; after the search, the baselines and
     every configuration measured are run again, interleaved, until the best
@@ -68,6 +76,22 @@ def tune(
         )
     if step < 1 or repeats < 1 or timeout <= 0:
         raise TuneError("step and repeats must be at least 1 and timeout positive")
+    if places is not None:
+        if places not in _topo.PLACES or places == "pu":
+            raise TuneError(
+                f"places must be one of {', '.join(p for p in _topo.PLACES if p != 'pu')}; "
+                f"got {places!r}"
+            )
+        if step != 1 or overlap:
+            raise TuneError(
+                "places gives each task whole domains of its own: it goes with neither step nor "
+                "overlap"
+            )
+        if dask is not None:
+            raise TuneError(
+                "places are read from this machine's topology, and with dask the trials run "
+                "on other machines: give the CPUs to split as a list instead"
+            )
     specs = [t.spec() for t in tasks]
     cluster = Cluster(dask) if dask is not None else None
     try:
@@ -84,6 +108,7 @@ def tune(
             timeout,
             out,
             progress,
+            places,
         )
     finally:
         if cluster is not None:
@@ -103,6 +128,7 @@ def _tune(
     timeout: float,
     out: str | Path | None,
     progress: bool,
+    places: str | None,
 ) -> dict[str, Any]:
     from vlcs._context import VLC
 
@@ -120,6 +146,17 @@ def _tune(
         probe = VLC(cpus=cpus, name="tune-cpus")  # vlcs's own parser and checks
         cpu_ids = sorted(probe.cpus)
         probe.close()
+    domains: list[list[int]] = []
+    if places is not None:
+        domains = _domains(places, cpu_ids)
+        if len(domains) < len(tasks):
+            raise TuneError(
+                f"{len(tasks)} tasks need at least {len(tasks)} {places} domains, and CPUs "
+                f"{format_cpus(cpu_ids)} hold {len(domains)}: give a narrower places (core) or "
+                "more CPUs"
+            )
+        cpu_ids = [c for d in domains for c in d]  # tasks take whole domains, in order
+    sizes = [len(d) for d in domains]
     n = len(cpu_ids)
     if n < len(tasks) and not overlap:
         raise TuneError(f"{len(tasks)} tasks need at least as many CPUs without --overlap; got {n}")
@@ -134,7 +171,12 @@ def _tune(
     # same thing (choices equal once filled in: "{cpus}" and "1" on one
     # CPU) are one, the first of them.
     by_label: dict[str, tuple[Config, Run]] = {}
-    for cfg in _space.configurations(n, len(tasks), step, overlap, [len(c) for c in choices]):
+    counts = [len(c) for c in choices]
+    for cfg in (
+        _space.aligned_configurations(sizes, len(tasks), counts)
+        if places is not None
+        else _space.configurations(n, len(tasks), step, overlap, counts)
+    ):
         run = _split(names, cpu_ids, choices, cfg)
         by_label.setdefault(run.label, (cfg, run))
     split_of = dict(by_label.values())
@@ -203,6 +245,9 @@ def _tune(
         "searched": "grid" if method == "grid" or small else "smart",
         "machine": machine(),
         "cpus": format_cpus(cpu_ids),
+        "places": None
+        if places is None
+        else {"type": places, "domains": [format_cpus(d) for d in domains]},
         "tasks": [
             {
                 "name": t.name,
@@ -286,6 +331,16 @@ def _without_contexts(
         "splits": len({c.counts for c in grid_space}),
         "best_s": None if best is None else found.measured[best],
     }
+
+
+def _domains(places: str, cpu_ids: list[int]) -> list[list[int]]:
+    """The CPUs to split grouped by domain of that type, in the topology's
+    order; a CPU in none is a domain of its own."""
+    here = set(cpu_ids)
+    doms = [d for o in _topo.objects(places) if (d := sorted(set(o) & here))]
+    covered = {c for d in doms for c in d}
+    doms += [[c] for c in cpu_ids if c not in covered]
+    return sorted(doms, key=lambda d: d[0])
 
 
 def _parse_cpus(cpus: str | Sequence[int]) -> list[int]:
