@@ -74,8 +74,22 @@ def test_bench_all_quick_runs_every_case_and_writes_json_markdown_and_charts(tmp
                 assert r["same_result"] is True, (case["case"], g["title"], r)
     report = (tmp_path / "report.md").read_text()
     assert "## Summary" in report and "Nested parallelism" in report
-    pngs = sorted(tmp_path.glob("case5-*.png"))
-    assert len(pngs) == 2 and all(p.read_bytes()[:4] == b"\x89PNG" for p in pngs)
+    charts = [p for p in tmp_path.glob("case5-*.png") if not p.name.endswith("-timeline.png")]
+    assert len(charts) == 2 and all(p.read_bytes()[:4] == b"\x89PNG" for p in charts)
+    # the elastic cases (contention, nested, four tasks) attach a traced run
+    # each: its trace beside the report, drawn, every context's slices closed
+    for n in (4, 5, 9):
+        case = next(c for c in doc["cases"] if c["case"] == n)
+        timelines = [g["timeline"] for g in case["groups"] if "timeline" in g]
+        assert timelines, n
+        for t in timelines:
+            assert "elastic" in t["strategy"], t
+            events = json.loads((tmp_path / t["trace"]).read_text())["traceEvents"]
+            begins = sum(e["ph"] == "B" and e["name"].startswith("inside ") for e in events)
+            ends = sum(e["ph"] == "E" and e["name"].startswith("inside ") for e in events)
+            assert begins == ends > 0, (n, t)
+            png = tmp_path / t["trace"].replace(".trace.json", "-timeline.png")
+            assert png.read_bytes()[:4] == b"\x89PNG" and f"]({png.name})" in report
     assert "vlcs bench: " in proc.stderr  # progress is shown
 
 

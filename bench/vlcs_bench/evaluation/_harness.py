@@ -63,11 +63,14 @@ def measure(
     ideal_s: float | None = None,
     warmup: bool = True,
     note: str = "",
+    timeline: str | None = None,
 ) -> dict[str, Any]:
     """Run every strategy `repeats` times, interleaved, and summarise.
 
     ideal_speedup: the ceiling over the baseline (2x for two tasks on two
-    cores); ideal_s: a makespan lower bound (total work / cores)."""
+    cores); ideal_s: a makespan lower bound (total work / cores);
+    timeline: the name of a strategy run once more under vlcs.trace, whose
+    trace the report draws (where the cores went: lends and reclaims)."""
     if warmup:
         for s in strategies:
             say(f"{title}: warm-up {s.name}")
@@ -80,7 +83,7 @@ def measure(
             t = time.perf_counter()
             results[s.name] = s.run()
             times[s.name].append(time.perf_counter() - t)
-    return summarise(
+    group = summarise(
         title,
         times,
         {n: _same(r, results[baseline or strategies[0].name]) for n, r in results.items()},
@@ -89,6 +92,23 @@ def measure(
         ideal_s=ideal_s,
         note=note,
     )
+    if timeline is not None:
+        group["timeline"] = traced(title, next(s for s in strategies if s.name == timeline))
+    return group
+
+
+def traced(title: str, strategy: Strategy) -> dict[str, str]:
+    """One more run of strategy, recorded with vlcs.trace into a temporary
+    file that report.write moves beside the report (and draws)."""
+    import tempfile
+
+    import vlcs
+
+    say(f"{title}: one more run of {strategy.name}, traced")
+    path = os.path.join(tempfile.mkdtemp(prefix="vlcs-bench-trace-"), "trace.json")
+    with vlcs.trace(path):
+        strategy.run()
+    return {"strategy": strategy.name, "trace": path}
 
 
 def summarise(

@@ -175,15 +175,17 @@ def run(quick: bool) -> dict[str, Any]:
             fb = blas_el.submit(other_e)
             return [fa.result(), fb.result()]
 
+        lent = f"vlcs elastic contexts ({ca} | {cb}, lending)"
         grp = measure(
             title,
             [
                 Strategy("sequential, all cores each", sequential),
                 Strategy("composed on threads, no contexts", composed),
                 Strategy(f"vlcs contexts ({ca} | {cb})", contexts),
-                Strategy(f"vlcs elastic contexts ({ca} | {cb}, lending)", elastic),
+                Strategy(lent, elastic),
             ],
             3 if quick else 5,
+            timeline=lent,
         )
         # The makespan lower bound, timed after the warm-up above (a first
         # torch call is twice as slow): each task's work measured on one core

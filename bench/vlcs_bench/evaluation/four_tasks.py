@@ -113,15 +113,17 @@ def run(quick: bool) -> dict[str, Any]:
         f"stencil3d {sten[0]}³ x{sten[1]} + k-means {km[0]} points + numpy GEMM {size}² "
         f"x{reps} + torch MLP x{steps}"
     )
+    lent = f"vlcs elastic contexts ({' | '.join(cpus)}, lending)"
     group = measure(
         title,
         [
             Strategy("sequential, all cores each", sequential),
             Strategy("four threads, no contexts", threads),
             Strategy(f"vlcs static contexts ({' | '.join(cpus)})", static),
-            Strategy(f"vlcs elastic contexts ({' | '.join(cpus)}, lending)", elastic),
+            Strategy(lent, elastic),
         ],
         3 if quick else 5,
+        timeline=lent,
     )
     # The makespan lower bound, as in case 4: each task's work on its home
     # (one context alone, lending off), spread over every core, and no

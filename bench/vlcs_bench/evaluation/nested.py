@@ -92,6 +92,7 @@ def _python(quick: bool) -> dict[str, Any]:
         w_small = _fastest(lambda: _small(np, xs))
     big_all = _fastest(lambda: _big(np, a))
     ideal = max((w_big + w_small) / n, big_all, w_small)
+    lent = f"vlcs elastic contexts ({cb} | {cs}, lending)"
     group = measure(
         f"Python: one {big_n}² GEMM + {count} of 64² (numpy)",
         [
@@ -99,9 +100,10 @@ def _python(quick: bool) -> dict[str, Any]:
             Strategy("threads, one OpenBLAS", threads),
             Strategy(f"threads + threadpoolctl ({max(1, n // 2)} each)", limited),
             Strategy(f"vlcs contexts ({cb} | {cs})", contexts),
-            Strategy(f"vlcs elastic contexts ({cb} | {cs}, lending)", elastic),
+            Strategy(lent, elastic),
         ],
         repeats=3 if quick else 5,
+        timeline=lent,
         ideal_s=ideal,
         note="threadpoolctl's limit is process-wide: the large GEMM is capped too. "
         f"Work on one core: large {w_big:.3f} s, small {w_small:.3f} s; the large GEMM "

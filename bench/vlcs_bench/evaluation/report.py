@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -131,10 +132,47 @@ def _heatmap(h: dict[str, Any], path: Path) -> None:
     plt.close(fig)
 
 
+def _move_traces(doc: dict[str, Any], out: Path) -> None:
+    """The traces the cases recorded (temporary files), moved beside the
+    report under names of their groups; the JSON then names those."""
+    for case in doc["cases"]:
+        for i, g in enumerate(case.get("groups", [])):
+            t = g.get("timeline")
+            if not t or not Path(t["trace"]).is_absolute():
+                continue
+            src = Path(t["trace"])
+            name = f"case{case['case']}-{i}-{_slug(g['title'])}.trace.json"
+            if src.exists():
+                shutil.move(src, out / name)
+                shutil.rmtree(src.parent, ignore_errors=True)
+                t["trace"] = name
+            else:
+                g.pop("timeline")
+
+
+def _timeline_md(g: dict[str, Any], out: Path, charts: bool) -> list[str]:
+    """A group's traced run, drawn as vlcs trace show draws it."""
+    t = g.get("timeline")
+    if not t or not (out / t["trace"]).exists():
+        return []
+    lines = [
+        f"Where the cores went in one more run of *{t['strategy']}*: "
+        f"[{t['trace']}]({t['trace']}) (Chrome trace-event JSON: open it in Perfetto)."
+    ]
+    if charts:
+        from vlcs._trace_show import draw
+
+        png = t["trace"].removesuffix(".trace.json") + "-timeline.png"
+        draw(str(out / t["trace"]), str(out / png))
+        lines += ["", f"![timeline of {t['strategy']}]({png})"]
+    return [*lines, ""]
+
+
 def write(doc: dict[str, Any], out_dir: str | Path, charts: bool = True) -> Path:
     """results.json, report.md and the PNGs into out_dir; returns report.md."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
+    _move_traces(doc, out)
     (out / "results.json").write_text(json.dumps(doc, indent=2) + "\n")
     m = doc["machine"]
     libs = ", ".join(f"{k} {v}" for k, v in m["libraries"].items() if v)
@@ -176,6 +214,7 @@ def write(doc: dict[str, Any], out_dir: str | Path, charts: bool = True) -> Path
                 png = f"case{case['case']}-{i}-{_slug(g['title'])}.png"
                 _chart(g, out / png)
             md += _group_md(g, png)
+            md += _timeline_md(g, out, charts)
         for h in case.get("heatmaps", []):
             png = f"case{case['case']}-{_slug(h['title'])}.png"
             if charts:
