@@ -233,9 +233,16 @@ VLCS_API int vlcs_ctx_set_cpus(vlcs_ctx *h, const char *cpulist)
     if (outside >= 0) {
         char have[256];
         mask_format(process_mask(), have, sizeof have);
-        set_error(VLCS_E_INVALID, "Error setting CPUs of context '%s': CPU %d is not available to this process "
-                  "(it may use %s)",
-                  c->name, outside, have);
+        if (strchr(cpulist, ':') != NULL) /* a place: say what it stands for */
+            set_error(VLCS_E_INVALID,
+                      "Error setting CPUs of context '%s': %s holds CPU %d, which is not available "
+                      "to this process (it may use %s)",
+                      c->name, cpulist, outside, have);
+        else
+            set_error(VLCS_E_INVALID,
+                      "Error setting CPUs of context '%s': CPU %d is not available to this process "
+                      "(it may use %s)",
+                      c->name, outside, have);
         return -1;
     }
     return elastic_set_home(c, &m);

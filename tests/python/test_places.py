@@ -173,6 +173,37 @@ def test_bad_places_say_what_was_given_and_what_exists():
     assert "error" in got["numa"], got  # no ':' and not a CPU list
 
 
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs CPUs 0 and 1")
+def test_a_place_outside_the_process_cpus_names_the_place():
+    # under taskset -c 0, core:1 exists on the machine but not for us
+    p = subprocess.run(
+        [
+            "taskset",
+            "-c",
+            "0",
+            sys.executable,
+            "-c",
+            textwrap.dedent(
+                """
+            import vlcs
+            try:
+                vlcs.VLC(cpus="core:1")
+            except vlcs.InvalidArgumentError as e:
+                print(e)
+            print(vlcs.VLC(cpus="core:0").cpus)  # and the process goes on
+            """
+            ),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert p.returncode == 0, p.stderr
+    said, cpus = p.stdout.strip().splitlines()
+    assert "core:1 holds CPU 1, which is not available to this process (it may use 0)" in said
+    assert cpus == "[0]"
+
+
 def test_a_topology_that_does_not_load_is_one_sentence(tmp_path):
     bad = tmp_path / "bad.xml"
     bad.write_text("<not hwloc/>")
