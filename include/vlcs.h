@@ -499,6 +499,16 @@ VLCS_API int vlcs_ctx_exec(vlcs_ctx *c, char *const argv[]);
  */
 VLCS_API int vlcs_ctx_set_stdio(vlcs_ctx *c, int in_fd, int out_fd, int err_fd);
 
+/**
+ * The library a context's namespace starts with in its global scope, in
+ * place of the services (vlcs_service_add): what it exports is what objects
+ * loaded later bind to when they name no library (a libpython of the
+ * context's own, whose extension modules link no libpython).  Set before
+ * the context's first load.
+ * @return 0, or -1 with vlcs_error() set
+ */
+VLCS_API int vlcs_ctx_set_global_library(vlcs_ctx *c, const char *path);
+
 /* ==== Library families ================================================
  *
  * What vlcs knows about one kind of library (OpenBLAS, OpenMP, MKL, ...):

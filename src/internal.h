@@ -256,6 +256,8 @@ struct vlcs_ctx {
     void *ns_start[16]; /* the objects the namespace was created with (struct link_map *) */
     size_t nns_start;
     char *keep; /* vlcs_ctx_keep_loaded's reason: the namespace stays on destroy */
+    char *global_lib; /* vlcs_ctx_set_global_library: in the namespace's global
+                         scope from its start, in place of the services */
 
     /* The registry holds live contexts and destroyed ones whose namespace
      * stays (its code may still call into the context); the others' memory

@@ -123,13 +123,58 @@ static atomic_uint ns_handover;
 void ns_handed_back(void) { atomic_fetch_add_explicit(&ns_handover, 1, memory_order_release); }
 void ns_handed_over(void) { (void)atomic_load_explicit(&ns_handover, memory_order_acquire); }
 
+VLCS_API int vlcs_ctx_set_global_library(vlcs_ctx *ctx, const char *path)
+{
+    vlcs_ctx *c = ctx_get(ctx, "setting its global library");
+    if (c == NULL)
+        return -1;
+    if (path == NULL || *path == '\0') {
+        set_error(VLCS_E_INVALID, "Error setting the global library of context '%s': the path is empty",
+                  c->name);
+        return -1;
+    }
+    char *copy = strdup(path);
+    if (copy == NULL) {
+        set_error(VLCS_E_SYSTEM, "Error setting the global library of context '%s': out of memory",
+                  c->name);
+        return -1;
+    }
+    pthread_mutex_lock(&c->lock);
+    if (!ctx_still(c, ctx)) {
+        pthread_mutex_unlock(&c->lock);
+        free(copy);
+        return ctx_gone(ctx, "setting its global library");
+    }
+    if (c->has_ns) {
+        pthread_mutex_unlock(&c->lock);
+        free(copy);
+        set_error(VLCS_E_INVALID,
+                  "Error setting the global library of context '%s': it has loaded libraries "
+                  "already; set it before its first load",
+                  c->name);
+        return -1;
+    }
+    free(c->global_lib);
+    c->global_lib = copy;
+    pthread_mutex_unlock(&c->lock);
+    return 0;
+}
+
 int ns_create(vlcs_ctx *c)
 {
     /* With services, the first object is a generated root whose DT_NEEDED
      * entries are the interposer and the forwarders: together they are the
      * namespace's global scope.  Without, the interposer itself is first. */
     char why[512], rootpath[FD_PATH_SIZE];
-    int root = -1, code = services_root(&root, why, sizeof why);
+    int root = -1, code = VLCS_OK;
+    if (c->global_lib != NULL) { /* its own global library instead of the services */
+        const char *needed[] = {interposer_path(), c->global_lib};
+        root = forwarder_root(needed, 2, why, sizeof why);
+        if (root < 0)
+            code = -root;
+    } else {
+        code = services_root(&root, why, sizeof why);
+    }
     if (code != VLCS_OK) {
         set_error(code, "Error creating the namespace of context '%s': %s", c->name, why);
         return -1;

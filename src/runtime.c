@@ -490,6 +490,7 @@ static void ctx_release(vlcs_ctx *c)
     free(c->handles);
     free(c->ended);
     free(c->keep);
+    free(c->global_lib);
     registry_release(c);
 }
 

@@ -36,8 +36,8 @@ import weakref
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-from vlcs import libraries
-from vlcs._errors import ContextDestroyedError
+from vlcs import _own, libraries
+from vlcs._errors import ContextDestroyedError, InvalidArgumentError
 from vlcs._isolation import dlopen as _dlopen
 from vlcs._isolation import imports as _imports
 from vlcs._isolation import registries as _registries
@@ -106,12 +106,16 @@ class _EnterDescriptor:
     def __get__(self, obj: VLC | None, cls: type | None = None) -> Any:
         if obj is None:
             return _enter_context
+        if obj._own is not None:
+            return obj._refuse_enter
         enter, _, binding = enter_binding()
         return functools.partial(enter, obj._h, obj, binding)
 
 
 def _enter_context(ctx: VLC) -> VLC:
     """VLC.__enter__ read from the class: enter ctx, return it."""
+    if ctx._own is not None:
+        ctx._refuse_enter()
     enter, _, binding = enter_binding()
     return enter(ctx._h, ctx, binding)
 
@@ -141,6 +145,11 @@ class VLC:
     name: a label for messages and ``vlcs.info()``.
     elastic: make the context elastic, growing up to these CPUs while
         busy (see set_elastic); weight: its share of lent CPUs.
+    python: "shared" (the default): code inside runs on this interpreter,
+        with the context's own copies of what it imports; "own": the
+        context holds a CPython runtime of its own (its own GIL, its own
+        numpy), given work with ``submit`` as a process pool is: functions
+        and arguments by pickle, numpy arrays as views of the same memory.
     """
 
     def __init__(
@@ -151,7 +160,11 @@ class VLC:
         *,
         elastic: str | Iterable[int] | None = None,
         weight: int = 0,
+        python: str = "shared",
     ) -> None:
+        if python not in _own.PYTHONS:
+            raise ValueError(f"python must be one of {', '.join(_own.PYTHONS)}; got {python!r}")
+        self._own: _own.Runtime | None = None
         # Before the namespace exists, so that libpython's forwarder is in
         # its global scope (extension modules look for the C API there).
         python_service()
@@ -181,6 +194,8 @@ class VLC:
                 self.set_elastic(elastic, weight)
             for key, value in (env or {}).items():
                 self.setenv(key, value)
+            if python == "own":
+                self._own = _own.Runtime(self)
         except BaseException:
             # a refused argument leaves no context behind
             self._handle = None
@@ -441,6 +456,11 @@ class VLC:
 
         max_workers defaults to the number of the context's CPUs.
         """
+        if self._own is not None:  # its tasks enter only the context's runtime
+            with _threads.starting_in_base():
+                return concurrent.futures.ThreadPoolExecutor(
+                    max_workers or len(self.cpus), thread_name_prefix=f"vlcs-{self.name}"
+                )
         return _ContextExecutor(
             self,
             max_workers=max_workers or len(self.cpus),
@@ -450,12 +470,27 @@ class VLC:
     def submit(
         self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any
     ) -> concurrent.futures.Future:
-        """Run fn(*args, **kwargs) on a thread of the context (concurrent.futures style)."""
+        """Run fn(*args, **kwargs) on a thread of the context (concurrent.futures style).
+
+        In a context with a Python of its own, the context's runtime runs
+        it: fn and the arguments go by pickle (lambdas and functions of
+        __main__ by value, with cloudpickle), numpy arrays as views of the
+        same memory; the result comes back by pickle, an exception as the
+        caller's class with the worker's traceback as its __cause__.
+        """
         with self._lock:
             if self._executor is None:
                 self._executor = self.executor()
             ex = self._executor
+        if self._own is not None:
+            return ex.submit(self._own.call, fn, args, kwargs)
         return ex.submit(fn, *args, **kwargs)
+
+    def _refuse_enter(self, *_: Any) -> None:
+        raise InvalidArgumentError(
+            f"context {self.name!r} runs a Python of its own, which code of this interpreter "
+            "cannot enter: give it work with ctx.submit(fn, *args)"
+        )
 
     def libraries(self) -> list[str]:
         """Paths of every shared object in the context's namespace."""

@@ -1,0 +1,256 @@
+"""A Python of a context's own: ``VLC(python="own")``.
+
+The context's namespace starts with a copy of this interpreter's libpython
+in its global scope (``vlcs_ctx_set_global_library``), so the runtime made
+there, and every extension module it imports (numpy, its OpenBLAS...), are
+the context's: its own GIL, its own ``sys.modules``.  Work reaches it as it
+reaches a process pool, by pickle, but in one address space: the pickle of
+the call goes in as bytes, protocol-5 buffers of the arguments (numpy
+arrays) as views of the caller's memory, and the result comes back by
+pickle.  The host calls the runtime's C API through ctypes, which lets go
+of the host's GIL: runtimes run Python at once, as processes do.
+
+The runtime is made at the first task, with the caller's ``sys.path`` and
+flags; it has no signal handlers (the process's stay the base's) and lives
+until the process ends (a runtime that imported extension modules cannot be
+unloaded).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import pickle
+import sys
+import sysconfig
+import threading
+from typing import TYPE_CHECKING, Any
+
+from vlcs._errors import VlcsError
+from vlcs._lib import check, fail, lib
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Mapping
+
+    from vlcs._context import VLC
+
+PYTHONS = ("shared", "own")
+
+# What the runtime runs first: the function each task calls, in __main__.
+_BOOTSTRAP = """
+import ctypes, os, pickle, sys, traceback
+sys.executable = {executable!r}
+for _name, _value in {restore!r}.items():
+    if _value is None:
+        os.environ.pop(_name, None)
+    else:
+        os.environ[_name] = _value
+del _name, _value
+
+def _vlcs_task(request):
+    views, payload = pickle.loads(request)
+    buffers = []
+    for address, size, readonly in views:
+        view = memoryview((ctypes.c_char * size).from_address(address)).cast("B")
+        buffers.append(view.toreadonly() if readonly else view)
+    try:
+        fn, args, kwargs = pickle.loads(payload, buffers=buffers)
+        outcome = ("ok", fn(*args, **kwargs))
+    except BaseException as e:
+        outcome = ("error", e, traceback.format_exc())
+    finally:
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except Exception:
+                pass
+    try:
+        return pickle.dumps(outcome, protocol=5)
+    except BaseException as e:
+        text = outcome[2] if outcome[0] == "error" else ""
+        return pickle.dumps(("error", None, text + "the outcome could not be pickled: %r" % (e,)))
+"""
+
+
+class RemoteTraceback(Exception):
+    """The worker runtime's traceback, set as ``__cause__`` of what it raised."""
+
+    def __init__(self, tb: str) -> None:
+        super().__init__(tb)
+        self.tb = tb
+
+    def __str__(self) -> str:
+        return f'\n"""\n{self.tb}"""'
+
+
+def libpython() -> str:
+    """This interpreter's shared libpython, which own runtimes are copies of."""
+    if not sysconfig.get_config_var("Py_ENABLE_SHARED"):
+        raise VlcsError(
+            f"python='own' needs a CPython built with --enable-shared, and {sys.executable} "
+            "has no libpython: use such a build (pyenv: PYTHON_CONFIGURE_OPTS=--enable-shared)"
+        )
+    name = sysconfig.get_config_var("LDLIBRARY") or ""
+    path = os.path.join(sysconfig.get_config_var("LIBDIR") or "", name)
+    if not os.path.exists(path):
+        raise VlcsError(f"python='own' needs this interpreter's libpython, and {path} is missing")
+    return path
+
+
+def _dumps(obj: Any, buffers: list[pickle.PickleBuffer]) -> bytes:
+    """obj pickled as for a process pool: by reference where pickle can,
+    by value (cloudpickle) for lambdas and functions of __main__."""
+    try:
+        return pickle.dumps(obj, protocol=5, buffer_callback=buffers.append)
+    except (pickle.PicklingError, AttributeError, TypeError):
+        buffers.clear()
+        cloudpickle = _cloudpickle()
+        if cloudpickle is None:
+            raise
+        return cloudpickle.dumps(obj, protocol=5, buffer_callback=buffers.append)
+
+
+def _cloudpickle() -> Any:
+    for name in ("cloudpickle", "joblib.externals.cloudpickle"):
+        try:
+            return __import__(name, fromlist=["dumps"])
+        except ImportError:
+            continue
+    return None
+
+
+class Runtime:
+    """The CPython runtime of one context, made at its first call."""
+
+    def __init__(self, ctx: VLC) -> None:
+        self._ctx = ctx
+        self._lock = threading.Lock()
+        self._api: dict[str, Any] | None = None
+        check(lib().vlcs_ctx_set_global_library(ctx._h, libpython().encode()))
+
+    def _start(self) -> dict[str, Any]:
+        with self._lock:
+            if self._api is not None:
+                return self._api
+            ctx = self._ctx
+            handle = lib().vlcs_ctx_load(ctx._h, libpython().encode())
+            if not handle:
+                fail()
+            api = {name: _function(handle, name, *sig) for name, sig in _SIGNATURES.items()}
+            # The runtime reads its paths and flags from the context's
+            # environment when it starts; they are put back as they were
+            # once it runs, so that its own children see the context's.
+            given = {
+                "PYTHONPATH": os.pathsep.join(p for p in sys.path if p),
+                "PYTHONHOME": sys.base_prefix,
+                "PYTHONNOUSERSITE": "1" if sys.flags.no_user_site else None,
+                "PYTHONUTF8": "1" if sys.flags.utf8_mode else "0",
+                "PYTHONDONTWRITEBYTECODE": "1" if sys.dont_write_bytecode else None,
+            }
+            restore = {name: ctx.getenv(name) for name in given}
+            for name, value in given.items():
+                if value is None:
+                    ctx.unsetenv(name)
+                else:
+                    ctx.setenv(name, value)
+            boot = _BOOTSTRAP.format(executable=sys.executable, restore=restore)
+            check(lib().vlcs_enter(ctx._h))
+            try:
+                api["Py_InitializeEx"](0)  # 0: no signal handlers, the process's stay the base's
+                failed = api["PyRun_SimpleString"](boot.encode())
+                api["PyEval_SaveThread"]()  # its GIL, free for any thread
+            finally:
+                lib().vlcs_leave()
+            if failed:
+                raise VlcsError(
+                    f"the Python of context {ctx.name!r} could not start (its error is above)"
+                )
+            self._api = api
+            return api
+
+    def call(self, fn: Callable[..., Any], args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> Any:
+        """fn(*args, **kwargs) run by the context's runtime, on this thread."""
+        api = self._start()
+        buffers: list[pickle.PickleBuffer] = []
+        payload = _dumps((fn, args, dict(kwargs)), buffers)
+        views, keep = [], []
+        for b in buffers:
+            raw = b.raw()
+            if raw.readonly:  # no address to give without a copy
+                raw = memoryview(bytearray(raw))
+                keep.append(raw)
+                readonly = True
+            else:
+                readonly = False
+            array = (ctypes.c_char * raw.nbytes).from_buffer(raw)
+            keep.append(array)
+            views.append((ctypes.addressof(array), raw.nbytes, readonly))
+        request = pickle.dumps((views, payload), protocol=5)
+        check(lib().vlcs_enter(self._ctx._h))
+        state = api["PyGILState_Ensure"]()
+        try:
+            reply = _run_task(api, request)
+        finally:
+            api["PyGILState_Release"](state)
+            lib().vlcs_leave()
+        del keep  # the task's views are gone with it
+        outcome = pickle.loads(reply)
+        if outcome[0] == "ok":
+            return outcome[1]
+        _, exc, tb = outcome
+        if not isinstance(exc, BaseException):
+            exc = VlcsError(f"a task in context {self._ctx.name!r} failed")
+        raise exc from RemoteTraceback(tb)
+
+
+def _run_task(api: dict[str, Any], request: bytes) -> bytes:
+    """__main__._vlcs_task(request) in the runtime; its GIL held."""
+    main = api["PyImport_AddModule"](b"__main__")  # borrowed
+    task = api["PyObject_GetAttrString"](main, b"_vlcs_task")
+    arg = api["PyBytes_FromStringAndSize"](request, len(request))
+    args = api["PyTuple_New"](1)
+    api["PyTuple_SetItem"](args, 0, arg)  # steals arg
+    reply = api["PyObject_CallObject"](task, args)
+    api["Py_DecRef"](args)
+    api["Py_DecRef"](task)
+    if not reply:
+        api["PyErr_Print"]()
+        raise VlcsError("the worker runtime failed outside the task (its error is above)")
+    try:
+        data, size = ctypes.c_char_p(), ctypes.c_ssize_t()
+        api["PyBytes_AsStringAndSize"](reply, ctypes.byref(data), ctypes.byref(size))
+        return ctypes.string_at(data, size.value)
+    finally:
+        api["Py_DecRef"](reply)
+
+
+_P = ctypes.c_void_p
+_SIGNATURES: dict[str, tuple[Any, ...]] = {
+    "Py_InitializeEx": (None, ctypes.c_int),
+    "PyEval_SaveThread": (_P,),
+    "PyGILState_Ensure": (ctypes.c_int,),
+    "PyGILState_Release": (None, ctypes.c_int),
+    "PyRun_SimpleString": (ctypes.c_int, ctypes.c_char_p),
+    "PyImport_AddModule": (_P, ctypes.c_char_p),
+    "PyObject_GetAttrString": (_P, _P, ctypes.c_char_p),
+    "PyBytes_FromStringAndSize": (_P, ctypes.c_char_p, ctypes.c_ssize_t),
+    "PyBytes_AsStringAndSize": (
+        ctypes.c_int,
+        _P,
+        ctypes.POINTER(ctypes.c_char_p),
+        ctypes.POINTER(ctypes.c_ssize_t),
+    ),
+    "PyTuple_New": (_P, ctypes.c_ssize_t),
+    "PyTuple_SetItem": (ctypes.c_int, _P, ctypes.c_ssize_t, _P),
+    "PyObject_CallObject": (_P, _P, _P),
+    "Py_DecRef": (None, _P),
+    "PyErr_Print": (None,),
+}
+
+
+def _function(handle: int, name: str, restype: Any, *argtypes: Any) -> Any:
+    """A C function of the runtime's libpython, called without the host's GIL."""
+    address = lib().vlcs_ctx_sym(handle, name.encode())
+    if not address:
+        fail()
+    return ctypes.CFUNCTYPE(restype, *argtypes)(address)
