@@ -150,3 +150,16 @@ def error_for(code: int, message: str, limit: int = Limit.NONE) -> VlcsError:
     e = cls(message, limit=limit) if cls is VlcsLimitError else cls(message)
     e.code = c
     return e
+
+
+class RemoteTraceback(Exception):
+    """The traceback of a task's exception as formatted where it ran (a
+    pool's context, a Python of a context's own): the ``__cause__`` of the
+    exception re-raised in the caller, as ProcessPoolExecutor does."""
+
+    def __init__(self, tb: str) -> None:
+        super().__init__(tb)
+        self.tb = tb
+
+    def __str__(self) -> str:
+        return self.tb

@@ -24,15 +24,24 @@ import pickle
 import sys
 import sysconfig
 import threading
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Mapping
+from typing import Any, Protocol
 
-from vlcs._errors import VlcsError
+from vlcs._errors import RemoteTraceback, VlcsError
 from vlcs._lib import check, fail, lib
 
-if TYPE_CHECKING:
-    from collections.abc import Callable, Mapping
 
-    from vlcs._context import VLC
+class _Context(Protocol):
+    """What a runtime uses of its VLC."""
+
+    @property
+    def _h(self) -> int: ...
+    @property
+    def name(self) -> str: ...
+    def getenv(self, name: str) -> str | None: ...
+    def setenv(self, name: str, value: str) -> None: ...
+    def unsetenv(self, name: str) -> None: ...
+
 
 PYTHONS = ("shared", "own")
 
@@ -72,17 +81,6 @@ def _vlcs_task(request):
 """
 
 
-class RemoteTraceback(Exception):
-    """The worker runtime's traceback, set as ``__cause__`` of what it raised."""
-
-    def __init__(self, tb: str) -> None:
-        super().__init__(tb)
-        self.tb = tb
-
-    def __str__(self) -> str:
-        return f'\n"""\n{self.tb}"""'
-
-
 def libpython() -> str:
     """This interpreter's shared libpython, which own runtimes are copies of."""
     if not sysconfig.get_config_var("Py_ENABLE_SHARED"):
@@ -98,31 +96,17 @@ def libpython() -> str:
 
 
 def _dumps(obj: Any, buffers: list[pickle.PickleBuffer]) -> bytes:
-    """obj pickled as for a process pool: by reference where pickle can,
-    by value (cloudpickle) for lambdas and functions of __main__."""
-    try:
-        return pickle.dumps(obj, protocol=5, buffer_callback=buffers.append)
-    except (pickle.PicklingError, AttributeError, TypeError):
-        buffers.clear()
-        cloudpickle = _cloudpickle()
-        if cloudpickle is None:
-            raise
-        return cloudpickle.dumps(obj, protocol=5, buffer_callback=buffers.append)
+    """obj pickled as for a process pool: by reference where it can be
+    imported, by value (cloudpickle) for lambdas and functions of __main__."""
+    import cloudpickle  # at first use: import vlcs stays light
 
-
-def _cloudpickle() -> Any:
-    for name in ("cloudpickle", "joblib.externals.cloudpickle"):
-        try:
-            return __import__(name, fromlist=["dumps"])
-        except ImportError:
-            continue
-    return None
+    return cloudpickle.dumps(obj, protocol=5, buffer_callback=buffers.append)
 
 
 class Runtime:
     """The CPython runtime of one context, made at its first call."""
 
-    def __init__(self, ctx: VLC) -> None:
+    def __init__(self, ctx: _Context) -> None:
         self._ctx = ctx
         self._lock = threading.Lock()
         self._api: dict[str, Any] | None = None

@@ -54,6 +54,7 @@ from typing import Any, NamedTuple
 
 from vlcs._context import VLC, _parse_list
 from vlcs._errors import Limit, VlcsLimitError
+from vlcs._errors import RemoteTraceback as _RemoteTraceback
 from vlcs._isolation import views as _views
 from vlcs._isolation.imports import share as _share
 from vlcs._isolation.threads import base_thread
@@ -73,19 +74,6 @@ class BrokenContextPool(BrokenProcessPool):
     fail with this and ``submit`` raises it.  A subclass of
     :class:`concurrent.futures.process.BrokenProcessPool`, so code written
     for a process pool catches it."""
-
-
-class _RemoteTraceback(Exception):
-    """The traceback of a task's exception as formatted in its context:
-    the ``__cause__`` of the exception re-raised in the caller (as
-    ProcessPoolExecutor does)."""
-
-    def __init__(self, tb: str) -> None:
-        super().__init__(tb)
-        self.tb = tb
-
-    def __str__(self) -> str:
-        return self.tb
 
 
 # --- handing objects over -------------------------------------------------------------

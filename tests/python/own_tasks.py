@@ -1,0 +1,51 @@
+"""Tasks for contexts with a Python of their own (test_own_python.py): found
+by module and name in the worker's runtime, as a process pool finds them."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+
+def who() -> dict:
+    """What the runtime running this is."""
+    return {
+        "sys_modules": id(sys.modules),
+        "cpus": sorted(os.sched_getaffinity(0)),
+        "executable": sys.executable,
+        "path_has_tests": any(p.endswith(os.path.join("tests", "python")) for p in sys.path),
+        "numpy_loaded": "numpy" in sys.modules,
+        "env": os.environ.get("OWN_MARK"),
+        "pythonhome": os.environ.get("PYTHONHOME"),
+    }
+
+
+def numpy_work(n: int) -> dict:
+    import numpy as np
+
+    a = np.arange(n * n, dtype=float).reshape(n, n)
+    return {
+        "numpy": id(np),
+        "ndarray": id(np.ndarray),
+        "trace": float(np.trace(a @ a)),
+        "file": np.__file__,
+    }
+
+
+def double_in_place(arr) -> int:
+    arr *= 2
+    return arr.__array_interface__["data"][0]
+
+
+def fail(message: str) -> None:
+    raise KeyError(message)
+
+
+def ping_pong(buf, me: int, rounds: int) -> int:
+    """Take turns with the other runtime through shared memory: wait (in
+    pure Python) until buf[0] is my turn, pass it on; rounds times."""
+    for _ in range(rounds):
+        while buf[0] != me:
+            pass
+        buf[0] = 1 - me
+    return rounds

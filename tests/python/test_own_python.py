@@ -1,0 +1,113 @@
+"""Contexts with a Python of their own (``VLC(python="own")``): each holds a
+CPython runtime with its own GIL, sys.modules and numpy, given work by
+pickle with arrays as views of the same memory; the base stays as it was.
+Each case runs in a fresh interpreter."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+from test_imports import needs_two, run_code
+
+HERE = str(Path(__file__).resolve().parent)
+
+
+def run(code: str) -> dict:
+    head = f"import sys; sys.path.insert(0, {HERE!r})\n"
+    return run_code(head + textwrap.dedent(code), timeout=300)
+
+
+@needs_two
+def test_two_runtimes_each_with_its_numpy_and_cpus_and_the_base_untouched():
+    r = run(
+        """
+        import json, os, sys, vlcs, own_tasks
+        a = vlcs.VLC(name="a", cpus="0", python="own", env={"OWN_MARK": "a"})
+        b = vlcs.VLC(name="b", cpus="1", python="own")
+        wa, wb = a.submit(own_tasks.who).result(), b.submit(own_tasks.who).result()
+        na = a.submit(own_tasks.numpy_work, 50).result()
+        nb = b.submit(own_tasks.numpy_work, 50).result()
+        after = a.submit(own_tasks.who).result()
+        import numpy as np
+        n = 50
+        m = np.arange(n * n, dtype=float).reshape(n, n)
+        print(json.dumps({"a": wa, "b": wb, "na": na, "nb": nb, "after": after,
+                          "base_modules": id(sys.modules), "base_numpy": id(np),
+                          "trace": float(np.trace(m @ m)), "exe": sys.executable,
+                          "base_env": os.environ.get("OWN_MARK"),
+                          "base_cpus": sorted(os.sched_getaffinity(0))}))
+        """
+    )
+    a, b = r["a"], r["b"]
+    # three runtimes: the base's and one per context
+    assert len({a["sys_modules"], b["sys_modules"], r["base_modules"]}) == 3, r
+    assert a["cpus"] == [0] and b["cpus"] == [1], r
+    assert a["executable"] == r["exe"] and a["path_has_tests"], r  # the caller's sys.path
+    assert a["env"] == "a" and b["env"] is None and r["base_env"] is None, r
+    assert a["pythonhome"] is None, r  # its start-up variables put back
+    assert not a["numpy_loaded"] and r["after"]["numpy_loaded"], r
+    # each its own numpy (module and types), each computing what the base does
+    assert len({r["na"]["numpy"], r["nb"]["numpy"], r["base_numpy"]}) == 3, r
+    assert r["na"]["ndarray"] != r["nb"]["ndarray"], r
+    assert r["na"]["trace"] == r["nb"]["trace"] == r["trace"], r
+    assert r["base_cpus"] == [0, 1], r
+
+
+def test_arrays_cross_as_views_of_the_same_memory_both_runtimes_at_once():
+    r = run(
+        """
+        import json, numpy as np, vlcs, own_tasks
+        a = vlcs.VLC(name="a", python="own")
+        b = vlcs.VLC(name="b", python="own")
+        x = np.arange(1 << 20, dtype=np.float64)
+        where = a.submit(own_tasks.double_in_place, x).result()
+        # a token passed 2000 times between two pure-Python loops, one in
+        # each runtime, through one array they both see
+        token = np.zeros(1, dtype=np.int64)
+        fa = a.submit(own_tasks.ping_pong, token, 0, 2000)
+        fb = b.submit(own_tasks.ping_pong, token, 1, 2000)
+        print(json.dumps({"same": where == x.__array_interface__["data"][0],
+                          "doubled": bool((x == 2 * np.arange(1 << 20)).all()),
+                          "rounds": [fa.result(), fb.result()], "token": int(token[0])}))
+        """
+    )
+    assert r == {"same": True, "doubled": True, "rounds": [2000, 2000], "token": 0}, r
+
+
+def test_exceptions_lambdas_and_two_runtimes_started_on_one_thread():
+    r = run(
+        """
+        import json, vlcs, own_tasks
+        a = vlcs.VLC(name="a", python="own")
+        b = vlcs.VLC(name="b", python="own")
+        # both runtimes started and called on this one thread, one after
+        # the other (each libc copy's thread keys would clash without the
+        # interposer's one table of keys)
+        one = a._own.call(own_tasks.who, (), {})["sys_modules"]
+        two = b._own.call(own_tasks.who, (), {})["sys_modules"]
+        again = a._own.call(own_tasks.who, (), {})["sys_modules"]
+        try:
+            a.submit(own_tasks.fail, "from the worker").result()
+        except KeyError as e:
+            err = {"args": list(e.args), "cause": type(e.__cause__).__name__,
+                   "tb": str(e.__cause__)}
+        lam = a.submit(lambda v, w=3: v * w, 7).result()
+        refused = {}
+        for what, act in [("with", lambda: a.__enter__()),
+                          ("python", lambda: vlcs.VLC(python="bogus"))]:
+            try:
+                act()
+            except ValueError as e:
+                refused[what] = str(e)
+        print(json.dumps({"distinct": one != two, "stable": one == again, "err": err,
+                          "lambda": lam, "refused": refused}))
+        """
+    )
+    assert r["distinct"] and r["stable"], r
+    assert r["err"]["args"] == ["from the worker"] and r["err"]["cause"] == "RemoteTraceback", r
+    assert "raise KeyError(message)" in r["err"]["tb"], r  # the worker's own traceback
+    assert r["lambda"] == 21, r
+    assert "runs a Python of its own" in r["refused"]["with"], r
+    assert "ctx.submit" in r["refused"]["with"], r
+    assert "python must be one of shared, own" in r["refused"]["python"], r
