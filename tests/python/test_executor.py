@@ -115,7 +115,7 @@ def test_a_1_gib_array_crosses_without_a_copy():
 
 def test_exceptions_and_unpicklable_objects_as_with_a_process_pool():
     r = run_case("errors", "pool_scenarios.py")
-    assert r["linalg"] == ["Singular matrix", "_RemoteTraceback", True]
+    assert r["linalg"] == ["Singular matrix", "RemoteTraceback", True]
     assert r["own_class"] == ["no good", True]
     assert r["unpicklable"] == r["unpicklable_process_pool"]
     assert r["unpicklable_result"] == "TypeError"
