@@ -49,3 +49,15 @@ def ping_pong(buf, me: int, rounds: int) -> int:
             pass
         buf[0] = 1 - me
     return rounds
+
+
+MARK = None
+
+
+def set_mark(value: str) -> None:
+    global MARK
+    MARK = value
+
+
+def mark_and_runtime(_: int) -> tuple:
+    return MARK, id(sys.modules), sorted(os.sched_getaffinity(0))

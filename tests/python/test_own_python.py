@@ -111,3 +111,29 @@ def test_exceptions_lambdas_and_two_runtimes_started_on_one_thread():
     assert "runs a Python of its own" in r["refused"]["with"], r
     assert "ctx.submit" in r["refused"]["with"], r
     assert "python must be one of shared, own" in r["refused"]["python"], r
+
+
+@needs_two
+def test_a_pool_of_workers_each_with_its_own_python():
+    r = run(
+        """
+        import json, sys, vlcs, own_tasks
+        with vlcs.ContextPoolExecutor(
+            max_workers=2, python="own", initializer=own_tasks.set_mark, initargs=("ready",)
+        ) as pool:
+            seen = list(pool.map(own_tasks.mark_and_runtime, range(8)))
+            homes = pool.worker_cpus
+            try:
+                pool.submit(own_tasks.fail, "in a pool").result()
+            except KeyError as e:
+                err = [list(e.args), type(e.__cause__).__name__]
+        print(json.dumps({"seen": seen, "homes": homes, "err": err,
+                          "base": id(sys.modules), "base_mark": own_tasks.MARK}))
+        """
+    )
+    marks = {m for m, _, _ in r["seen"]}
+    runtimes = {rt for _, rt, _ in r["seen"]}
+    assert marks == {"ready"} and r["base_mark"] is None, r  # initializer ran in each worker
+    assert r["base"] not in runtimes and 1 <= len(runtimes) <= 2, r
+    assert r["homes"] == [[0], [1]] and all(c in ([0], [1]) for _, _, c in r["seen"]), r
+    assert r["err"] == [["in a pool"], "RemoteTraceback"], r

@@ -58,6 +58,7 @@ from vlcs._errors import RemoteTraceback as _RemoteTraceback
 from vlcs._isolation import views as _views
 from vlcs._isolation.imports import share as _share
 from vlcs._isolation.threads import base_thread
+from vlcs._own import PYTHONS
 from vlcs._trace import mark as _mark
 
 __all__ = ["BrokenContextPool", "ContextPoolExecutor"]
@@ -296,6 +297,17 @@ class _Worker:
 
     def _call(self, payload: _Payload) -> tuple[bool, _Payload]:
         """Unpickle, run and pickle the outcome inside the context."""
+        own = self.ctx._own
+        if own is not None:  # its runtime runs the task, handed on by pickle
+            try:
+                fn, args, kwargs = loads(payload)
+                result = own.call(fn, args, kwargs)
+            except BaseException as e:
+                return False, _failure(e)
+            try:
+                return True, dumps(result)
+            except BaseException as e:
+                return False, _failure(e)
         with self.ctx:
             try:
                 fn, args, kwargs = loads(payload)
@@ -387,6 +399,10 @@ class ContextPoolExecutor(concurrent.futures.Executor):
         caller and the tasks.
     elastic: let a busy worker borrow the CPUs of idle ones (every worker
         elastic over the pool's CPUs; see ``VLC.set_elastic``).
+    python: "shared" (the default): the workers run tasks on this
+        interpreter, taking turns on its GIL for pure-Python work; "own":
+        each worker is a context with a CPython runtime of its own (see
+        ``VLC(python="own")``), so pure-Python tasks run in parallel too.
     name: workers' contexts and threads are called name-0, name-1...
     """
 
@@ -404,7 +420,10 @@ class ContextPoolExecutor(concurrent.futures.Executor):
         elastic: bool = False,
         name: str = "worker",
         places: str | None = None,
+        python: str = "shared",
     ) -> None:
+        if python not in PYTHONS:
+            raise ValueError(f"python must be one of {', '.join(PYTHONS)}; got {python!r}")
         if max_workers is not None and (
             not isinstance(max_workers, int) or isinstance(max_workers, bool)
         ):
@@ -440,6 +459,7 @@ class ContextPoolExecutor(concurrent.futures.Executor):
         self._envs = envs
         self._elastic = every if elastic else None
         self._name = name
+        self._python = python
         self._max_workers = n
         self._max_tasks_per_child = max_tasks_per_child
         self._initializer = (
@@ -464,7 +484,9 @@ class ContextPoolExecutor(concurrent.futures.Executor):
                 w.thread.start()
 
     def _make_context(self, i: int) -> VLC:
-        ctx = VLC(cpus=self._homes[i], env=self._envs[i], name=f"{self._name}-{i}")
+        ctx = VLC(
+            cpus=self._homes[i], env=self._envs[i], name=f"{self._name}-{i}", python=self._python
+        )
         try:
             if self._elastic is not None:
                 ctx.set_elastic(self._elastic)
