@@ -75,6 +75,19 @@ def _bench_exec(args: argparse.Namespace) -> int:
     return 0
 
 
+def _bench_own(args: argparse.Namespace) -> int:
+    from vlcs_bench import own_python
+
+    print("vlcs bench own: measuring (a minute or two)...", file=sys.stderr)
+    result = own_python.run(workers=args.instances, repeats=args.repeats, quick=args.quick)
+    print(json.dumps(result, indent=2) if args.json else own_python.report(result))
+    return (
+        0
+        if all(r["same_result"] for ways in result["workloads"].values() for r in ways.values())
+        else 1
+    )
+
+
 def _bench_shim(args: argparse.Namespace) -> int:
     from vlcs_bench import tables
     from vlcs_bench.calls import run
@@ -130,6 +143,7 @@ _SUITES = {
     "python": _bench_python,
     "imports": _bench_imports,
     "exec": _bench_exec,
+    "own": _bench_own,
     "recycle": _bench_recycle,
 }
 
@@ -164,13 +178,17 @@ def _demo(args: argparse.Namespace) -> int:
 def add_bench_arguments(b: argparse.ArgumentParser) -> None:
     b.add_argument(
         "suite",
-        help="all (the evaluation), core, strict, shim, python, imports, recycle or exec",
+        help="all (the evaluation), core, strict, shim, python, imports, recycle, exec or own",
     )
     b.add_argument("--json", action="store_true", help="print JSON")
     b.add_argument("--repeats", type=int, default=5, help="repeats per side (python)")
     b.add_argument("--requests", type=int, default=1000, help="recycle: requests per way")
-    b.add_argument("--instances", type=int, help="exec: instances (default: one per CPU)")
-    b.add_argument("--quick", action="store_true", help="all: smaller sizes (~5 min on 2 cores)")
+    b.add_argument(
+        "--instances", type=int, help="exec, own: instances, workers (default: one per CPU)"
+    )
+    b.add_argument(
+        "--quick", action="store_true", help="all, own: smaller sizes (all: ~5 min on 2 cores)"
+    )
     b.add_argument("--cases", help="all: which cases, e.g. 1,5 (default: every case)")
     b.add_argument("--out", default="vlcs-bench-results", help="all: folder for the report")
     b.set_defaults(func=_bench)

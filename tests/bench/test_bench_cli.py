@@ -126,3 +126,22 @@ def test_bench_exec_json_schema_and_every_way_ran():
         _numbers(result["ways"][way], "wall_s", "wall_vs_processes", "startup_s_per_instance")
         _numbers(result["ways"][way], "peak_mib")
     assert result["ways"]["processes"]["wall_vs_processes"] == 1.0
+
+
+def test_bench_own_json_schema_and_every_way_computed_the_same():
+    r = vlcs_cmd("bench", "own", "--quick", "--repeats", "1", "--json", timeout=600)
+    assert r.returncode == 0, r.stderr
+    result = json.loads(r.stdout)
+    assert set(result["workloads"]) == {"pure Python", "numpy + Python"}
+    for ways in result["workloads"].values():
+        assert set(ways) == {
+            "one after another",
+            "threads",
+            "contexts, shared Python",
+            "contexts, own Python",
+            "processes (fork)",
+            "processes (spawn)",
+        }
+        for way in ways.values():
+            _numbers(way, "wall_s", "speedup", "start_s")
+            assert way["same_result"] is True

@@ -1,0 +1,150 @@
+"""`vlcs bench own`: workers with a Python of their own against the other
+ways of running N Python tasks at once.
+
+Two workloads, each N tasks for N workers (one per CPU by default): a
+pure-Python loop (the GIL decides), and a mix of numpy (BLAS, which lets
+go of the GIL) and a Python loop.  Ways, measured alternately in one run,
+median of the repeats: one after another in this interpreter; threads;
+``ContextPoolExecutor`` with the shared interpreter; ``ContextPoolExecutor
+(python="own")``; ``ProcessPoolExecutor`` with fork and with spawn.  The
+pools are made once and warmed up (their start-up is reported apart:
+``start_s``, making the pool and running one tiny task per worker).
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import multiprocessing
+import os
+import statistics
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+WAYS = (
+    "one after another",
+    "threads",
+    "contexts, shared Python",
+    "contexts, own Python",
+    "processes (fork)",
+    "processes (spawn)",
+)
+
+
+def python_loop(n: int) -> int:
+    """Pure Python: the GIL is held throughout."""
+    s = 0
+    for i in range(n):
+        s += i * i % 7
+    return s
+
+
+def numpy_and_loop(n: int) -> float:
+    """Three GEMMs of n x n (BLAS lets go of the GIL), then a Python loop
+    of 2 n^2 steps."""
+    import numpy as np
+
+    a = np.random.default_rng(0).random((n, n)) / n
+    for _ in range(3):
+        a = a @ a
+    return float(a.sum()) + python_loop(2 * n * n)
+
+
+def _noop(_: int) -> int:
+    return 0
+
+
+def _pool(way: str, n: int) -> Any:
+    from vlcs import ContextPoolExecutor
+
+    if way == "contexts, shared Python":
+        return ContextPoolExecutor(max_workers=n)
+    if way == "contexts, own Python":
+        return ContextPoolExecutor(max_workers=n, python="own")
+    if way.startswith("processes"):
+        method = "fork" if "fork" in way else "spawn"
+        return concurrent.futures.ProcessPoolExecutor(n, multiprocessing.get_context(method))
+    return None
+
+
+def _run(way: str, pool: Any, fn: Callable[[int], Any], arg: int, n: int) -> list[Any]:
+    if way == "one after another":
+        return [fn(arg) for _ in range(n)]
+    if way == "threads":
+        out: list[Any] = [None] * n
+
+        def one(i: int) -> None:
+            out[i] = fn(arg)
+
+        threads = [threading.Thread(target=one, args=(i,)) for i in range(n)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        return out
+    return list(pool.map(fn, [arg] * n))
+
+
+def run(workers: int | None = None, repeats: int = 3, quick: bool = False) -> dict[str, Any]:
+    """Every way on both workloads; wall seconds (median) and each way's
+    speedup over one after another."""
+    n = workers or len(os.sched_getaffinity(0))
+    loads = {
+        "pure Python": (python_loop, 1_500_000 if quick else 6_000_000),
+        "numpy + Python": (numpy_and_loop, 300 if quick else 800),
+    }
+    pools: dict[str, Any] = {}
+    start: dict[str, float] = {}
+    try:
+        for way in WAYS:
+            t = time.perf_counter()
+            pools[way] = _pool(way, n)
+            if pools[way] is not None:
+                list(pools[way].map(_noop, range(n)))
+            start[way] = time.perf_counter() - t
+        result: dict[str, Any] = {"workers": n, "repeats": repeats, "workloads": {}}
+        for name, (fn, arg) in loads.items():
+            times: dict[str, list[float]] = {w: [] for w in WAYS}
+            answers: dict[str, list[Any]] = {}
+            for way in WAYS:  # warm-up: imports, first calls
+                answers[way] = _run(way, pools[way], fn, arg, n)
+            for _ in range(repeats):
+                for way in WAYS:
+                    t = time.perf_counter()
+                    _run(way, pools[way], fn, arg, n)
+                    times[way].append(time.perf_counter() - t)
+            base = statistics.median(times["one after another"])
+            result["workloads"][name] = {
+                way: {
+                    "wall_s": statistics.median(times[way]),
+                    "speedup": base / statistics.median(times[way]),
+                    "same_result": answers[way] == answers["one after another"],
+                    "start_s": start[way],
+                }
+                for way in WAYS
+            }
+        return result
+    finally:
+        for pool in pools.values():
+            if pool is not None:
+                pool.shutdown()
+
+
+def report(result: dict[str, Any]) -> str:
+    lines = [
+        f"{result['workers']} tasks on {result['workers']} workers, median of "
+        f"{result['repeats']}; speedup over one after another (higher is better)",
+    ]
+    for name, ways in result["workloads"].items():
+        lines += ["", f"{name}:", f"  {'way':28} {'wall s':>8} {'speedup':>8} {'start s':>8}"]
+        for way, r in ways.items():
+            same = "" if r["same_result"] else "  (a different result!)"
+            lines.append(
+                f"  {way:28} {r['wall_s']:8.3f} {r['speedup']:7.2f}x {r['start_s']:8.3f}{same}"
+            )
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    print(report(run(quick=True)))
