@@ -49,6 +49,8 @@ PYTHONS = ("shared", "own")
 _BOOTSTRAP = """
 import ctypes, os, pickle, sys, traceback
 sys.executable = {executable!r}
+# dlopen(NULL), ctypes' default, is the process's program: the host's C API
+ctypes.pythonapi = ctypes.PyDLL({libpython!r})
 for _name, _value in {restore!r}.items():
     if _value is None:
         os.environ.pop(_name, None)
@@ -137,7 +139,9 @@ class Runtime:
                     ctx.unsetenv(name)
                 else:
                     ctx.setenv(name, value)
-            boot = _BOOTSTRAP.format(executable=sys.executable, restore=restore)
+            boot = _BOOTSTRAP.format(
+                executable=sys.executable, restore=restore, libpython=libpython()
+            )
             check(lib().vlcs_enter(ctx._h))
             try:
                 api["Py_InitializeEx"](0)  # 0: no signal handlers, the process's stay the base's

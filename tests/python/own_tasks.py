@@ -61,3 +61,16 @@ def set_mark(value: str) -> None:
 
 def mark_and_runtime(_: int) -> tuple:
     return MARK, id(sys.modules), sorted(os.sched_getaffinity(0))
+
+
+def c_api_and_global_load() -> dict:
+    """ctypes.pythonapi's PyTuple_New, and a library loaded RTLD_GLOBAL."""
+    import ctypes
+
+    z = ctypes.CDLL("libz.so.1", mode=ctypes.RTLD_GLOBAL)
+    z.zlibVersion.restype = ctypes.c_char_p
+    return {
+        "tuple_new": ctypes.cast(ctypes.pythonapi.PyTuple_New, ctypes.c_void_p).value,
+        "initialized": ctypes.pythonapi.Py_IsInitialized(),
+        "zlib": z.zlibVersion().decode(),
+    }

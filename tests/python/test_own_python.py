@@ -137,3 +137,18 @@ def test_a_pool_of_workers_each_with_its_own_python():
     assert r["base"] not in runtimes and 1 <= len(runtimes) <= 2, r
     assert r["homes"] == [[0], [1]] and all(c in ([0], [1]) for _, _, c in r["seen"]), r
     assert r["err"] == [["in a pool"], "RemoteTraceback"], r
+
+
+def test_a_workers_c_api_is_its_own_and_global_loads_keep_the_process():
+    r = run(
+        """
+        import ctypes, json, zlib, vlcs, own_tasks
+        a = vlcs.VLC(name="a", python="own")
+        got = a.submit(own_tasks.c_api_and_global_load).result()
+        host = ctypes.cast(ctypes.pythonapi.PyTuple_New, ctypes.c_void_p).value
+        print(json.dumps({**got, "host": host, "host_zlib": zlib.ZLIB_RUNTIME_VERSION}))
+        """
+    )
+    assert r["tuple_new"] != r["host"], r  # ctypes.pythonapi is the worker's runtime
+    assert r["initialized"] == 1, r
+    assert r["zlib"] == r["host_zlib"], r  # an RTLD_GLOBAL load, and the process went on
