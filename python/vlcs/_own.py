@@ -18,12 +18,16 @@ unloaded).
 
 from __future__ import annotations
 
+import collections
 import ctypes
+import inspect
+import itertools
 import os
 import pickle
 import sys
 import sysconfig
 import threading
+import weakref
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
@@ -45,9 +49,14 @@ class _Context(Protocol):
 
 PYTHONS = ("shared", "own")
 
-# What the runtime runs first: the function each task calls, in __main__.
-_BOOTSTRAP = """
-import ctypes, os, pickle, sys, traceback
+# What the runtime runs first (with _addresses, _views and _Owner below):
+# the function each task calls, in __main__.  Memory crosses both ways as
+# views: the request lends the caller's buffers (token `lent`), the reply
+# lends the result's (token `token`); each side reports, with its next
+# message, the tokens whose views it no longer has, and the other side lets
+# go of what it kept alive for them.
+_BOOTSTRAP = """from __future__ import annotations
+import ctypes, itertools, os, pickle, sys, traceback, weakref
 sys.executable = {executable!r}
 # dlopen(NULL), ctypes' default, is the process's program: the host's C API
 ctypes.pythonapi = ctypes.PyDLL({libpython!r})
@@ -57,30 +66,81 @@ for _name, _value in {restore!r}.items():
     else:
         os.environ[_name] = _value
 del _name, _value
+_vlcs_held = {{}}  # token -> what keeps a result's buffers alive for the caller's views
+_vlcs_released = []  # the caller's tokens whose buffers no view here uses any more
+_vlcs_tokens = itertools.count(1)
 
 def _vlcs_task(request):
-    views, payload = pickle.loads(request)
-    buffers = []
-    for address, size, readonly in views:
-        view = memoryview((ctypes.c_char * size).from_address(address)).cast("B")
-        buffers.append(view.toreadonly() if readonly else view)
+    lent, views, payload, dropped = pickle.loads(request)
+    for token in dropped:
+        _vlcs_held.pop(token, None)
+    owner = _Owner()
+    if lent:
+        weakref.finalize(owner, _vlcs_released.append, lent)
+    buffers = _views(views, owner)
+    del owner
     try:
         fn, args, kwargs = pickle.loads(payload, buffers=buffers)
+        del buffers
         outcome = ("ok", fn(*args, **kwargs))
     except BaseException as e:
         outcome = ("error", e, traceback.format_exc())
     finally:
+        fn = args = kwargs = buffers = None
         for stream in (sys.stdout, sys.stderr):
             try:
                 stream.flush()
             except Exception:
                 pass
+    out = []
     try:
-        return pickle.dumps(outcome, protocol=5)
+        data = pickle.dumps(outcome, protocol=5, buffer_callback=out.append)
     except BaseException as e:
         text = outcome[2] if outcome[0] == "error" else ""
-        return pickle.dumps(("error", None, text + "the outcome could not be pickled: %r" % (e,)))
+        out = []
+        data = pickle.dumps(("error", None, text + "the outcome could not be pickled: %r" % (e,)))
+    outcome = None
+    keep = []
+    triples = _addresses(out, keep)
+    del out
+    token = next(_vlcs_tokens) if keep else 0
+    if keep:
+        _vlcs_held[token] = keep
+    released = _vlcs_released[:]
+    del _vlcs_released[: len(released)]
+    return pickle.dumps((token, triples, data, released), protocol=5)
 """
+
+
+class _Owner:
+    """Kept alive by every view of one message's buffers; its end means
+    those views are gone."""
+
+
+def _addresses(buffers: list[Any], keep: list[Any]) -> list[tuple[int, int, bool]]:
+    """(address, size, readonly) of each pickle buffer; what must stay alive
+    for those addresses to hold is appended to keep."""
+    out = []
+    for b in buffers:
+        raw = b.raw()
+        readonly = raw.readonly
+        if readonly:  # no address to give without a copy
+            raw = memoryview(bytearray(raw))
+        array = (ctypes.c_char * raw.nbytes).from_buffer(raw)
+        keep.append((b, raw, array))
+        out.append((ctypes.addressof(array), raw.nbytes, readonly))
+    return out
+
+
+def _views(triples: list[tuple[int, int, bool]], owner: _Owner) -> list[memoryview]:
+    """Views of the memory at those addresses, each keeping owner alive."""
+    out = []
+    for address, size, readonly in triples:
+        held = type("_Held", (ctypes.c_char * size,), {}).from_address(address)
+        held.owner = owner
+        view = memoryview(held).cast("B")
+        out.append(view.toreadonly() if readonly else view)
+    return out
 
 
 def libpython() -> str:
@@ -112,6 +172,11 @@ class Runtime:
         self._ctx = ctx
         self._lock = threading.Lock()
         self._api: dict[str, Any] | None = None
+        self._tokens = itertools.count(1)
+        self._lent: dict[int, list[Any]] = {}  # the caller's buffers the runtime's views use
+        # the runtime's results no view here uses any more (appended by
+        # finalizers, at any time: a deque, never swapped)
+        self._dropped: collections.deque[int] = collections.deque()
         check(lib().vlcs_ctx_set_global_library(ctx._h, libpython().encode()))
 
     def _start(self) -> dict[str, Any]:
@@ -139,8 +204,13 @@ class Runtime:
                     ctx.unsetenv(name)
                 else:
                     ctx.setenv(name, value)
-            boot = _BOOTSTRAP.format(
-                executable=sys.executable, restore=restore, libpython=libpython()
+            boot = "\n".join(
+                [
+                    _BOOTSTRAP.format(
+                        executable=sys.executable, restore=restore, libpython=libpython()
+                    ),
+                    *(inspect.getsource(f) for f in (_Owner, _addresses, _views)),
+                ]
             )
             check(lib().vlcs_enter(ctx._h))
             try:
@@ -161,19 +231,16 @@ class Runtime:
         api = self._start()
         buffers: list[pickle.PickleBuffer] = []
         payload = _dumps((fn, args, dict(kwargs)), buffers)
-        views, keep = [], []
-        for b in buffers:
-            raw = b.raw()
-            if raw.readonly:  # no address to give without a copy
-                raw = memoryview(bytearray(raw))
-                keep.append(raw)
-                readonly = True
-            else:
-                readonly = False
-            array = (ctypes.c_char * raw.nbytes).from_buffer(raw)
-            keep.append(array)
-            views.append((ctypes.addressof(array), raw.nbytes, readonly))
-        request = pickle.dumps((views, payload), protocol=5)
+        keep: list[Any] = []
+        triples = _addresses(buffers, keep)
+        del buffers
+        with self._lock:
+            lent = next(self._tokens) if keep else 0
+            if keep:
+                self._lent[lent] = keep
+            dropped = [self._dropped.popleft() for _ in range(len(self._dropped))]
+        del keep
+        request = pickle.dumps((lent, triples, payload, dropped), protocol=5)
         check(lib().vlcs_enter(self._ctx._h))
         state = api["PyGILState_Ensure"]()
         try:
@@ -181,8 +248,15 @@ class Runtime:
         finally:
             api["PyGILState_Release"](state)
             lib().vlcs_leave()
-        del keep  # the task's views are gone with it
-        outcome = pickle.loads(reply)
+        token, triples, data, released = pickle.loads(reply)
+        with self._lock:
+            for t in released:
+                self._lent.pop(t, None)
+        owner = _Owner()
+        if token:
+            weakref.finalize(owner, self._dropped.append, token)
+        outcome = pickle.loads(data, buffers=_views(triples, owner))
+        del owner
         if outcome[0] == "ok":
             return outcome[1]
         _, exc, tb = outcome

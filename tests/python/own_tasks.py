@@ -74,3 +74,21 @@ def c_api_and_global_load() -> dict:
         "initialized": ctypes.pythonapi.Py_IsInitialized(),
         "zlib": z.zlibVersion().decode(),
     }
+
+
+def identity(x):
+    return x
+
+
+def make_ones(n: int) -> tuple:
+    import numpy as np
+
+    a = np.ones(n, dtype=np.uint8)
+    return a, a.__array_interface__["data"][0]
+
+
+def held() -> int:
+    """Results of this runtime whose memory the caller's views still use."""
+    import __main__
+
+    return len(__main__._vlcs_held)

@@ -152,3 +152,38 @@ def test_a_workers_c_api_is_its_own_and_global_loads_keep_the_process():
     assert r["tuple_new"] != r["host"], r  # ctypes.pythonapi is the worker's runtime
     assert r["initialized"] == 1, r
     assert r["zlib"] == r["host_zlib"], r  # an RTLD_GLOBAL load, and the process went on
+
+
+def test_arrays_cross_back_as_views_and_live_as_long_as_the_callers_views():
+    r = run(
+        """
+        import gc, json, resource, numpy as np, vlcs, own_tasks
+        a = vlcs.VLC(name="a", python="own")
+        a.submit(own_tasks.held).result()  # the runtime started
+        size = 256 << 20
+        x = np.ones(size, dtype=np.uint8)
+        before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        y = a.submit(own_tasks.identity, x).result()  # there and back
+        z, where = a.submit(own_tasks.make_ones, 64 << 20).result()  # made by the worker
+        grew = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before
+        out = {"same_x": y.__array_interface__["data"][0] == x.__array_interface__["data"][0],
+               "same_z": z.__array_interface__["data"][0] == where,
+               "z_sum": int(z.sum()), "grew_mib": grew / 1024,
+               "held_while_used": a.submit(own_tasks.held).result()}
+        z[0] = 7  # the caller may write into the worker's memory
+        out["written"] = int(z[0])
+        del y, z
+        gc.collect()
+        a.submit(own_tasks.held).result()  # carries the drops; the worker reports back
+        out["held_after"] = a.submit(own_tasks.held).result()
+        out["lent_after"] = len(a._own._lent)
+        print(json.dumps(out))
+        """
+    )
+    assert r["same_x"] and r["same_z"], r  # no copy either way
+    assert r["z_sum"] == 64 << 20 and r["written"] == 7, r
+    # the worker's own 64 MiB and its numpy, no more: a copy of x would add
+    # 256 MiB, one of z 64 MiB
+    assert r["grew_mib"] < 112, r
+    assert r["held_while_used"] == 2 and r["held_after"] == 0, r
+    assert r["lent_after"] == 0, r
