@@ -5,9 +5,11 @@ Each case runs in a fresh interpreter."""
 
 from __future__ import annotations
 
+import importlib.util
 import textwrap
 from pathlib import Path
 
+import pytest
 from test_imports import needs_two, run_code
 
 HERE = str(Path(__file__).resolve().parent)
@@ -187,3 +189,28 @@ def test_arrays_cross_back_as_views_and_live_as_long_as_the_callers_views():
     assert r["grew_mib"] < 112, r
     assert r["held_while_used"] == 2 and r["held_after"] == 0, r
     assert r["lent_after"] == 0, r
+
+
+@pytest.mark.skipif(
+    importlib.util.find_spec("sklearn") is None,
+    reason="scikit-learn is not installed (./run installs it in the main .venv)",
+)
+def test_grid_search_under_the_joblib_backend_with_own_pythons_finds_lokys_answer():
+    r = run(
+        """
+        import json, joblib, vlcs
+        from sklearn.datasets import load_digits
+        from sklearn.model_selection import GridSearchCV
+        from sklearn.svm import SVC
+        X, y = load_digits(return_X_y=True)
+        grid = {"C": [1, 10], "gamma": [1e-3, 1e-4]}
+        out = {}
+        for name, cfg in [("loky", {"backend": "loky"}),
+                          ("own", {"backend": "vlcs", "python": "own"})]:
+            with joblib.parallel_config(n_jobs=2, **cfg):
+                g = GridSearchCV(SVC(), grid, n_jobs=2).fit(X, y)
+            out[name] = [g.best_params_, float(g.best_score_)]
+        print(json.dumps(out))
+        """
+    )
+    assert r["own"] == r["loky"], r

@@ -27,7 +27,7 @@ from typing import Any
 
 BACKEND = "vlcs"
 # what parallel_config(backend="vlcs", ...) passes on to ContextPoolExecutor
-_OPTIONS = {"cpus", "env", "share", "elastic", "places"}
+_OPTIONS = {"cpus", "env", "share", "elastic", "places", "python"}
 
 _lock = threading.Lock()
 _pools: dict[tuple[Any, ...], Any] = {}  # (n_jobs, options) -> the ContextPoolExecutor
