@@ -448,6 +448,7 @@ class VLC:
     # ``with ctx:`` calls libvlcs directly, no Python code between entering
     # and the with-block or between leaving and its end: a KeyboardInterrupt
     # lands before or after, never with the thread inside unaccounted for.
+    _own: _own.Runtime | None = None  # python="own": the context's runtime
     __enter__: Callable[[], VLC] = _EnterDescriptor()  # type: ignore[assignment]
     __exit__: Callable[..., None] = _ExitFunction()  # type: ignore[assignment]
 
