@@ -90,9 +90,11 @@ class ContextWorkers(WorkerPlugin):  # type: ignore[misc]
     ``executor`` (default "vlcs": ``dask.annotate(executor="vlcs")``).
 
     contexts: contexts per worker (default: the worker's thread count).
-    cpus, env, elastic, share, places: as for :class:`vlcs.ContextPoolExecutor`,
-        on each worker (default: the CPUs the worker process may use, split;
-        along the topology with places="l3", "numa"...).
+    cpus, env, elastic, share, places, python: as for
+        :class:`vlcs.ContextPoolExecutor`, on each worker (default: the CPUs
+        the worker process may use, split; along the topology with
+        places="l3", "numa"...; python="own": each context a CPython runtime
+        of its own).
     """
 
     def __init__(
@@ -105,6 +107,7 @@ class ContextWorkers(WorkerPlugin):  # type: ignore[misc]
         share: Iterable[str] = (),
         executor: str = "vlcs",
         places: str | None = None,
+        python: str = "shared",
     ) -> None:
         if contexts is not None and (not isinstance(contexts, int) or contexts < 1):
             raise ValueError(f"contexts must be an int >= 1; got {contexts!r}")
@@ -114,6 +117,7 @@ class ContextWorkers(WorkerPlugin):  # type: ignore[misc]
         self.elastic = elastic
         self.share = list(share)
         self.places = places
+        self.python = python
         self.executor = executor
         self.name = f"vlcs-context-workers-{executor}"
 
@@ -127,6 +131,7 @@ class ContextWorkers(WorkerPlugin):  # type: ignore[misc]
             share=self.share,
             name=f"dask-{self.executor}",
             places=self.places,
+            python=self.python,
         )
         worker.executors[self.executor] = _WorkerExecutor(pool)
 

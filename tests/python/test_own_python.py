@@ -214,3 +214,27 @@ def test_grid_search_under_the_joblib_backend_with_own_pythons_finds_lokys_answe
         """
     )
     assert r["own"] == r["loky"], r
+
+
+@pytest.mark.skipif(
+    importlib.util.find_spec("distributed") is None,
+    reason="distributed is not installed (./run installs it in the main .venv)",
+)
+def test_dask_workers_with_contexts_of_their_own_python():
+    r = run(
+        """
+        import json, sys, dask, own_tasks
+        from distributed import Client, LocalCluster
+        from vlcs.dask import ContextWorkers
+        with LocalCluster(n_workers=1, threads_per_worker=2, processes=True,
+                          dashboard_address=None) as cluster, Client(cluster) as client:
+            client.register_plugin(ContextWorkers(python="own"))
+            with dask.annotate(executor="vlcs"):
+                seen = client.gather(client.map(own_tasks.mark_and_runtime, range(6), pure=False))
+            plain = client.submit(own_tasks.mark_and_runtime, 0, pure=False).result()
+        print(json.dumps({"seen": seen, "plain": plain}))
+        """
+    )
+    runtimes = {rt for _, rt, _ in r["seen"]}
+    assert r["plain"][1] not in runtimes and 1 <= len(runtimes) <= 2, r
+    assert {tuple(c) for _, _, c in r["seen"]} <= {(0,), (1,)}, r
