@@ -6,18 +6,20 @@ there, and every extension module it imports (numpy, its OpenBLAS...), are
 the context's: its own GIL, its own ``sys.modules``.  Work reaches it as it
 reaches a process pool, by pickle, but in one address space: the pickle of
 the call goes in as bytes, protocol-5 buffers of the arguments (numpy
-arrays) as views of the caller's memory, and the result comes back by
-pickle.  The host calls the runtime's C API through ctypes, which lets go
+arrays) as views of the caller's memory, and the result comes back the
+same way.  The host calls the runtime's C API through ctypes, which lets go
 of the host's GIL: runtimes run Python at once, as processes do.
 
 The runtime is made at the first task, with the caller's ``sys.path`` and
 flags; it has no signal handlers (the process's stay the base's) and lives
 until the process ends (a runtime that imported extension modules cannot be
-unloaded).
+unloaded), when its atexit handlers run.  A child forked from the process
+cannot use it (it says so).
 """
 
 from __future__ import annotations
 
+import atexit
 import collections
 import ctypes
 import inspect
@@ -172,6 +174,7 @@ class Runtime:
         self._ctx = ctx
         self._lock = threading.Lock()
         self._api: dict[str, Any] | None = None
+        self._pid = 0
         self._tokens = itertools.count(1)
         self._lent: dict[int, list[Any]] = {}  # the caller's buffers the runtime's views use
         # the runtime's results no view here uses any more (appended by
@@ -224,11 +227,19 @@ class Runtime:
                     f"the Python of context {ctx.name!r} could not start (its error is above)"
                 )
             self._api = api
+            self._pid = os.getpid()
+            _started.add(self)
             return api
 
     def call(self, fn: Callable[..., Any], args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> Any:
         """fn(*args, **kwargs) run by the context's runtime, on this thread."""
         api = self._start()
+        if self._pid != os.getpid():
+            raise VlcsError(
+                f"the Python of context {self._ctx.name!r} was made before this process forked, "
+                "and a child cannot use it (the threads it had stayed in the parent): make a new "
+                "context in the child"
+            )
         buffers: list[pickle.PickleBuffer] = []
         payload = _dumps((fn, args, dict(kwargs)), buffers)
         keep: list[Any] = []
@@ -263,6 +274,30 @@ class Runtime:
         if not isinstance(exc, BaseException):
             exc = VlcsError(f"a task in context {self._ctx.name!r} failed")
         raise exc from RemoteTraceback(tb)
+
+
+_started: weakref.WeakSet[Runtime] = weakref.WeakSet()
+
+
+@atexit.register
+def _at_exit() -> None:
+    """The runtimes' atexit handlers, and their output flushed, as each
+    would at its own exit (they are never finalised: see the module)."""
+    for rt in list(_started):
+        if rt._pid != os.getpid() or rt._api is None:
+            continue
+        api = rt._api
+        if lib().vlcs_enter(rt._ctx._h) != 0:
+            continue  # the context is gone
+        state = api["PyGILState_Ensure"]()
+        try:
+            api["PyRun_SimpleString"](
+                b"import atexit as _a, sys as _s\n_a._run_exitfuncs()\n"
+                b"for _f in (_s.stdout, _s.stderr):\n    _f.flush()\n"
+            )
+        finally:
+            api["PyGILState_Release"](state)
+            lib().vlcs_leave()
 
 
 def _run_task(api: dict[str, Any], request: bytes) -> bytes:

@@ -238,3 +238,26 @@ def test_dask_workers_with_contexts_of_their_own_python():
     runtimes = {rt for _, rt, _ in r["seen"]}
     assert r["plain"][1] not in runtimes and 1 <= len(runtimes) <= 2, r
     assert {tuple(c) for _, _, c in r["seen"]} <= {(0,), (1,)}, r
+
+
+def test_a_workers_atexit_handlers_run_and_a_forked_child_is_told(tmp_path):
+    out = tmp_path / "atexit.txt"
+    r = run(
+        f"""
+        import json, os, vlcs, own_tasks
+        a = vlcs.VLC(name="a", python="own")
+        a.submit(own_tasks.at_exit_writes, {str(out)!r}).result()
+        pid = os.fork()
+        if pid == 0:
+            try:
+                a.submit(own_tasks.who).result()
+                os._exit(3)
+            except vlcs.VlcsError as e:
+                os._exit(0 if "forked" in str(e) and "new context" in str(e) else 4)
+        _, status = os.waitpid(pid, 0)
+        print(json.dumps({{"child": os.waitstatus_to_exitcode(status),
+                          "parent": a.submit(own_tasks.held).result()}}))
+        """
+    )
+    assert r == {"child": 0, "parent": 0}, r
+    assert out.read_text() == "the worker's handler ran"  # at the process's exit
