@@ -616,7 +616,7 @@ class VLC:
                 _clear_shared_caches()
         self._libraries.clear()
         self._any_handle = None
-        if kept and warn:
+        if kept and warn and self._own is None:  # an own Python's is kept by design
             warnings.warn(
                 NamespaceKeptWarning(f"{kept}; reuse such contexts with vlcs.ContextPool"),
                 stacklevel=3,
@@ -624,6 +624,8 @@ class VLC:
 
     def _keep_reason(self) -> bytes | None:
         """Why the namespace must stay loaded, or None."""
+        if self._own is not None and self._own.started:
+            return b"it holds a Python of its own, which lives until the process ends"
         if self._any_handle is None:
             return None
         parts = []

@@ -22,6 +22,7 @@ from __future__ import annotations
 import atexit
 import collections
 import ctypes
+import functools
 import inspect
 import itertools
 import os
@@ -43,6 +44,8 @@ class _Context(Protocol):
     @property
     def _h(self) -> int: ...
     @property
+    def _handle(self) -> int | None: ...
+    @property
     def name(self) -> str: ...
     def getenv(self, name: str) -> str | None: ...
     def setenv(self, name: str, value: str) -> None: ...
@@ -58,7 +61,7 @@ PYTHONS = ("shared", "own")
 # message, the tokens whose views it no longer has, and the other side lets
 # go of what it kept alive for them.
 _BOOTSTRAP = """from __future__ import annotations
-import ctypes, itertools, os, pickle, sys, traceback, weakref
+import ctypes, itertools, os, pickle, sys, weakref
 sys.executable = {executable!r}
 # dlopen(NULL), ctypes' default, is the process's program: the host's C API
 ctypes.pythonapi = ctypes.PyDLL({libpython!r})
@@ -86,6 +89,8 @@ def _vlcs_task(request):
         del buffers
         outcome = ("ok", fn(*args, **kwargs))
     except BaseException as e:
+        import traceback
+
         outcome = ("error", e, traceback.format_exc())
     finally:
         fn = args = kwargs = buffers = None
@@ -112,6 +117,17 @@ def _vlcs_task(request):
     del _vlcs_released[: len(released)]
     return pickle.dumps((token, triples, data, released), protocol=5)
 """
+
+
+@functools.cache
+def _shared_source() -> str:
+    """The source of what both sides run, for the runtime's bootstrap.
+    Once, and functions only: inspect finds a class's source with ast.parse,
+    which CPython 3.11 cannot run in two threads at once (its recursion
+    count is per interpreter: "AST constructor recursion depth mismatch")."""
+    return "\n".join(
+        ["class _Owner:\n    pass\n", *(inspect.getsource(f) for f in (_addresses, _views))]
+    )
 
 
 class _Owner:
@@ -182,6 +198,10 @@ class Runtime:
         self._dropped: collections.deque[int] = collections.deque()
         check(lib().vlcs_ctx_set_global_library(ctx._h, libpython().encode()))
 
+    @property
+    def started(self) -> bool:
+        return self._api is not None
+
     def _start(self) -> dict[str, Any]:
         with self._lock:
             if self._api is not None:
@@ -212,9 +232,14 @@ class Runtime:
                     _BOOTSTRAP.format(
                         executable=sys.executable, restore=restore, libpython=libpython()
                     ),
-                    *(inspect.getsource(f) for f in (_Owner, _addresses, _views)),
+                    _shared_source(),
                 ]
             )
+            # No site: the caller's sys.path, with what its .pth files added,
+            # is given whole; reading them again costs 35 ms a runtime here.
+            no_site = lib().vlcs_ctx_sym(handle, b"Py_NoSiteFlag")
+            if no_site:
+                ctypes.c_int.from_address(no_site).value = 1
             check(lib().vlcs_enter(ctx._h))
             try:
                 api["Py_InitializeEx"](0)  # 0: no signal handlers, the process's stay the base's
@@ -287,8 +312,10 @@ def _at_exit() -> None:
         if rt._pid != os.getpid() or rt._api is None:
             continue
         api = rt._api
-        if lib().vlcs_enter(rt._ctx._h) != 0:
-            continue  # the context is gone
+        handle = rt._ctx._handle  # None once closed: its namespace stays, unentered
+        entered = handle is not None and lib().vlcs_enter(handle) == 0
+        if not entered:  # this thread's locale tables of the namespace's libc, as entering sets
+            api["__ctype_init"]()
         state = api["PyGILState_Ensure"]()
         try:
             api["PyRun_SimpleString"](
@@ -297,7 +324,8 @@ def _at_exit() -> None:
             )
         finally:
             api["PyGILState_Release"](state)
-            lib().vlcs_leave()
+            if entered:
+                lib().vlcs_leave()
 
 
 def _run_task(api: dict[str, Any], request: bytes) -> bytes:
@@ -342,6 +370,7 @@ _SIGNATURES: dict[str, tuple[Any, ...]] = {
     "PyObject_CallObject": (_P, _P, _P),
     "Py_DecRef": (None, _P),
     "PyErr_Print": (None,),
+    "__ctype_init": (None,),  # the namespace's libc's, found through libpython's dependencies
 }
 
 

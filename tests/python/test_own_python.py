@@ -261,3 +261,20 @@ def test_a_workers_atexit_handlers_run_and_a_forked_child_is_told(tmp_path):
     )
     assert r == {"child": 0, "parent": 0}, r
     assert out.read_text() == "the worker's handler ran"  # at the process's exit
+
+
+def test_closing_keeps_the_runtime_for_the_objects_it_made():
+    r = run(
+        """
+        import json, warnings, vlcs, own_tasks
+        warnings.simplefilter("error")  # closing an own-Python context warns of nothing
+        a = vlcs.VLC(name="a", python="own")
+        z, _ = a.submit(own_tasks.make_ones, 1 << 20).result()
+        a.close()
+        with vlcs.ContextPoolExecutor(max_workers=1, python="own") as pool:
+            n = pool.submit(own_tasks.numpy_work, 10).result()["trace"]
+        print(json.dumps({"sum": int(z.sum()), "closed": a.closed, "n": n}))
+        """
+    )
+    # the worker's array outlives its context; the process exits cleanly
+    assert r["sum"] == 1 << 20 and r["closed"] and r["n"] > 0, r

@@ -26,8 +26,10 @@ MODELS = (
     "oversubscribes: two tasks mapped over a pool of two workers, the pool started and "
     "shut down inside the job, as a script does. Workloads: case 6's h5py jobs and "
     "eigsh solves, and a data-heavy one where each task receives a large array and "
-    "returns a small result. Strategies: sequential, threads, ProcessPoolExecutor "
-    "(fork and spawn), loky (joblib's reusable executor), vlcs.ContextPoolExecutor."
+    "returns a small result, and pure Python (a CPU-bound loop, where the GIL decides). "
+    "Strategies: sequential, threads, ProcessPoolExecutor (fork and spawn), loky "
+    "(joblib's reusable executor), vlcs.ContextPoolExecutor with the shared Python and "
+    'with a Python of its own per worker (python="own").'
 )
 
 STRATEGIES = {
@@ -37,11 +39,20 @@ STRATEGIES = {
     "ProcessPoolExecutor (spawn)": "spawn",
     "loky": "loky",
     "vlcs ContextPoolExecutor": "contexts",
+    "vlcs ContextPoolExecutor, own Python": "own",
 }
 
 
 # --- the tasks: module-level, so every kind of worker finds them by name ------------
 # (case 6's h5py and eigsh jobs: _tasks.h5_child and eigsh_child)
+
+
+def python_task(n: int) -> int:
+    """Pure Python: the GIL is held throughout."""
+    s = 0
+    for i in range(n):
+        s += i * i % 7
+    return s
 
 
 def data_task(a: Any) -> float:
@@ -59,6 +70,9 @@ def _inputs(workload: str, quick: bool, tmp: str) -> tuple[Any, list[tuple[Any, 
     if workload == "eigsh":
         n = 20000 if quick else 50000
         return eigsh_child, [(n, 6, 1, True), (n, 6, 2, True)]
+    if workload == "python":
+        n = 2_000_000 if quick else 8_000_000
+        return python_task, [(n,), (n + 1,)]
     gib = 0.25 if quick else 1.0
     n = int(gib * 2**30) // 8
     return data_task, [(np.full(n, float(i + 1)),) for i in range(2)]
@@ -85,6 +99,8 @@ def _pool_maker(mode: str) -> Any:
         return functools.partial(get_reusable_executor, 2)
     import vlcs
 
+    if mode == "own":
+        return functools.partial(vlcs.ContextPoolExecutor, 2, python="own")
     return functools.partial(vlcs.ContextPoolExecutor, 2)
 
 
@@ -174,6 +190,7 @@ def run(quick: bool) -> dict[str, Any]:
         "h5py": "h5py: two jobs writing and reading 8 gzip datasets",
         "eigsh": "scipy eigsh: two sparse solves, k=6",
         "data": f"data-heavy: each task receives a {size} array, returns its sum",
+        "python": "pure Python: two CPU-bound loops",
     }
     groups = []
     for workload, what in workloads.items():
@@ -223,15 +240,16 @@ def run(quick: bool) -> dict[str, Any]:
                 "included.",
             )
         )
-    ctx = "vlcs ContextPoolExecutor"
-    pools = [n for n in STRATEGIES if n not in ("sequential", "threads", ctx)]
+    ctx, own = "vlcs ContextPoolExecutor", "vlcs ContextPoolExecutor, own Python"
+    pools = [n for n in STRATEGIES if n not in ("sequential", "threads", ctx, own)]
     verdict = []
     for g in groups[::2]:
         row = {r["strategy"]: r for r in g["rows"]}
         fastest = min(pools, key=lambda n: row[n]["median_s"])
-        ratio = row[fastest]["median_s"] / row[ctx]["median_s"]
+        best = row[fastest]["median_s"]
         verdict.append(
-            f"{g['title'].split(':')[0]}: contexts {ratio:.2f}x as fast as the fastest "
+            f"{g['title'].split(':')[0]}: contexts {best / row[ctx]['median_s']:.2f}x and "
+            f"own-Python contexts {best / row[own]['median_s']:.2f}x as fast as the fastest "
             f"process pool ({fastest})"
         )
     return {"groups": groups, "notes": ["; ".join(verdict) + "."]}
