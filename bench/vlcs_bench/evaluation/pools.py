@@ -19,6 +19,7 @@ import time
 from typing import Any
 
 from vlcs_bench.evaluation._tasks import eigsh_child, h5_child
+from vlcs_bench.own_python import python_loop
 
 TITLE = "A process pool without processes: ContextPoolExecutor"
 MODELS = (
@@ -47,14 +48,6 @@ STRATEGIES = {
 # (case 6's h5py and eigsh jobs: _tasks.h5_child and eigsh_child)
 
 
-def python_task(n: int) -> int:
-    """Pure Python: the GIL is held throughout."""
-    s = 0
-    for i in range(n):
-        s += i * i % 7
-    return s
-
-
 def data_task(a: Any) -> float:
     """A large array in, a small result out (a reduction over all of it)."""
     return float(a.sum())
@@ -72,7 +65,7 @@ def _inputs(workload: str, quick: bool, tmp: str) -> tuple[Any, list[tuple[Any, 
         return eigsh_child, [(n, 6, 1, True), (n, 6, 2, True)]
     if workload == "python":
         n = 2_000_000 if quick else 8_000_000
-        return python_task, [(n,), (n + 1,)]
+        return python_loop, [(n,), (n + 1,)]
     gib = 0.25 if quick else 1.0
     n = int(gib * 2**30) // 8
     return data_task, [(np.full(n, float(i + 1)),) for i in range(2)]

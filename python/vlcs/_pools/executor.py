@@ -161,6 +161,22 @@ def _failure(exc: BaseException) -> _Payload:
             return dumps((RuntimeError(text), tb))
 
 
+def _outcome(
+    payload: _Payload, run: Callable[[Any, tuple[Any, ...], dict[str, Any]], Any]
+) -> tuple[bool, _Payload]:
+    """The task of payload run by run(fn, args, kwargs): (True, its result
+    pickled) or (False, its failure pickled)."""
+    try:
+        fn, args, kwargs = loads(payload)
+        result = run(fn, args, kwargs)
+    except BaseException as e:
+        return False, _failure(e)
+    try:
+        return True, dumps(result)
+    except BaseException as e:
+        return False, _failure(e)
+
+
 def _unpack(outcome: tuple[bool, _Payload]) -> tuple[bool, Any]:
     """(True, the result) or (False, the exception, the context's traceback
     as its __cause__); unpickling that fails gives (False, its error)."""
@@ -296,28 +312,14 @@ class _Worker:
             pool._worker_exited()
 
     def _call(self, payload: _Payload) -> tuple[bool, _Payload]:
-        """Unpickle, run and pickle the outcome inside the context."""
+        """Unpickle, run and pickle the outcome inside the context (in a
+        context with a Python of its own, its runtime runs the task, handed
+        on by pickle)."""
         own = self.ctx._own
-        if own is not None:  # its runtime runs the task, handed on by pickle
-            try:
-                fn, args, kwargs = loads(payload)
-                result = own.call(fn, args, kwargs)
-            except BaseException as e:
-                return False, _failure(e)
-            try:
-                return True, dumps(result)
-            except BaseException as e:
-                return False, _failure(e)
+        if own is not None:
+            return _outcome(payload, own.call)
         with self.ctx:
-            try:
-                fn, args, kwargs = loads(payload)
-                result = fn(*args, **kwargs)
-            except BaseException as e:
-                return False, _failure(e)
-            try:
-                return True, dumps(result)
-            except BaseException as e:
-                return False, _failure(e)
+            return _outcome(payload, lambda fn, args, kwargs: fn(*args, **kwargs))
 
     @staticmethod
     def _deliver(future: concurrent.futures.Future[Any], outcome: tuple[bool, _Payload]) -> None:
