@@ -278,3 +278,33 @@ def test_closing_keeps_the_runtime_for_the_objects_it_made():
     )
     # the worker's array outlives its context; the process exits cleanly
     assert r["sum"] == 1 << 20 and r["closed"] and r["n"] > 0, r
+
+
+def test_pool_semantics_systemexit_and_cancel_futures():
+    r = run(
+        """
+        import json, numpy as np, vlcs, own_tasks
+        out = {}
+        try:
+            vlcs.ContextPoolExecutor(max_workers=1, python="own", max_tasks_per_child=2)
+        except ValueError as e:
+            out["refused"] = str(e)
+        with vlcs.ContextPoolExecutor(max_workers=1, python="own") as pool:
+            try:
+                pool.submit(own_tasks.exit_with, 3).result()
+            except SystemExit as e:  # the task's, as a process pool gives it back
+                out["system_exit"] = e.code
+            out["after_exit"] = pool.submit(own_tasks.identity, 5).result()
+            token = np.zeros(1, dtype=np.int64)
+            first = pool.submit(own_tasks.wait_for, token)
+            rest = [pool.submit(own_tasks.identity, i) for i in range(5)]
+            pool.shutdown(wait=False, cancel_futures=True)
+            token[0] = 1
+            out["first"] = first.result()
+            out["cancelled"] = sum(f.cancelled() for f in rest)
+        print(json.dumps(out))
+        """
+    )
+    assert "max_tasks_per_child does not go with python='own'" in r["refused"], r
+    assert r["system_exit"] == 3 and r["after_exit"] == 5, r  # the worker goes on
+    assert r["first"] == "released" and r["cancelled"] == 5, r

@@ -426,6 +426,11 @@ class ContextPoolExecutor(concurrent.futures.Executor):
     ) -> None:
         if python not in PYTHONS:
             raise ValueError(f"python must be one of {', '.join(PYTHONS)}; got {python!r}")
+        if python == "own" and max_tasks_per_child is not None:
+            raise ValueError(
+                "max_tasks_per_child does not go with python='own' yet: a worker's runtime lives "
+                "until the process ends, so fresh ones would use up the process's namespaces"
+            )
         if max_workers is not None and (
             not isinstance(max_workers, int) or isinstance(max_workers, bool)
         ):
