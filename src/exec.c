@@ -448,8 +448,9 @@ typedef void (*copies_fn)(const struct vlcs_ip_copy *, size_t);
 typedef void (*handlers_fn)(uintptr_t, uintptr_t);
 typedef int (*next_handler_fn)(void (**)(void *), void **);
 
-/* The interposer keeps the atexit handlers (and C++ static destructors)
- * registered for the program's own code, which libvlcs runs at the
+/* The interposer keeps the atexit handlers (and C++ destructors of
+ * statics first used in main) the program's own code registers while it
+ * runs, which libvlcs runs at the
  * instance's end, on its thread (run_exit_handlers): left to libc, dlclose
  * would run them under the loader's lock, where an exit() in one (coreutils'
  * close_stdout calls _exit when its output fails) could not end the

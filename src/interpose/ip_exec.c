@@ -232,11 +232,13 @@ IP_EXPORT int system(const char *command)
 }
 
 /* ---- a program's atexit handlers ------------------------------------------
- * Registered for the program's own code (its __dso_handle lies in its
- * mapping: atexit and C++ static objects alike), they are kept here rather
- * than by libc, for libvlcs to run at the instance's end on the instance's
- * thread, where an exit() in one can end the instance (exec.c).  Those of
- * the libraries it loads stay libc's. */
+ * Registered for the program's own code while it runs (its __dso_handle
+ * lies in its mapping: atexit, C++ statics first used in main), they are
+ * kept here rather than by libc, for libvlcs to run at the instance's end
+ * on the instance's thread, where an exit() in one can end the instance
+ * (exec.c).  The range is known only once the program is loaded, so what
+ * its constructors register at the load (destructors of global C++
+ * objects) stays libc's, as do the libraries' own: dlclose runs those. */
 struct handler {
     void (*fn)(void *);
     void *arg;
