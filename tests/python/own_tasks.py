@@ -105,7 +105,9 @@ def exit_with(code: int) -> None:
 
 
 def wait_for(token) -> str:
-    """Spin until the caller sets token[0] (an array shared with it)."""
+    """Say it started (token[1] = 1), then spin until the caller sets
+    token[0] (an array shared with it)."""
+    token[1] = 1
     while token[0] == 0:
         pass
     return "released"

@@ -295,9 +295,11 @@ def test_pool_semantics_systemexit_and_cancel_futures():
             except SystemExit as e:  # the task's, as a process pool gives it back
                 out["system_exit"] = e.code
             out["after_exit"] = pool.submit(own_tasks.identity, 5).result()
-            token = np.zeros(1, dtype=np.int64)
+            token = np.zeros(2, dtype=np.int64)
             first = pool.submit(own_tasks.wait_for, token)
             rest = [pool.submit(own_tasks.identity, i) for i in range(5)]
+            while token[1] == 0:  # first is running: only the rest can be cancelled
+                pass
             pool.shutdown(wait=False, cancel_futures=True)
             token[0] = 1
             out["first"] = first.result()
