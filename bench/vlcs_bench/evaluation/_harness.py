@@ -53,6 +53,18 @@ def _same(a: Any, b: Any) -> bool:
     return bool(a == b)
 
 
+# Quick mode (`vlcs bench all --quick`, which ./run test runs) checks that
+# every case runs to the end and that every strategy computes what the
+# baseline computes; the figures come from the full mode.  So it runs each
+# strategy once, without a warm-up (case.py sets QUICK).
+QUICK = False
+
+
+def timed_runs(quick: bool) -> int:
+    """How many timed runs of each strategy a case makes."""
+    return 1 if quick else 5
+
+
 def measure(
     title: str,
     strategies: list[Strategy],
@@ -71,7 +83,7 @@ def measure(
     cores); ideal_s: a makespan lower bound (total work / cores);
     timeline: the name of a strategy run once more under vlcs.trace, whose
     trace the report draws (where the cores went: lends and reclaims)."""
-    if warmup:
+    if warmup and not QUICK:
         for s in strategies:
             say(f"{title}: warm-up {s.name}")
             s.run()

@@ -7,6 +7,8 @@ import importlib
 import json
 import sys
 
+from vlcs_bench.evaluation import _harness
+
 
 def main() -> int:
     p = argparse.ArgumentParser(prog="python -m vlcs_bench.evaluation.case")
@@ -16,6 +18,8 @@ def main() -> int:
     p.add_argument("--function", default="run", help="the module's entry point (default run)")
     a = p.parse_args()
     mod = importlib.import_module(f"vlcs_bench.evaluation.{a.module}")
+    if a.quick:
+        _harness.QUICK = True
     result = getattr(mod, a.function)(quick=a.quick)
     result.setdefault("title", mod.TITLE)
     result.setdefault("models", mod.MODELS)

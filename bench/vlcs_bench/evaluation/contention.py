@@ -9,7 +9,15 @@ from pathlib import Path
 from typing import Any
 
 from vlcs_bench._build import build
-from vlcs_bench.evaluation._harness import Strategy, baseline_row, measure, ncpus, say, set_ideal
+from vlcs_bench.evaluation._harness import (
+    Strategy,
+    baseline_row,
+    measure,
+    ncpus,
+    say,
+    set_ideal,
+    timed_runs,
+)
 from vlcs_bench.evaluation._tasks import on_threads, split_cpus
 
 TITLE = "Contention and load balance (paper Fig. 8)"
@@ -184,7 +192,7 @@ def run(quick: bool) -> dict[str, Any]:
                 Strategy(f"vlcs contexts ({ca} | {cb})", contexts),
                 Strategy(lent, elastic),
             ],
-            3 if quick else 5,
+            timed_runs(quick),
             timeline=lent,
         )
         # The makespan lower bound, timed after the warm-up above (a first

@@ -6,7 +6,15 @@ import ctypes
 import time
 from typing import Any
 
-from vlcs_bench.evaluation._harness import Strategy, baseline_row, measure, ncpus, say, set_ideal
+from vlcs_bench.evaluation._harness import (
+    Strategy,
+    baseline_row,
+    measure,
+    ncpus,
+    say,
+    set_ideal,
+    timed_runs,
+)
 from vlcs_bench.evaluation._tasks import on_threads
 from vlcs_bench.evaluation.contention import _bind, _fastest, _gemm, _train_mlp, build_kernels
 
@@ -122,7 +130,7 @@ def run(quick: bool) -> dict[str, Any]:
             Strategy(f"vlcs static contexts ({' | '.join(cpus)})", static),
             Strategy(lent, elastic),
         ],
-        3 if quick else 5,
+        timed_runs(quick),
         timeline=lent,
     )
     # The makespan lower bound, as in case 4: each task's work on its home

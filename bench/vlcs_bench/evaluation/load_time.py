@@ -5,7 +5,7 @@ from __future__ import annotations
 import statistics
 from typing import Any
 
-from vlcs_bench.evaluation._harness import say, table
+from vlcs_bench.evaluation._harness import say, table, timed_runs
 from vlcs_bench.programs import run_json as bench_program
 from vlcs_bench.python_imports import import_seconds
 
@@ -23,7 +23,7 @@ def run(quick: bool) -> dict[str, Any]:
     rows = [
         [lib, r["once_ms"], r["four_contexts_ms"], r["ratio"]] for lib, r in core["load"].items()
     ]
-    repeats = 3 if quick else 5
+    repeats = timed_runs(quick)
     for mod in ("numpy", "scipy.linalg", "torch"):
         say(f"load time: import {mod}, plain vs into 4 contexts, {repeats} fresh interpreters")
         import_seconds(mod)  # page cache

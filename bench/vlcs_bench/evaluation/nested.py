@@ -6,7 +6,7 @@ import os
 import subprocess
 from typing import Any
 
-from vlcs_bench.evaluation._harness import Strategy, measure, ncpus, say, summarise
+from vlcs_bench.evaluation._harness import Strategy, measure, ncpus, say, summarise, timed_runs
 from vlcs_bench.evaluation._tasks import on_threads, split_cpus
 from vlcs_bench.evaluation.contention import _fastest
 from vlcs_bench.programs import launch
@@ -102,7 +102,7 @@ def _python(quick: bool) -> dict[str, Any]:
             Strategy(f"vlcs contexts ({cb} | {cs})", contexts),
             Strategy(lent, elastic),
         ],
-        repeats=3 if quick else 5,
+        repeats=timed_runs(quick),
         timeline=lent,
         ideal_s=ideal,
         note="threadpoolctl's limit is process-wide: the large GEMM is capped too. "
@@ -115,7 +115,7 @@ def _python(quick: bool) -> dict[str, Any]:
 
 
 def _cpp(quick: bool) -> dict[str, Any]:
-    reps = 3 if quick else 5
+    reps = timed_runs(quick)
     say(f"nested: C++ demo, {reps} runs of each strategy")
     env = dict(os.environ, VLCS_DEMO_TIMES="1")
     out = subprocess.run(

@@ -11,7 +11,7 @@ import tempfile
 import time
 from typing import Any
 
-from vlcs_bench.evaluation._harness import ncpus, say, summarise
+from vlcs_bench.evaluation._harness import ncpus, say, summarise, timed_runs
 from vlcs_bench.evaluation._tasks import split_cpus
 
 TITLE = "Two processes on one node: node-wide elastic contexts"
@@ -113,7 +113,7 @@ def run(quick: bool) -> dict[str, Any]:
         f"static halves ({halves[0]} | {halves[1]})": "static",
         f"node-wide elastic contexts ({halves[0]} | {halves[1]}, lending)": "node",
     }
-    repeats = 3 if quick else 5
+    repeats = timed_runs(quick)
     times: dict[str, list[float]] = {s: [] for s in strategies}
     each: dict[str, list[list[float]]] = {s: [] for s in strategies}
     bursts: dict[str, list[list[float]]] = {s: [] for s in strategies}

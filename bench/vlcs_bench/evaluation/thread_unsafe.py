@@ -16,7 +16,15 @@ from typing import Any
 from vlcs import program_path
 
 from vlcs_bench._build import build, cache_dir, vlcs_args
-from vlcs_bench.evaluation._harness import Strategy, measure, ncpus, run_json, say, summarise
+from vlcs_bench.evaluation._harness import (
+    Strategy,
+    measure,
+    ncpus,
+    run_json,
+    say,
+    summarise,
+    timed_runs,
+)
 from vlcs_bench.evaluation._tasks import (
     eigsh_child,
     eigsh_job,
@@ -145,7 +153,7 @@ def _eigsh(
                     [(m[2], m[3], m[1]) for m in mods],
                     args,
                 ),
-                3 if quick else 5,
+                timed_runs(quick),
                 ideal_speedup=min(2.0, ncpus()),
                 note=why + detail + common,
             )
@@ -237,7 +245,7 @@ def _arpack_cpp(quick: bool, one_blas_thread: bool) -> dict[str, Any]:
         compiler=os.environ.get("CXX", "c++"),
     )
     n, solves = (1000, 2) if quick else (1400, 2)
-    reps = 3 if quick else 5
+    reps = timed_runs(quick)
     ca, cb = split_cpus(ncpus(), ncpus() // 2)
     env = dict(os.environ)
     if one_blas_thread:
@@ -284,7 +292,7 @@ def run(quick: bool) -> dict[str, Any]:
     data = [np.random.default_rng(s).random((rows, 1000)) for s in (1, 2)]
     ctx_data = [m[1].asarray(d) for m, d in zip(mods, data, strict=True)]
     paths = [os.path.join(tmp, f"{i}.h5") for i in (0, 1)]
-    repeats = 3 if quick else 5
+    repeats = timed_runs(quick)
 
     h5 = measure(
         f"h5py: two jobs, each writing and reading 8 gzip datasets of {rows}x1000",

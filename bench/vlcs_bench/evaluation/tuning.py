@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from vlcs_bench.evaluation._harness import Strategy, measure, ncpus, say
+from vlcs_bench.evaluation._harness import Strategy, measure, ncpus, say, timed_runs
 from vlcs_bench.evaluation._tasks import on_threads, split_cpus
 
 TITLE = "Hyper-parameter tuning (paper Figs. 1-2)"
@@ -102,7 +102,7 @@ def run(quick: bool) -> dict[str, Any]:
             Strategy(f"vlcs contexts, tailored cores ({ca} | {cb})", contexts),
             Strategy(f"vlcs elastic contexts ({ca} | {cb}, lending)", elastic),
         ],
-        3 if quick else 5,
+        timed_runs(quick),
         ideal_speedup=min(2.0, n),
         note="Ideal: the 2x ceiling of two tasks on two cores (unequal tasks cannot reach "
         "it with a whole-core split on 2 cores). Elastic contexts: the same homes, each may "

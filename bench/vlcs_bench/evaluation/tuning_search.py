@@ -81,7 +81,7 @@ def run(quick: bool) -> dict[str, Any]:
             say(f"tuning search: {title}, {method}")
             with tempfile.TemporaryDirectory() as d:
                 plans[method] = vlcs.tune(
-                    tasks, method=method, out=d, progress=False, repeats=2 if quick else 3
+                    tasks, method=method, out=d, progress=False, repeats=1 if quick else 3
                 )
         best = plans["grid"]["makespan_s"]
         # The quality of a choice, free of the noise between two tunings:

@@ -11,7 +11,7 @@ from typing import Any
 from vlcs import program_path
 
 from vlcs_bench._build import build, vlcs_args
-from vlcs_bench.evaluation._harness import ncpus, run_json, say, summarise
+from vlcs_bench.evaluation._harness import ncpus, run_json, say, summarise, timed_runs
 from vlcs_bench.evaluation._tasks import split_cpus
 
 TITLE = "Versus MPI (paper Fig. 11, on CPU)"
@@ -80,7 +80,7 @@ def run(quick: bool) -> dict[str, Any]:
         if quick
         else [(256, 256, 256, 100), (48, 48, 48, 10000)]
     )
-    repeats = 3 if quick else 5
+    repeats = timed_runs(quick)
     groups = []
     for nx, ny, nz, steps in boxes:
         size = [str(nx), str(ny), str(nz), str(steps)]
