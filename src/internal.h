@@ -58,6 +58,8 @@ HIDDEN void strict_note_load(void);
 
 #define VLCS_SHIM_SLOTS 64
 extern __thread int vlcs_shim_slot;
+/* Counts changes of any thread's effective context (thread.c). */
+extern uint64_t vlcs_owner_epoch;
 HIDDEN int shim_slot_of(const vlcs_ctx *c);
 HIDDEN const char *shim_real_path(const char *path);
 HIDDEN int shim_note_load(vlcs_ctx *c, const char *real_path, void *handle);

@@ -106,8 +106,18 @@ static int apply(struct tstate *ts, const vmask *target)
     return 0;
 }
 
+/* Moves on whenever any thread's effective context changes: a reader that
+ * saw a thread's context at count n knows it still holds while the count is
+ * n (the Python module table asks so on every read of sys.modules, and a
+ * call here would cost more than the read). */
+VLCS_API uint64_t vlcs_owner_epoch;
+
 /* The slot shims dispatch on follows the thread's effective context. */
-static void publish_slot(const struct tstate *ts) { vlcs_shim_slot = shim_slot_of(effective(ts)); }
+static void publish_slot(const struct tstate *ts)
+{
+    vlcs_shim_slot = shim_slot_of(effective(ts));
+    __atomic_fetch_add(&vlcs_owner_epoch, 1, __ATOMIC_RELEASE);
+}
 
 static void pop_frame(struct tstate *ts)
 {

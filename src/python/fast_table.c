@@ -24,6 +24,9 @@
  * Reads from C code (PyImport_GetModule) once contexts have extension
  * modules, and everything else, go to Python, which may walk the native
  * stack.  Owners' tables are plain dicts: answering from one is one lookup.
+ * The commonest reads take decide_quickly first (docs/design.md, the
+ * table's reads in C): a known name, a known module's code, no thread
+ * acting, the thread's context remembered until libvlcs says it changed.
  *
  * Frames are read as CPython lays them out (3.10's frame objects, 3.11+'s
  * _PyInterpreterFrame through the internal headers), which is why this is
@@ -34,6 +37,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 #if PY_VERSION_HEX >= 0x030B0000
 #define Py_BUILD_CORE 1
@@ -97,9 +101,9 @@ static int frame_opcode(frame_t *f)
 #endif
 
 /* The innermost complete frame, or NULL (no Python code is running). */
-static frame_t *frame_current(void)
+static frame_t *frame_current(PyThreadState *ts)
 {
-    frame_t *f = frame_top(PyThreadState_Get());
+    frame_t *f = frame_top(ts);
     while (f != NULL && !frame_complete(f))
         f = frame_below(f);
     return f;
@@ -130,14 +134,29 @@ static size_t slot_of(uintptr_t key, size_t cap)
     return (size_t)((key >> 4) * UINT64_C(0x9E3779B97F4A7C15) >> 17) & (cap - 1);
 }
 
-static struct slot *map_find(const struct map *m, uintptr_t key)
+/* The last key found in any map: a loop reads the table from one module's
+ * code, so its globals are asked for again and again.  Any change of a map
+ * forgets it (slots move when a map grows). */
+static const struct map *last_map;
+static uintptr_t last_key;
+static struct slot *last_slot;
+
+static void map_changed(void) { last_map = NULL; }
+
+static inline struct slot *map_find(const struct map *m, uintptr_t key)
 {
+    if (m == last_map && key == last_key)
+        return last_slot;
     if (m->used == 0)
         return NULL;
     for (size_t i = slot_of(key, m->cap);; i = (i + 1) & (m->cap - 1)) {
         struct slot *s = &m->slots[i];
-        if (s->key == key)
+        if (s->key == key) {
+            last_map = m;
+            last_key = key;
+            last_slot = s;
             return s;
+        }
         if (s->key == 0)
             return NULL;
     }
@@ -145,6 +164,7 @@ static struct slot *map_find(const struct map *m, uintptr_t key)
 
 static int map_grow(struct map *m)
 {
+    map_changed();
     size_t cap = m->cap ? m->cap : 64;
     while (m->used * 2 + 2 > cap)
         cap *= 2;
@@ -171,6 +191,7 @@ static int map_grow(struct map *m)
 
 static void slot_clear(struct slot *s)
 {
+    map_changed();
     Py_CLEAR(s->held);
     Py_CLEAR(s->modules);
     s->key = TOMB;
@@ -218,6 +239,7 @@ static PyObject *verdicts; /* dict: name -> SHARED / ANYWHERE / BASE_ONLY */
 static PyObject *slow_import; /* the Python __import__ */
 static PyObject *str_slow_getitem, *str_slow_contains, *str_slow_get;
 static void *(*thread_context)(void); /* vlcs_current */
+static const uint64_t *owner_epoch; /* libvlcs's vlcs_owner_epoch */
 static bool natives; /* contexts hold extension modules: C readers need the native stack */
 static unsigned char reads_op[256]; /* opcodes of a Python-level read of the table */
 static unsigned char import_op[256]; /* opcodes of an import statement */
@@ -244,6 +266,33 @@ static void acting_leave(void)
         threads_acting--;
 }
 static PyObject *base_owner; /* what acting_top answers for the door's pushes */
+
+/* --- the thread's context, without a call into libvlcs per read ------------------- */
+
+/* libvlcs moves *owner_epoch on whenever any thread's context changes, so a
+ * thread's context read at count n holds while the count is n.  Entries are
+ * keyed by the thread state's id, unique for the interpreter's life, so a
+ * new thread never finds an ended one's entry.  Written with the GIL held. */
+#define THREADS_SEEN 64
+static struct {
+    uint64_t id, epoch;
+    void *ctx;
+} threads_seen[THREADS_SEEN];
+
+static inline void *context_of(PyThreadState *ts)
+{
+    uint64_t epoch = __atomic_load_n(owner_epoch, __ATOMIC_ACQUIRE);
+    size_t i = (size_t)ts->id & (THREADS_SEEN - 1);
+    if (threads_seen[i].id == ts->id && threads_seen[i].epoch == epoch)
+        return threads_seen[i].ctx;
+    /* Read after the count: a change that lands in between moves the count
+     * past the one stored, and the next read asks again. */
+    void *ctx = thread_context();
+    threads_seen[i].id = ts->id;
+    threads_seen[i].epoch = epoch;
+    threads_seen[i].ctx = ctx;
+    return ctx;
+}
 
 /* --- whose read it is ---------------------------------------------------------- */
 
@@ -318,8 +367,9 @@ enum answer { ERROR = -1, STORAGE, TABLE, FOUND, SLOW };
  * name), an owner's table (*table, borrowed), or the Python rules'.  FOUND:
  * the storage's, which it had to look in already: *item (borrowed; NULL:
  * absent). */
-static enum answer decide(PyObject *self, PyObject *name, bool from_python_only, PyObject **table,
-                          PyObject **item)
+static __attribute__((noinline)) enum answer decide_fully(PyObject *self, PyObject *name,
+                                                          bool from_python_only, PyObject **table,
+                                                          PyObject **item)
 {
     if (!PyUnicode_CheckExact(name))
         return STORAGE; /* not a module name: is_shared() says shared */
@@ -342,7 +392,8 @@ static enum answer decide(PyObject *self, PyObject *name, bool from_python_only,
         }
         *item = found;
     }
-    frame_t *f = frame_current();
+    PyThreadState *ts = PyThreadState_Get();
+    frame_t *f = frame_current(ts);
     if (f == NULL)
         return SLOW;
     if (!from_python_only && !reads_op[frame_opcode(f)] && natives)
@@ -358,7 +409,7 @@ static enum answer decide(PyObject *self, PyObject *name, bool from_python_only,
         if (s == NULL)
             continue;
         if (s->kind == BASE_MODULE && asked == UNASKED) {
-            ctx = thread_context();
+            ctx = context_of(ts);
             asked = ctx ? SOME : NONE;
         }
         if (s->kind == OWNED || asked == NONE) {
@@ -367,7 +418,7 @@ static enum answer decide(PyObject *self, PyObject *name, bool from_python_only,
         }
     }
     if (asked == UNASKED) {
-        ctx = thread_context();
+        ctx = context_of(ts);
         asked = ctx ? SOME : NONE;
     }
     if (ctx != NULL) {
@@ -383,19 +434,78 @@ decided:
     return verdict == BASE_ONLY ? FOUND : STORAGE; /* BASE_ONLY: *item looked up above */
 }
 
+/* The verdict on name if it is known already (SHARED for what is not an
+ * exact str: not a module name, the storage's), or -1. */
+static inline int verdict_known(PyObject *name)
+{
+    if (!PyUnicode_CheckExact(name))
+        return SHARED;
+    uintptr_t a = (uintptr_t)name;
+    size_t i = (size_t)((a >> 4) ^ (a >> 14)) & (NAME_CACHE - 1);
+    return name_cache[i].name == name ? name_cache[i].verdict : -1;
+}
+
+/* The reads the base makes most, answered in a few dozen instructions (the
+ * goal is a dict lookup's time, plus a fifth): a name whose verdict is
+ * known (not SHARED: the callers answer those), read by Python code of a
+ * module whose owner is known, with no thread acting for an owner, by a
+ * thread whose context is known.  Gives the answer decide_fully gives, or
+ * SLOW where that would look further. */
+static inline enum answer decide_quickly(bool from_python_only, PyObject **table)
+{
+    if (threads_acting > 0)
+        return SLOW;
+    PyThreadState *ts = PyThreadState_Get();
+    frame_t *f = frame_top(ts);
+    if (f == NULL || !frame_complete(f))
+        return SLOW;
+    if (!from_python_only && natives && !reads_op[frame_opcode(f)])
+        return SLOW;
+    struct slot *s = map_find(&owners, (uintptr_t)frame_globals(f));
+    if (s == NULL || (s->kind == BASE_MODULE && (thread_context == NULL || context_of(ts) != NULL)))
+        return SLOW; /* a base module's code on a context's thread: the frames below decide */
+    *table = s->modules;
+    return s->modules != NULL ? TABLE : STORAGE;
+}
+
+/* decide() for a name whose verdict is known (verdict_known), or -1. */
+static inline enum answer decide_known(PyObject *self, PyObject *name, int verdict,
+                                       bool from_python_only, PyObject **table, PyObject **item)
+{
+    if (verdict == SHARED)
+        return STORAGE;
+    enum answer quick = verdict < 0 ? SLOW : decide_quickly(from_python_only, table);
+    return quick != SLOW ? quick : decide_fully(self, name, from_python_only, table, item);
+}
+
+static inline enum answer decide(PyObject *self, PyObject *name, bool from_python_only,
+                                 PyObject **table, PyObject **item)
+{
+    return decide_known(self, name, verdict_known(name), from_python_only, table, item);
+}
+
 /* --- the table type: the hot methods ------------------------------------------- */
 
 static PyObject *table_subscript(PyObject *self, PyObject *name)
 {
-    PyObject *table = NULL, *module = NULL;
-    switch (decide(self, name, false, &table, &module)) {
+    PyObject *table = NULL, *module = NULL, *found = NULL;
+    int verdict = verdict_known(name);
+    if (verdict == BASE_ONLY) {
+        found = PyDict_Type.tp_as_mapping->mp_subscript(self, name);
+        if (found == NULL)
+            return NULL; /* KeyError: in no owner's table */
+    }
+    enum answer answer = decide_known(self, name, verdict, false, &table, &module);
+    if (found != NULL) {
+        if (answer == STORAGE)
+            return found;
+        Py_DECREF(found);
+    }
+    switch (answer) {
     case STORAGE:
         return PyDict_Type.tp_as_mapping->mp_subscript(self, name);
     case TABLE:
-        module = PyDict_GetItemWithError(table, name);
-        if (module == NULL && PyErr_Occurred())
-            return NULL;
-        /* fall through */
+        return PyDict_Type.tp_as_mapping->mp_subscript(table, name);
     case FOUND:
         if (module != NULL)
             return Py_NewRef(module);
@@ -408,14 +518,24 @@ static PyObject *table_subscript(PyObject *self, PyObject *name)
     }
 }
 
+/* A name of BASE_ONLY that the storage lacks is in no owner's table: the
+ * reads below look there first, and only a name found needs an owner. */
+
 static int table_contains(PyObject *self, PyObject *name)
 {
     PyObject *table = NULL, *module = NULL;
-    switch (decide(self, name, false, &table, &module)) {
+    int verdict = verdict_known(name);
+    int in_storage = -1;
+    if (verdict == BASE_ONLY) {
+        in_storage = PyDict_Type.tp_as_sequence->sq_contains(self, name);
+        if (in_storage <= 0)
+            return in_storage;
+    }
+    switch (decide_known(self, name, verdict, false, &table, &module)) {
     case STORAGE:
-        return PyDict_Type.tp_as_sequence->sq_contains(self, name);
+        return in_storage >= 0 ? in_storage : PyDict_Type.tp_as_sequence->sq_contains(self, name);
     case TABLE:
-        return PyDict_Contains(table, name);
+        return verdict == BASE_ONLY ? 0 : PyDict_Contains(table, name);
     case FOUND:
         return module != NULL;
     case SLOW: {
@@ -431,20 +551,36 @@ static int table_contains(PyObject *self, PyObject *name)
     }
 }
 
+/* dict.get's own C function (found at import), so that a read answered
+ * from a dict costs what dict.get costs, argument checks included. */
+typedef PyObject *(*fastcall_fn)(PyObject *, PyObject *const *, Py_ssize_t);
+static fastcall_fn dict_get;
+
 static PyObject *table_get(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
-    if (nargs < 1 || nargs > 2) {
-        PyErr_Format(PyExc_TypeError, "get expected 1 or 2 arguments, got %zd", nargs);
-        return NULL;
-    }
+    if (nargs < 1 || nargs > 2)
+        return dict_get(self, args, nargs); /* its TypeError */
     PyObject *name = args[0], *fallback = nargs == 2 ? args[1] : Py_None;
-    PyObject *table = NULL, *module = NULL;
-    switch (decide(self, name, true, &table, &module)) {
+    PyObject *table = NULL, *module = NULL, *found = NULL;
+    int verdict = verdict_known(name);
+    if (verdict == BASE_ONLY) {
+        /* fallback: absent for everyone, or the base's module is fallback
+         * itself, which is every owner's answer then */
+        found = dict_get(self, args, nargs);
+        if (found == NULL || found == fallback)
+            return found;
+    }
+    enum answer answer = decide_known(self, name, verdict, true, &table, &module);
+    if (found != NULL) {
+        if (answer == STORAGE)
+            return found;
+        Py_DECREF(found);
+    }
+    switch (answer) {
     case STORAGE:
-        table = self;
-        break;
+        return dict_get(self, args, nargs);
     case TABLE:
-        break;
+        return dict_get(table, args, nargs);
     case FOUND:
         return Py_NewRef(module ? module : fallback);
     case SLOW:
@@ -452,10 +588,6 @@ static PyObject *table_get(PyObject *self, PyObject *const *args, Py_ssize_t nar
     default:
         return NULL;
     }
-    module = PyDict_GetItemWithError(table, name);
-    if (module == NULL && PyErr_Occurred())
-        return NULL;
-    return Py_NewRef(module ? module : fallback);
 }
 
 static PyMethodDef table_methods[] = {
@@ -533,12 +665,13 @@ static PyObject *door_import(PyObject *mod, PyObject *const *args, Py_ssize_t na
             return PyImport_ImportModuleLevelObject(name, globals, locals, fromlist, 0);
     }
     /* An import statement: the importing module decides. */
-    frame_t *f = frame_current();
+    PyThreadState *ts = PyThreadState_Get();
+    frame_t *f = frame_current(ts);
     if (globals == NULL || f == NULL || frame_globals(f) != globals || !import_op[frame_opcode(f)])
         goto slow;
     struct slot *s = map_find(&owners, (uintptr_t)globals);
     if (s != NULL && s->modules == NULL &&
-        (s->kind == OWNED || thread_context == NULL || thread_context() == NULL))
+        (s->kind == OWNED || thread_context == NULL || context_of(ts) == NULL))
         return import_for_base(name, globals, locals, fromlist, level);
 slow:
     return PyObject_Vectorcall(slow_import, args, (size_t)nargs, kwnames);
@@ -549,10 +682,10 @@ slow:
 static PyObject *fast_configure(PyObject *mod, PyObject *args)
 {
     (void)mod;
-    PyObject *shared, *in_contexts, *base, *door, *current;
+    PyObject *shared, *in_contexts, *base, *door, *current, *epoch;
     Py_buffer reads, imports;
-    if (!PyArg_ParseTuple(args, "O!O!OOOy*y*", &PySet_Type, &shared, &PySet_Type, &in_contexts,
-                          &base, &door, &current, &reads, &imports))
+    if (!PyArg_ParseTuple(args, "O!O!OOOOy*y*", &PySet_Type, &shared, &PySet_Type, &in_contexts,
+                          &base, &door, &current, &epoch, &reads, &imports))
         return NULL;
     bool ok = reads.len == 256 && imports.len == 256;
     if (ok) {
@@ -568,6 +701,15 @@ static PyObject *fast_configure(PyObject *mod, PyObject *args)
     void *fn = current == Py_None ? NULL : PyLong_AsVoidPtr(current);
     if (fn == NULL && PyErr_Occurred())
         return NULL;
+    void *count = epoch == Py_None ? NULL : PyLong_AsVoidPtr(epoch);
+    if (count == NULL && PyErr_Occurred())
+        return NULL;
+    if ((fn == NULL) != (count == NULL)) {
+        PyErr_SetString(PyExc_ValueError, "configure: vlcs_current and vlcs_owner_epoch go together");
+        return NULL;
+    }
+    owner_epoch = count;
+    memset(threads_seen, 0, sizeof threads_seen);
     Py_XSETREF(shared_names, Py_NewRef(shared));
     Py_XSETREF(context_names, Py_NewRef(in_contexts));
     Py_XSETREF(slow_import, Py_NewRef(door));
@@ -722,7 +864,7 @@ static PyMethodDef fast_functions[] = {
     {"import_", (PyCFunction)(void (*)(void))door_import, METH_FASTCALL | METH_KEYWORDS,
      "__import__(name, globals=None, locals=None, fromlist=(), level=0)"},
     {"configure", fast_configure, METH_VARARGS,
-     "configure(shared, in_contexts, base, python_import, vlcs_current_address, reads_ops, import_ops)"},
+     "configure(shared, in_contexts, base, python_import, vlcs_current_address, vlcs_owner_epoch_address, reads_ops, import_ops)"},
     {"names_changed", fast_names_changed, METH_NOARGS,
      "The shared names or the contexts' names grew: forget the verdicts."},
     {"own", fast_own, METH_VARARGS, "own(globals, table): code with these globals is table's owner's (None: the base's)."},
@@ -755,6 +897,14 @@ PyMODINIT_FUNC PyInit__fast(void)
     if (!verdicts || !shared_names || !context_names || !str_slow_getitem || !str_slow_contains ||
         !str_slow_get)
         return NULL;
+    for (PyMethodDef *d = PyDict_Type.tp_methods; d != NULL && d->ml_name != NULL; d++)
+        if (strcmp(d->ml_name, "get") == 0 && (d->ml_flags & ~METH_COEXIST) == METH_FASTCALL)
+            dict_get = (fastcall_fn)(void (*)(void))d->ml_meth;
+    if (dict_get == NULL) {
+        PyErr_SetString(PyExc_ImportError, "vlcs._isolation._fast: this Python's dict.get is not a "
+                                           "fast call; vlcs supports CPython 3.10 to 3.13");
+        return NULL;
+    }
     PyObject *m = PyModule_Create(&fast_module);
     if (m == NULL)
         return NULL;

@@ -118,6 +118,12 @@ def test_each_reader_gets_its_owners_modules_by_every_form_of_read():
             out["base-only module, in the context"] = whose(vt_base_reader.reads())
             out["script, in the context"] = whose({n: script_read(n) for n in vt_reader.NAMES})
         out["script, base"] = whose({n: script_read(n) for n in vt_reader.NAMES})
+        # the same code, specialised, before, inside and after: what the C half
+        # remembers of a thread's context follows its enter and leave
+        out["base-only module, before"] = whose(vt_base_reader.reads(50))
+        with ctx:
+            out["base-only module, in the context again"] = whose(vt_base_reader.reads(50))
+        out["base-only module, after"] = whose(vt_base_reader.reads(50))
         box = {}
         t = threading.Thread(target=lambda: box.update(whose(c_reader.reads())))
         vlcs.base_thread(t)
@@ -137,6 +143,9 @@ def test_each_reader_gets_its_owners_modules_by_every_form_of_read():
         "base-only module, in the context": CTX,
         "script, in the context": CTX,
         "script, base": BASE,
+        "base-only module, before": BASE,
+        "base-only module, in the context again": CTX,
+        "base-only module, after": BASE,
         "context module, another base thread": CTX,
         "context module while it executes": CTX,
     }

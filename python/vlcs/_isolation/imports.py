@@ -243,7 +243,7 @@ def install(thread_owner: Any) -> None:
             _owners.in_contexts,
             BASE,
             _import,
-            _current_address(),
+            *_current_addresses(),
             _opcodes("BINARY_SUBSCR", "CONTAINS_OP"),
             _opcodes("IMPORT_NAME"),
         )
@@ -263,13 +263,16 @@ def context_closed(handle: int) -> None:
     _fast.context(handle, None)
 
 
-def _current_address() -> int:
-    """The address of libvlcs's vlcs_current, which the C half calls."""
+def _current_addresses() -> tuple[int, int]:
+    """The addresses of libvlcs's vlcs_current, which the C half calls, and
+    of vlcs_owner_epoch, which tells it when a thread's answer may be stale."""
     import ctypes
 
     from vlcs._lib import lib
 
-    return int(ctypes.cast(lib().vlcs_current, ctypes.c_void_p).value or 0)
+    current = int(ctypes.cast(lib().vlcs_current, ctypes.c_void_p).value or 0)
+    epoch = ctypes.addressof(ctypes.c_uint64.in_dll(lib(), "vlcs_owner_epoch"))
+    return current, epoch
 
 
 def _opcodes(*names: str) -> bytes:
