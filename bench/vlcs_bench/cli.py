@@ -50,7 +50,7 @@ def _bench_python(args: argparse.Namespace) -> int:
 def _bench_imports(args: argparse.Namespace) -> int:
     from vlcs_bench import module_table
 
-    result = module_table.run(repeats=min(args.repeats, 3))
+    result = module_table.run(repeats=args.repeats)
     print(json.dumps(result, indent=2) if args.json else module_table.report(result))
     return 0
 
