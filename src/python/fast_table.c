@@ -347,10 +347,15 @@ static void names_forget(void)
     PyDict_Clear(verdicts);
 }
 
-static int name_verdict(PyObject *name)
+static inline size_t name_slot(PyObject *name)
 {
     uintptr_t a = (uintptr_t)name;
-    size_t i = (size_t)((a >> 4) ^ (a >> 14)) & (NAME_CACHE - 1);
+    return (size_t)((a >> 4) ^ (a >> 14)) & (NAME_CACHE - 1);
+}
+
+static int name_verdict(PyObject *name)
+{
+    size_t i = name_slot(name);
     if (name_cache[i].name == name)
         return name_cache[i].verdict;
     int verdict = verdict_of(name);
@@ -440,8 +445,7 @@ static inline int verdict_known(PyObject *name)
 {
     if (!PyUnicode_CheckExact(name))
         return SHARED;
-    uintptr_t a = (uintptr_t)name;
-    size_t i = (size_t)((a >> 4) ^ (a >> 14)) & (NAME_CACHE - 1);
+    size_t i = name_slot(name);
     return name_cache[i].name == name ? name_cache[i].verdict : -1;
 }
 
@@ -468,9 +472,10 @@ static inline enum answer decide_quickly(bool from_python_only, PyObject **table
     return s->modules != NULL ? TABLE : STORAGE;
 }
 
-/* decide() for a name whose verdict is known (verdict_known), or -1. */
-static inline enum answer decide_known(PyObject *self, PyObject *name, int verdict,
-                                       bool from_python_only, PyObject **table, PyObject **item)
+/* Whose answer a read of name is (see decide_fully); verdict is
+ * verdict_known(name), which the reads look at first themselves. */
+static inline enum answer decide(PyObject *self, PyObject *name, int verdict, bool from_python_only,
+                                 PyObject **table, PyObject **item)
 {
     if (verdict == SHARED)
         return STORAGE;
@@ -478,13 +483,10 @@ static inline enum answer decide_known(PyObject *self, PyObject *name, int verdi
     return quick != SLOW ? quick : decide_fully(self, name, from_python_only, table, item);
 }
 
-static inline enum answer decide(PyObject *self, PyObject *name, bool from_python_only,
-                                 PyObject **table, PyObject **item)
-{
-    return decide_known(self, name, verdict_known(name), from_python_only, table, item);
-}
-
 /* --- the table type: the hot methods ------------------------------------------- */
+
+/* A name of BASE_ONLY that the storage lacks is in no owner's table: the
+ * reads look there first, and only a name found needs an owner. */
 
 static PyObject *table_subscript(PyObject *self, PyObject *name)
 {
@@ -495,7 +497,7 @@ static PyObject *table_subscript(PyObject *self, PyObject *name)
         if (found == NULL)
             return NULL; /* KeyError: in no owner's table */
     }
-    enum answer answer = decide_known(self, name, verdict, false, &table, &module);
+    enum answer answer = decide(self, name, verdict, false, &table, &module);
     if (found != NULL) {
         if (answer == STORAGE)
             return found;
@@ -518,9 +520,6 @@ static PyObject *table_subscript(PyObject *self, PyObject *name)
     }
 }
 
-/* A name of BASE_ONLY that the storage lacks is in no owner's table: the
- * reads below look there first, and only a name found needs an owner. */
-
 static int table_contains(PyObject *self, PyObject *name)
 {
     PyObject *table = NULL, *module = NULL;
@@ -531,7 +530,7 @@ static int table_contains(PyObject *self, PyObject *name)
         if (in_storage <= 0)
             return in_storage;
     }
-    switch (decide_known(self, name, verdict, false, &table, &module)) {
+    switch (decide(self, name, verdict, false, &table, &module)) {
     case STORAGE:
         return in_storage >= 0 ? in_storage : PyDict_Type.tp_as_sequence->sq_contains(self, name);
     case TABLE:
@@ -570,7 +569,7 @@ static PyObject *table_get(PyObject *self, PyObject *const *args, Py_ssize_t nar
         if (found == NULL || found == fallback)
             return found;
     }
-    enum answer answer = decide_known(self, name, verdict, true, &table, &module);
+    enum answer answer = decide(self, name, verdict, true, &table, &module);
     if (found != NULL) {
         if (answer == STORAGE)
             return found;
@@ -705,7 +704,8 @@ static PyObject *fast_configure(PyObject *mod, PyObject *args)
     if (count == NULL && PyErr_Occurred())
         return NULL;
     if ((fn == NULL) != (count == NULL)) {
-        PyErr_SetString(PyExc_ValueError, "configure: vlcs_current and vlcs_owner_epoch go together");
+        PyErr_SetString(PyExc_ValueError,
+                        "configure: vlcs_current and vlcs_owner_epoch go together");
         return NULL;
     }
     owner_epoch = count;
