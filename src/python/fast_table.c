@@ -197,10 +197,22 @@ static void slot_clear(struct slot *s)
     s->key = TOMB;
 }
 
+/* Globals found in no entry of the owners' map: shared code (the script's,
+ * the standard library's) that a read walks past to the frames below.
+ * Forgotten whenever the map gains a key. */
+#define NOT_OWNED 64
+static uintptr_t not_owned[NOT_OWNED];
+
+static size_t not_owned_slot(uintptr_t globals) { return (size_t)(globals >> 4) & (NOT_OWNED - 1); }
+
+static struct map owners; /* module globals -> owner */
+
 static int map_put(struct map *m, uintptr_t key, PyObject *held, PyObject *modules, int kind)
 {
     struct slot *s = map_find(m, key);
     if (s == NULL) {
+        if (m == &owners)
+            memset(not_owned, 0, sizeof not_owned);
         if ((m->filled + 1) * 2 > m->cap && map_grow(m) < 0)
             return -1;
         size_t i = slot_of(key, m->cap);
@@ -231,7 +243,6 @@ static void map_del(struct map *m, uintptr_t key)
 
 /* --- state, set by the Python package (owners.py, modtable.py) ------------------ */
 
-static struct map owners; /* module globals -> owner */
 static struct map contexts; /* context handle -> its owner's table */
 static PyObject *shared_names; /* set: top-level names one module for all */
 static PyObject *context_names; /* set: top-level names any context ever held */
@@ -451,10 +462,12 @@ static inline int verdict_known(PyObject *name)
 
 /* The reads the base makes most, answered in a few dozen instructions (the
  * goal is a dict lookup's time, plus a fifth): a name whose verdict is
- * known (not SHARED: the callers answer those), read by Python code of a
- * module whose owner is known, with no thread acting for an owner, by a
- * thread whose context is known.  Gives the answer decide_fully gives, or
- * SLOW where that would look further. */
+ * known (not SHARED: the callers answer those), read by Python code, with
+ * no thread acting for an owner, decided by the nearest frame of a module
+ * whose owner is known (shared code, such as the script's or the standard
+ * library's, looks further down, as in decide_fully), or by the thread's
+ * context when there is none.  Gives the answer decide_fully gives, or SLOW
+ * where that would ask more. */
 static inline enum answer decide_quickly(bool from_python_only, PyObject **table)
 {
     if (threads_acting > 0)
@@ -465,11 +478,28 @@ static inline enum answer decide_quickly(bool from_python_only, PyObject **table
         return SLOW;
     if (!from_python_only && natives && !reads_op[frame_opcode(f)])
         return SLOW;
-    struct slot *s = map_find(&owners, (uintptr_t)frame_globals(f));
-    if (s == NULL || (s->kind == BASE_MODULE && (thread_context == NULL || context_of(ts) != NULL)))
-        return SLOW; /* a base module's code on a context's thread: the frames below decide */
-    *table = s->modules;
-    return s->modules != NULL ? TABLE : STORAGE;
+    if (thread_context == NULL)
+        return SLOW;
+    for (; f != NULL; f = frame_below(f)) {
+        if (!frame_complete(f))
+            continue;
+        uintptr_t g = (uintptr_t)frame_globals(f);
+        if (not_owned[not_owned_slot(g)] == g)
+            continue;
+        struct slot *s = map_find(&owners, g);
+        if (s == NULL) {
+            not_owned[not_owned_slot(g)] = g;
+            continue;
+        }
+        if (s->kind == BASE_MODULE && context_of(ts) != NULL)
+            return SLOW; /* a base module's code on a context's thread: the frames below decide */
+        *table = s->modules;
+        return s->modules != NULL ? TABLE : STORAGE;
+    }
+    void *ctx = context_of(ts);
+    struct slot *s = ctx != NULL ? map_find(&contexts, (uintptr_t)ctx) : NULL;
+    *table = s != NULL ? s->modules : NULL; /* a context Python does not know: the base's */
+    return *table != NULL ? TABLE : STORAGE;
 }
 
 /* Whose answer a read of name is (see decide_fully); verdict is

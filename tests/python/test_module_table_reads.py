@@ -33,6 +33,8 @@ def reads(rounds=1):
     for _ in range(rounds):
         out = {n: read(n) for n in NAMES}
     return out
+def call(fn):
+    return fn()
 def imports():
     import vt_both
     from vt_both import X
@@ -118,6 +120,11 @@ def test_each_reader_gets_its_owners_modules_by_every_form_of_read():
             out["base-only module, in the context"] = whose(vt_base_reader.reads())
             out["script, in the context"] = whose({n: script_read(n) for n in vt_reader.NAMES})
         out["script, base"] = whose({n: script_read(n) for n in vt_reader.NAMES})
+        # the script's code (shared) called back by a module: the module's owner
+        script_reads = lambda: whose({n: script_read(n) for n in vt_reader.NAMES})
+        for _ in range(50):  # past specialisation
+            out["script called by a context's module"] = c_reader.call(script_reads)
+            out["script called by a base module"] = vt_reader.call(script_reads)
         # the same code, specialised, before, inside and after: what the C half
         # remembers of a thread's context follows its enter and leave
         out["base-only module, before"] = whose(vt_base_reader.reads(50))
@@ -143,6 +150,8 @@ def test_each_reader_gets_its_owners_modules_by_every_form_of_read():
         "base-only module, in the context": CTX,
         "script, in the context": CTX,
         "script, base": BASE,
+        "script called by a context's module": CTX,
+        "script called by a base module": BASE,
         "base-only module, before": BASE,
         "base-only module, in the context again": CTX,
         "base-only module, after": BASE,
