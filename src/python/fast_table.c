@@ -460,6 +460,25 @@ static inline int verdict_known(PyObject *name)
     return name_cache[i].name == name ? name_cache[i].verdict : -1;
 }
 
+/* The owner's entry of the nearest frame below f (whose globals are no
+ * one's) that has one, or NULL. */
+static struct slot *owner_below(frame_t *f)
+{
+    not_owned[not_owned_slot((uintptr_t)frame_globals(f))] = (uintptr_t)frame_globals(f);
+    for (f = frame_below(f); f != NULL; f = frame_below(f)) {
+        if (!frame_complete(f))
+            continue;
+        uintptr_t g = (uintptr_t)frame_globals(f);
+        if (not_owned[not_owned_slot(g)] == g)
+            continue;
+        struct slot *s = map_find(&owners, g);
+        if (s != NULL)
+            return s;
+        not_owned[not_owned_slot(g)] = g;
+    }
+    return NULL;
+}
+
 /* The reads the base makes most, answered in a few dozen instructions (the
  * goal is a dict lookup's time, plus a fifth): a name whose verdict is
  * known (not SHARED: the callers answer those), read by Python code, with
@@ -478,28 +497,21 @@ static inline enum answer decide_quickly(bool from_python_only, PyObject **table
         return SLOW;
     if (!from_python_only && natives && !reads_op[frame_opcode(f)])
         return SLOW;
-    if (thread_context == NULL)
-        return SLOW;
-    for (; f != NULL; f = frame_below(f)) {
-        if (!frame_complete(f))
-            continue;
-        uintptr_t g = (uintptr_t)frame_globals(f);
-        if (not_owned[not_owned_slot(g)] == g)
-            continue;
-        struct slot *s = map_find(&owners, g);
-        if (s == NULL) {
-            not_owned[not_owned_slot(g)] = g;
-            continue;
-        }
-        if (s->kind == BASE_MODULE && context_of(ts) != NULL)
-            return SLOW; /* a base module's code on a context's thread: the frames below decide */
-        *table = s->modules;
-        return s->modules != NULL ? TABLE : STORAGE;
+    struct slot *s = map_find(&owners, (uintptr_t)frame_globals(f));
+    if (s == NULL)
+        s = owner_below(f);
+    if (s == NULL) { /* no module of a known owner on the stack: the thread's context */
+        if (thread_context == NULL)
+            return SLOW;
+        void *ctx = context_of(ts);
+        s = ctx != NULL ? map_find(&contexts, (uintptr_t)ctx) : NULL;
+        *table = s != NULL ? s->modules : NULL; /* a context Python does not know: the base's */
+        return *table != NULL ? TABLE : STORAGE;
     }
-    void *ctx = context_of(ts);
-    struct slot *s = ctx != NULL ? map_find(&contexts, (uintptr_t)ctx) : NULL;
-    *table = s != NULL ? s->modules : NULL; /* a context Python does not know: the base's */
-    return *table != NULL ? TABLE : STORAGE;
+    if (s->kind == BASE_MODULE && (thread_context == NULL || context_of(ts) != NULL))
+        return SLOW; /* a base module's code on a context's thread: the frames below decide */
+    *table = s->modules;
+    return s->modules != NULL ? TABLE : STORAGE;
 }
 
 /* Whose answer a read of name is (see decide_fully); verdict is
