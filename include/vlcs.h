@@ -327,10 +327,42 @@ VLCS_API int vlcs_ctx_unsetenv(vlcs_ctx *c, const char *name);
  */
 VLCS_API const char *vlcs_ctx_getenv(vlcs_ctx *c, const char *name);
 
+/** Where a context's libraries live (vlcs_ctx_set_mode, vlcs_ctx_mode). */
+typedef enum vlcs_mode {
+    /* a linker namespace while one of glibc's 15 is free, then copies; the
+     * default, unless the environment variable VLCS_MODE says
+     * "namespace", "copies" or "auto" */
+    VLCS_MODE_AUTO = 0,
+    /* a linker namespace of its own: everything private, its own libc
+     * included; 15 such contexts per process at most */
+    VLCS_MODE_NAMESPACE = 1,
+    /* renamed copies of its libraries in the base namespace, sharing the
+     * process's libc: no limit but static TLS and memory.  What differs is
+     * in docs/copy-mode.md (libc's own reads of the environment, such as
+     * TZ, are the process's; strict mode, vlcs_ctx_exec, stdio and global
+     * libraries need a namespace) */
+    VLCS_MODE_COPIES = 2
+} vlcs_mode;
+
+/**
+ * Choose where the context's libraries will live; before its first load.
+ * @return 0, or -1 with vlcs_error() set (VLCS_E_INVALID: an unknown mode,
+ *         or the context has loaded libraries already).
+ */
+VLCS_API int vlcs_ctx_set_mode(vlcs_ctx *c, int mode);
+
+/**
+ * Where the context's libraries live: VLCS_MODE_NAMESPACE or
+ * VLCS_MODE_COPIES once it loaded one, VLCS_MODE_AUTO before; -1 with
+ * vlcs_error() set for an invalid context.
+ */
+VLCS_API int vlcs_ctx_mode(const vlcs_ctx *c);
+
 /**
  * Load a library and its dependencies privately into the context, like
  * dlopen(path_or_soname, RTLD_NOW).  The first load creates the context's
- * linker namespace.
+ * linker namespace, or, past glibc's namespaces, its first renamed copies
+ * (vlcs_mode).
  *
  * @return a handle for vlcs_ctx_sym(), or NULL with vlcs_error() set:
  *         VLCS_E_NOT_FOUND when the library, one of its dependencies or a

@@ -639,6 +639,18 @@ VLCS_API int vlcs_ctx_exec(vlcs_ctx *ctx, char *const argv[])
                   "Error running %s: this thread is running a program already", argv[0]);
         return -1;
     }
+    /* A program needs its own libc (its exit, its streams): a namespace. */
+    pthread_mutex_lock(&c->lock);
+    bool copies = c->copy_mode || c->mode_wanted == VLCS_MODE_COPIES;
+    if (!copies && !c->has_ns)
+        c->mode_wanted = VLCS_MODE_NAMESPACE;
+    pthread_mutex_unlock(&c->lock);
+    if (copies) {
+        set_error(VLCS_E_INVALID, "Error running %s in context '%s': programs run in contexts "
+                  "with a namespace of their own, and this one is in copy mode",
+                  argv[0], c->name);
+        return -1;
+    }
     struct program p;
     if (program_open(&p, argv[0]) != 0) {
         program_close(&p);

@@ -230,6 +230,12 @@ struct vlcs_ctx {
     int gpu_first;     /* device made current on enter (gpu.c), -1: none */
     bool gpus_set;
 
+    /* where its libraries live: vlcs_ctx_set_mode's wish (VLCS_MODE_*, 0:
+     * VLCS_MODE's), then a namespace (has_ns) or copies (copy_mode) */
+    int mode_wanted;
+    bool copy_mode;
+    struct copyset *copyset; /* copies.c */
+
     /* namespace (namespace.c) */
     bool has_ns;
     Lmid_t lmid;
@@ -365,6 +371,36 @@ HIDDEN void elastic_node_joined(void);
 /* ---- namespaces (namespace.c) --------------------------------------------- */
 
 HIDDEN int ns_create(vlcs_ctx *c); /* with c->lock held */
+HIDDEN void ns_api_fill(vlcs_ctx *c, struct vlcs_ip_api *a);
+
+/* ---- copy mode (copies.c, elf_copy.c) ---- */
+#define ELF_MAX_NEEDED 128
+#define ELF_RENAME_TAIL 7 /* the characters a new name replaces: '~' and 6 base-36 digits */
+struct elf_names {
+    uint64_t strtab_off, strsz; /* .dynstr's place in the file */
+    char *strtab;
+    uint64_t soname, runpath, rpath; /* offsets in strtab; UINT64_MAX: none */
+    uint64_t needed[ELF_MAX_NEEDED];
+    size_t nneeded;
+};
+struct elf_rename {
+    uint64_t at;    /* file offset */
+    const char *to; /* as long as what it replaces */
+};
+HIDDEN int elf_names_read(int fd, const char *path, struct elf_names *e, char *why, size_t size);
+HIDDEN void elf_names_free(struct elf_names *e);
+HIDDEN const char *elf_str(const struct elf_names *e, uint64_t off);
+HIDDEN int elf_resolve(const char *name, const struct elf_names *from, const char *from_path,
+                       char *out);
+HIDDEN int elf_copy(const char *path, const char *label, const struct elf_rename *renames, size_t n,
+                    char *why, size_t size);
+HIDDEN int elf_new_name(const char *old, unsigned long serial, char *out, size_t size);
+HIDDEN int copies_create(vlcs_ctx *c); /* with c->lock held */
+HIDDEN void *copies_load(vlcs_ctx *c, const char *path);
+HIDDEN int copies_unload(vlcs_ctx *c, char *why, size_t size);
+HIDDEN int copies_setenv(vlcs_ctx *c, const char *name, const char *value);
+HIDDEN const char *copies_getenv(vlcs_ctx *c, const char *name);
+HIDDEN int ctx_quiesce(vlcs_ctx *c, char *why, size_t size); /* unload.c */
 /* The order in which ld.so hands the addresses of unloaded objects to the
  * next load, stated for ThreadSanitizer (ld.so's lock is invisible to it):
  * back before an unload, over after a load. */

@@ -17,7 +17,7 @@
 #include <stddef.h>
 #include <sys/types.h>
 
-#define VLCS_IP_ABI_VERSION 7
+#define VLCS_IP_ABI_VERSION 8
 
 struct vlcs_ctx;
 
@@ -101,6 +101,21 @@ struct vlcs_ip_api {
     int (*register_atfork)(struct vlcs_ctx *, void (*)(void), void (*)(void), void (*)(void),
                            void *);
     pid_t (*fork)(void);
+
+    /* Copy mode (../copies.c): the context's libraries are renamed copies
+     * in the base namespace, sharing the process's one libc, so the
+     * interposer answers for the context what that libc would answer for
+     * the process: its environment, and dlopen by name or path (a copy of
+     * what is asked for, found as ld.so would from the caller's original
+     * file).  NULL for a context with a namespace of its own. */
+    char *(*env_get)(struct vlcs_ctx *, const char *name);
+    /* value NULL: unset; returns 0 or -1 with errno */
+    int (*env_set)(struct vlcs_ctx *, const char *name, const char *value, int overwrite);
+    int (*env_put)(struct vlcs_ctx *, char *string);
+    int (*env_clear)(struct vlcs_ctx *);
+    void *(*dlopen)(struct vlcs_ctx *, const char *file, int mode, const void *caller);
+    /* why this thread's last such dlopen failed, once; NULL: ask libc */
+    const char *(*dl_error)(void);
 };
 
 /* A variable a program loaded into the namespace holds a copy of (an

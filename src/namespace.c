@@ -74,7 +74,7 @@ oom:
     return NULL;
 }
 
-static void api_fill(vlcs_ctx *c, struct vlcs_ip_api *a)
+void ns_api_fill(vlcs_ctx *c, struct vlcs_ip_api *a)
 {
     memset(a, 0, sizeof *a);
     a->abi_version = VLCS_IP_ABI_VERSION;
@@ -236,7 +236,7 @@ int ns_create(vlcs_ctx *c)
                   c->name, interposer_path());
         goto fail;
     }
-    api_fill(c, &c->api);
+    ns_api_fill(c, &c->api);
     if (bind(&c->api) != 0) {
         /* The right interposer is not where it was looked for. */
         set_error(VLCS_E_NOT_FOUND,

@@ -324,6 +324,13 @@ static void env_pending_clear(vlcs_ctx *c)
  * one, else recorded for it.  With c->lock held. */
 static int env_change(vlcs_ctx *c, const char *name, const char *value)
 {
+    if (c->copy_mode) {
+        if (copies_setenv(c, name, value) == 0)
+            return 0;
+        set_error(VLCS_E_SYSTEM, "Error changing the environment of context '%s': out of memory",
+                  c->name);
+        return -1;
+    }
     if (!c->has_ns)
         return env_record(c, name, value);
     int rc = value != NULL ? c->ns_setenv(name, value, 1) : c->ns_unsetenv(name);
@@ -374,6 +381,8 @@ VLCS_API const char *vlcs_ctx_getenv(vlcs_ctx *h, const char *name)
     bool still = ctx_still(c, h);
     if (!still) {
         v = NULL;
+    } else if (c->copy_mode) {
+        v = copies_getenv(c, name);
     } else if (c->has_ns) {
         v = c->ns_getenv(name);
     } else {
@@ -396,6 +405,86 @@ VLCS_API int vlcs_ctx_thread_count(const vlcs_ctx *h)
     return __atomic_load_n(&c->created_live, __ATOMIC_ACQUIRE);
 }
 
+/* VLCS_MODE's mode, or -1 for a value that is none. */
+static int env_mode(void)
+{
+    const char *v = getenv("VLCS_MODE");
+    if (v == NULL || *v == '\0' || strcmp(v, "auto") == 0)
+        return VLCS_MODE_AUTO;
+    if (strcmp(v, "namespace") == 0)
+        return VLCS_MODE_NAMESPACE;
+    if (strcmp(v, "copies") == 0)
+        return VLCS_MODE_COPIES;
+    return -1;
+}
+
+/* The first load: a namespace, or copies (vlcs_mode).  With c->lock held. */
+static int ctx_place(vlcs_ctx *c)
+{
+    int mode = c->mode_wanted ? c->mode_wanted : env_mode();
+    if (mode < 0) {
+        set_error(VLCS_E_INVALID, "Error loading into context '%s': VLCS_MODE=%s is none of "
+                  "auto, namespace, copies", c->name, getenv("VLCS_MODE"));
+        return -1;
+    }
+    /* What only a namespace of its own has: its own libc's streams, its
+     * own global scope. */
+    bool needs_ns = c->global_lib != NULL || c->stdio_set[0] || c->stdio_set[1] || c->stdio_set[2];
+    if (mode == VLCS_MODE_COPIES && needs_ns) {
+        set_error(VLCS_E_INVALID, "Error loading into context '%s': %s needs a namespace of its "
+                  "own, and the context is in copy mode", c->name,
+                  c->global_lib ? "a global library" : "vlcs_ctx_set_stdio");
+        return -1;
+    }
+    if (mode == VLCS_MODE_COPIES)
+        return copies_create(c);
+    if (ns_create(c) == 0)
+        return 0;
+    if (mode == VLCS_MODE_AUTO && !needs_ns && vlcs_errlimit() == VLCS_LIMIT_NAMESPACES)
+        return copies_create(c);
+    return -1;
+}
+
+VLCS_API int vlcs_ctx_set_mode(vlcs_ctx *h, int mode)
+{
+    vlcs_ctx *c = ctx_get(h, "setting its mode");
+    if (c == NULL)
+        return -1;
+    if (mode != VLCS_MODE_AUTO && mode != VLCS_MODE_NAMESPACE && mode != VLCS_MODE_COPIES) {
+        set_error(VLCS_E_INVALID, "Error setting the mode of context '%s': %d is not a vlcs_mode",
+                  c->name, mode);
+        return -1;
+    }
+    pthread_mutex_lock(&c->lock);
+    if (!ctx_still(c, h)) {
+        pthread_mutex_unlock(&c->lock);
+        return ctx_gone(h, "setting its mode");
+    }
+    if (c->has_ns || c->copy_mode) {
+        pthread_mutex_unlock(&c->lock);
+        set_error(VLCS_E_INVALID, "Error setting the mode of context '%s': it has loaded "
+                  "libraries already; set it before its first load", c->name);
+        return -1;
+    }
+    c->mode_wanted = mode;
+    pthread_mutex_unlock(&c->lock);
+    return 0;
+}
+
+VLCS_API int vlcs_ctx_mode(const vlcs_ctx *h)
+{
+    vlcs_ctx *c = ctx_get(h, "asking its mode");
+    if (c == NULL)
+        return -1;
+    pthread_mutex_lock(&c->lock);
+    int mode = !ctx_still(c, h) ? -1
+               : c->copy_mode   ? VLCS_MODE_COPIES
+               : c->has_ns      ? VLCS_MODE_NAMESPACE
+                                : VLCS_MODE_AUTO;
+    pthread_mutex_unlock(&c->lock);
+    return mode < 0 ? ctx_gone(h, "asking its mode") : mode;
+}
+
 VLCS_API void *vlcs_ctx_load(vlcs_ctx *ctx, const char *path)
 {
     vlcs_ctx *c = ctx_get(ctx, "loading a library");
@@ -415,12 +504,20 @@ VLCS_API void *vlcs_ctx_load(vlcs_ctx *ctx, const char *path)
         ctx_gone(ctx, "loading a library");
         return NULL;
     }
-    bool fresh = !c->has_ns;
-    if (fresh && ns_create(c) != 0)
+    bool fresh = !c->has_ns && !c->copy_mode;
+    if (fresh && ctx_place(c) != 0)
         goto out;
     /* A shimmed library: load the real one (the shim, found first on the
      * search path, must never enter a namespace) and point the shims at it. */
     const char *real = shim_real_path(path);
+    if (c->copy_mode) {
+        /* a failed copy uses up nothing scarce: the context keeps its mode */
+        if ((h = copies_load(c, real ? real : path)) == NULL)
+            goto out;
+        if (fresh)
+            env_pending_clear(c);
+        goto loaded;
+    }
     dlerror();
     h = dlmopen(c->lmid, real ? real : path, RTLD_NOW | RTLD_LOCAL);
     if (h == NULL) {
@@ -440,6 +537,7 @@ VLCS_API void *vlcs_ctx_load(vlcs_ctx *ctx, const char *path)
     }
     if (fresh)
         env_pending_clear(c);
+loaded:
     strict_note_load();
     if (real != NULL && shim_note_load(c, real, h) != 0)
         h = NULL; /* the copy stays loaded; the error says why it cannot be used */
@@ -542,7 +640,8 @@ VLCS_API int vlcs_ctx_destroy(vlcs_ctx *h)
     }
     env_pending_clear(c);
     c->magic = CTX_DEAD; /* from here on no one enters, loads or asks to keep */
-    bool had_ns = c->has_ns, keep = c->keep != NULL, elastic = c->elastic;
+    bool had_ns = c->has_ns, copies = c->copy_mode, keep = c->keep != NULL,
+         elastic = c->elastic;
     char why[1024];
     if (keep)
         snprintf(why, sizeof why, "%s", c->keep);
@@ -554,6 +653,11 @@ VLCS_API int vlcs_ctx_destroy(vlcs_ctx *h)
 
     /* Unloading runs the libraries' destructors, which may join their
      * threads: those take c->lock on their way out. */
+    if (copies && (keep || copies_unload(c, why, sizeof why) != 0)) {
+        set_error(VLCS_E_BUSY, "Context '%s' is destroyed, but its copies stay loaded: %s",
+                  c->name, why);
+        return 1;
+    }
     if (had_ns && (keep || ns_unload(c, why, sizeof why) != 0)) {
         /* Its code may still run and call back into c: c stays, dead. */
         set_error(VLCS_E_BUSY, "Context '%s' is destroyed, but its namespace stays loaded: %s",

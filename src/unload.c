@@ -288,6 +288,18 @@ static size_t name_remaining(vlcs_ctx *c, char *out, size_t size)
     return n;
 }
 
+/* Steps 1 to 4: nothing of the context's libraries runs or is kept for a
+ * thread any more; what is left is closing them. */
+int ctx_quiesce(vlcs_ctx *c, char *why, size_t size)
+{
+    run_this_threads_destructors(c);
+    stop_known_pools(c);
+    if (wait_threads(c, why, size) != 0)
+        return -1;
+    delete_keys(c);
+    return 0;
+}
+
 int ns_unload(vlcs_ctx *c, char *why, size_t size)
 {
     if (strict_active()) {
@@ -295,11 +307,8 @@ int ns_unload(vlcs_ctx *c, char *why, size_t size)
                             "removed");
         return -1;
     }
-    run_this_threads_destructors(c);
-    stop_known_pools(c);
-    if (wait_threads(c, why, size) != 0)
+    if (ctx_quiesce(c, why, size) != 0)
         return -1;
-    delete_keys(c);
     /* Each load took a reference; closing in reverse runs destructors in
      * the order a program's own dlclose calls would. */
     while (c->nhandles > 0)

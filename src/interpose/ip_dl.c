@@ -23,8 +23,27 @@ typedef void *(*dlopen_fn)(const char *, int);
 
 IP_EXPORT void *dlopen(const char *file, int mode)
 {
+    /* Copy mode: glibc would load the shared original (see ../ip_abi.h). */
+    const struct vlcs_ip_api *a = __atomic_load_n(&vlcs_ip, __ATOMIC_ACQUIRE);
+    if (a != NULL && a->dlopen != NULL && file != NULL)
+        return a->dlopen(a->ctx, file, mode, __builtin_return_address(0));
     NEXT(dlopen_fn, dlopen);
     return next_dlopen(file, mode & ~RTLD_GLOBAL);
+}
+
+/* libc's, looked up once when this copy loads: a lookup (dlsym) made when
+ * dlerror is called would clear the very error it is asked for. */
+typedef char *(*dlerror_fn)(void);
+static dlerror_fn next_dlerror;
+__attribute__((constructor)) static void find_dlerror(void) { next_dlerror = (dlerror_fn)ip_next("dlerror"); }
+
+IP_EXPORT char *dlerror(void)
+{
+    const struct vlcs_ip_api *a = __atomic_load_n(&vlcs_ip, __ATOMIC_ACQUIRE);
+    const char *why = a != NULL && a->dl_error != NULL ? a->dl_error() : NULL;
+    if (why != NULL)
+        return (char *)why;
+    return next_dlerror();
 }
 
 /*

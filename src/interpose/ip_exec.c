@@ -31,6 +31,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/auxv.h>
 #include <time.h>
 
 #define MAX_COPIES 64
@@ -102,38 +103,73 @@ IP_EXPORT int getopt_long_only(int argc, char *const argv[], const char *opts,
     IN_STEP(int, next_getopt_long_only(argc, argv, opts, longopts, index));
 }
 
+/* Copy mode: the context's own variables (see ../ip_abi.h). */
+static const struct vlcs_ip_api *copy_mode(void)
+{
+    const struct vlcs_ip_api *a = __atomic_load_n(&vlcs_ip, __ATOMIC_ACQUIRE);
+    return a != NULL && a->env_get != NULL ? a : NULL;
+}
+
 IP_EXPORT char *getenv(const char *name)
 {
+    const struct vlcs_ip_api *a = copy_mode();
+    if (a)
+        return a->env_get(a->ctx, name);
     NEXT(getenv_fn, getenv)
     IN_STEP(char *, next_getenv(name));
 }
 
 IP_EXPORT char *secure_getenv(const char *name)
 {
+    const struct vlcs_ip_api *a = copy_mode();
+    if (a)
+        return getauxval(AT_SECURE) ? NULL : a->env_get(a->ctx, name);
     NEXT(getenv_fn, secure_getenv)
     IN_STEP(char *, next_secure_getenv(name));
 }
 
 IP_EXPORT int setenv(const char *name, const char *value, int overwrite)
 {
+    const struct vlcs_ip_api *a = copy_mode();
+    if (a) {
+        if (*name == '\0' || strchr(name, '=') != NULL) {
+            errno = EINVAL;
+            return -1;
+        }
+        return a->env_set(a->ctx, name, value, overwrite);
+    }
     NEXT(setenv_fn, setenv)
     IN_STEP(int, next_setenv(name, value, overwrite));
 }
 
 IP_EXPORT int unsetenv(const char *name)
 {
+    const struct vlcs_ip_api *a = copy_mode();
+    if (a) {
+        if (*name == '\0' || strchr(name, '=') != NULL) {
+            errno = EINVAL;
+            return -1;
+        }
+        return a->env_set(a->ctx, name, NULL, 1);
+    }
     NEXT(unsetenv_fn, unsetenv)
     IN_STEP(int, next_unsetenv(name));
 }
 
 IP_EXPORT int putenv(char *string)
 {
+    const struct vlcs_ip_api *a = copy_mode();
+    if (a)
+        return a->env_put(a->ctx, string);
     NEXT(putenv_fn, putenv)
     IN_STEP(int, next_putenv(string));
 }
 
 IP_EXPORT int clearenv(void)
 {
+    const struct vlcs_ip_api *a = copy_mode();
+    if (a)
+        return a->env_clear(a->ctx);
     NEXT(clearenv_fn, clearenv)
     IN_STEP(int, next_clearenv());
 }

@@ -1,0 +1,696 @@
+/*
+ * copies.c - copy mode: a context whose libraries are renamed copies in the
+ * base namespace, for contexts past glibc's 16 linker namespaces.
+ *
+ * Each library of the context's tree, except glibc's own (the process has
+ * one libc), is a byte copy in a memfd with its SONAME and DT_NEEDED names
+ * rewritten to names no other object has (elf_copy.c): a new object with
+ * globals of its own, whose dependants bind to the context's copies only.
+ * A load is reached through a generated root whose DT_NEEDED lists first
+ * the context's own copy of the interposer, bound to it, then the new
+ * copies; opened with RTLD_DEEPBIND, every copy binds what the interposer
+ * defines (the CPU view, threads, keys, fork handlers, the environment,
+ * dlopen) to that copy before libc, and the rest to the base's libc.
+ *
+ * The memfds stay open while their copies are loaded: glibc matches a new
+ * load by path before it looks at the file, and a closed memfd's number,
+ * reused, would name the old copy.
+ */
+#include "internal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <link.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+struct copy {
+    char *origin;  /* the original file's real path */
+    char *renamed; /* its SONAME in the copy (NULL: it had none) */
+    int fd;
+    char path[FD_PATH_SIZE];
+};
+
+struct copyset {
+    pthread_mutex_t lock; /* recursive: a copy's constructor may dlopen */
+    int ip_fd;
+    void *ip;
+    struct copy *copies;
+    size_t ncopies, capcopies;
+    int *root_fds;
+    size_t nroots, caproots;
+
+    /* the context's environment: what the process's was when the context
+     * got its copies, with its changes; the strings vlcs made are freed
+     * with it (as glibc's setenv, replaced ones stay until then, for
+     * callers still holding a getenv result) */
+    pthread_mutex_t env_lock;
+    char **env;
+    size_t nenv, capenv;
+    char **owned;
+    size_t nowned, capowned;
+};
+
+static _Atomic unsigned long serial;
+
+/* glibc's own libraries: one copy per process, shared by every context. */
+static bool process_wide(const char *name)
+{
+    static const char *const prefixes[] = {
+        "libc.so",  "libm.so",   "libpthread.so", "libdl.so",          "librt.so",
+        "libresolv.so", "libutil.so", "libanl.so", "libmvec.so",       "libBrokenLocale.so",
+        "ld-linux", "ld64.so",   "libnss_",       "libthread_db.so",   "libc_malloc_debug.so",
+        "libvlcs.so", NULL};
+    const char *base = base_name(name);
+    for (const char *const *p = prefixes; *p; p++)
+        if (strncmp(base, *p, strlen(*p)) == 0)
+            return true;
+    return false;
+}
+
+/* ---- the environment ------------------------------------------------------ */
+
+static bool env_is(const char *entry, const char *name)
+{
+    size_t n = strlen(name);
+    return strncmp(entry, name, n) == 0 && entry[n] == '=';
+}
+
+static int env_own(struct copyset *cs, char *s)
+{
+    if (array_grow((void **)&cs->owned, &cs->capowned, cs->nowned, sizeof *cs->owned) != 0)
+        return -1;
+    cs->owned[cs->nowned++] = s;
+    return 0;
+}
+
+/* Puts entry (name=value) in place of name's, or at the end; 0 or -1. */
+static int env_place(struct copyset *cs, const char *name, char *entry)
+{
+    for (size_t i = 0; i < cs->nenv; i++)
+        if (env_is(cs->env[i], name)) {
+            cs->env[i] = entry;
+            return 0;
+        }
+    if (array_grow((void **)&cs->env, &cs->capenv, cs->nenv + 1, sizeof *cs->env) != 0)
+        return -1;
+    cs->env[cs->nenv++] = entry;
+    cs->env[cs->nenv] = NULL;
+    return 0;
+}
+
+static void env_remove(struct copyset *cs, const char *name)
+{
+    for (size_t i = 0; i < cs->nenv;)
+        if (env_is(cs->env[i], name)) {
+            memmove(cs->env + i, cs->env + i + 1, (cs->nenv - i) * sizeof *cs->env);
+            cs->nenv--;
+        } else {
+            i++;
+        }
+}
+
+static char *env_get(vlcs_ctx *c, const char *name)
+{
+    struct copyset *cs = c->copyset;
+    char *v = NULL;
+    if (name == NULL || strchr(name, '=') != NULL)
+        return NULL;
+    size_t n = strlen(name);
+    pthread_mutex_lock(&cs->env_lock);
+    for (size_t i = 0; i < cs->nenv && v == NULL; i++)
+        if (env_is(cs->env[i], name))
+            v = cs->env[i] + n + 1;
+    pthread_mutex_unlock(&cs->env_lock);
+    return v;
+}
+
+static int env_set(vlcs_ctx *c, const char *name, const char *value, int overwrite)
+{
+    struct copyset *cs = c->copyset;
+    int rc = 0;
+    pthread_mutex_lock(&cs->env_lock);
+    if (value == NULL) {
+        env_remove(cs, name);
+    } else {
+        bool present = false;
+        for (size_t i = 0; i < cs->nenv && !present; i++)
+            present = env_is(cs->env[i], name);
+        if (!present || overwrite) {
+            size_t len = strlen(name) + strlen(value) + 2;
+            char *entry = malloc(len);
+            if (entry == NULL || env_own(cs, entry) != 0) {
+                free(entry);
+                rc = -1;
+            } else {
+                snprintf(entry, len, "%s=%s", name, value);
+                rc = env_place(cs, name, entry);
+            }
+        }
+    }
+    pthread_mutex_unlock(&cs->env_lock);
+    if (rc != 0)
+        errno = ENOMEM;
+    return rc;
+}
+
+static int env_put(vlcs_ctx *c, char *string)
+{
+    struct copyset *cs = c->copyset;
+    char *eq = string ? strchr(string, '=') : NULL;
+    if (eq == NULL) { /* glibc: "NAME" alone unsets it */
+        if (string != NULL && *string)
+            env_set(c, string, NULL, 1);
+        return 0;
+    }
+    char name[256];
+    size_t n = (size_t)(eq - string);
+    if (n == 0 || n >= sizeof name) {
+        errno = EINVAL;
+        return -1;
+    }
+    memcpy(name, string, n);
+    name[n] = '\0';
+    pthread_mutex_lock(&cs->env_lock);
+    int rc = env_place(cs, name, string); /* the caller's memory, as putenv's */
+    pthread_mutex_unlock(&cs->env_lock);
+    if (rc != 0)
+        errno = ENOMEM;
+    return rc;
+}
+
+static int env_clear(vlcs_ctx *c)
+{
+    struct copyset *cs = c->copyset;
+    pthread_mutex_lock(&cs->env_lock);
+    cs->nenv = 0;
+    if (cs->env != NULL)
+        cs->env[0] = NULL;
+    pthread_mutex_unlock(&cs->env_lock);
+    return 0;
+}
+
+/* The process's environment, then the changes recorded before the copies. */
+static int env_start(vlcs_ctx *c)
+{
+    extern char **environ;
+    struct copyset *cs = c->copyset;
+    for (char **e = environ; e && *e; e++) {
+        char *s = strdup(*e);
+        char *eq = s ? strchr(s, '=') : NULL;
+        if (s == NULL || env_own(cs, s) != 0) {
+            free(s);
+            return -1;
+        }
+        if (eq == NULL)
+            continue;
+        *eq = '\0';
+        char name[256];
+        snprintf(name, sizeof name, "%s", s);
+        *eq = '=';
+        if (env_place(cs, name, s) != 0)
+            return -1;
+    }
+    if (cs->env == NULL &&
+        array_grow((void **)&cs->env, &cs->capenv, 1, sizeof *cs->env) != 0)
+        return -1;
+    cs->env[cs->nenv] = NULL;
+    for (const struct envop *op = c->pending_env; op; op = op->next)
+        if (env_set(c, op->name, op->value, 1) != 0)
+            return -1;
+    return 0;
+}
+
+int copies_setenv(vlcs_ctx *c, const char *name, const char *value)
+{
+    return env_set(c, name, value, 1);
+}
+
+const char *copies_getenv(vlcs_ctx *c, const char *name) { return env_get(c, name); }
+
+
+/* ---- making a context's copies ------------------------------------------- */
+
+static void copyset_free(struct copyset *cs)
+{
+    for (size_t i = 0; i < cs->ncopies; i++) {
+        free(cs->copies[i].origin);
+        free(cs->copies[i].renamed);
+        if (cs->copies[i].fd >= 0)
+            close(cs->copies[i].fd);
+    }
+    for (size_t i = 0; i < cs->nroots; i++)
+        close(cs->root_fds[i]);
+    if (cs->ip_fd >= 0)
+        close(cs->ip_fd);
+    for (size_t i = 0; i < cs->nowned; i++)
+        free(cs->owned[i]);
+    free(cs->owned);
+    free(cs->env);
+    free(cs->copies);
+    free(cs->root_fds);
+    pthread_mutex_destroy(&cs->lock);
+    pthread_mutex_destroy(&cs->env_lock);
+    free(cs);
+}
+
+/* Each copy keeps a descriptor: allow what the hard limit allows. */
+static void raise_fd_limit(void)
+{
+    struct rlimit r;
+    if (getrlimit(RLIMIT_NOFILE, &r) == 0 && r.rlim_cur < r.rlim_max && r.rlim_cur < 65536) {
+        r.rlim_cur = r.rlim_max < 65536 ? r.rlim_max : 65536;
+        setrlimit(RLIMIT_NOFILE, &r);
+    }
+}
+
+static void *copy_dlopen(vlcs_ctx *c, const char *file, int mode, const void *caller);
+static const char *dl_error(void);
+
+int copies_create(vlcs_ctx *c)
+{
+    char why[PATH_MAX + 256];
+    if (strict_active()) {
+        set_error(VLCS_E_INVALID,
+                  "Error loading into context '%s': strict mode covers contexts with a namespace "
+                  "of their own only, and none is free; start with fewer contexts",
+                  c->name);
+        return -1;
+    }
+    struct copyset *cs = calloc(1, sizeof *cs);
+    if (cs == NULL) {
+        set_error(VLCS_E_SYSTEM, "Error loading into context '%s': out of memory", c->name);
+        return -1;
+    }
+    pthread_mutexattr_t ma;
+    pthread_mutexattr_init(&ma);
+    pthread_mutexattr_settype(&ma, PTHREAD_MUTEX_RECURSIVE);
+    pthread_mutex_init(&cs->lock, &ma);
+    pthread_mutexattr_destroy(&ma);
+    pthread_mutex_init(&cs->env_lock, NULL);
+    cs->ip_fd = -1;
+    c->copyset = cs;
+    raise_fd_limit();
+    if (env_start(c) != 0) {
+        set_error(VLCS_E_SYSTEM, "Error loading into context '%s': out of memory", c->name);
+        goto fail;
+    }
+
+    /* The context's own interposer: a renamed copy, so that its binding is
+     * its own; DEEPBIND, so that its calls among its own functions
+     * (__sysconf to sysconf) stay in it. */
+    const char *ip = interposer_path();
+    int fd = open(ip, O_RDONLY | O_CLOEXEC);
+    struct elf_names e;
+    int code = fd < 0 ? VLCS_E_NOT_FOUND : elf_names_read(fd, ip, &e, why, sizeof why);
+    if (fd >= 0)
+        close(fd);
+    if (fd < 0)
+        snprintf(why, sizeof why, "%s cannot be opened: %s", ip, strerror(errno));
+    if (code != VLCS_OK) {
+        set_error(code, "Error loading into context '%s': %s", c->name, why);
+        goto fail;
+    }
+    char renamed[256];
+    const char *soname = elf_str(&e, e.soname);
+    if (soname == NULL || elf_new_name(soname, atomic_fetch_add(&serial, 1), renamed,
+                                       sizeof renamed) != 0) {
+        elf_names_free(&e);
+        set_error(VLCS_E_INVALID, "Error loading into context '%s': %s has no name to rename",
+                  c->name, ip);
+        goto fail;
+    }
+    struct elf_rename r = {e.strtab_off + e.soname, renamed};
+    cs->ip_fd = elf_copy(ip, "interposer", &r, 1, why, sizeof why);
+    elf_names_free(&e);
+    if (cs->ip_fd < 0) {
+        cs->ip_fd = -1;
+        set_error(VLCS_E_SYSTEM, "Error loading into context '%s': %s", c->name, why);
+        goto fail;
+    }
+    char path[FD_PATH_SIZE];
+    fd_path(path, sizeof path, cs->ip_fd);
+    dlerror();
+    cs->ip = dlopen(path, RTLD_NOW | RTLD_LOCAL | RTLD_DEEPBIND);
+    if (cs->ip == NULL) {
+        load_error(c, "the vlcs interposer", dlerror());
+        goto fail;
+    }
+    vlcs_ip_bind_fn bind = (vlcs_ip_bind_fn)dlsym(cs->ip, "vlcs_ip_bind");
+    ns_api_fill(c, &c->api);
+    c->api.env_get = env_get;
+    c->api.env_set = env_set;
+    c->api.env_put = env_put;
+    c->api.env_clear = env_clear;
+    c->api.dlopen = copy_dlopen;
+    c->api.dl_error = dl_error;
+    if (bind == NULL || bind(&c->api) != 0) {
+        set_error(VLCS_E_NOT_FOUND,
+                  "Error loading into context '%s': %s was built for another version of vlcs",
+                  c->name, ip);
+        dlclose(cs->ip);
+        goto fail;
+    }
+    c->copy_mode = true;
+    return 0;
+fail:
+    c->copyset = NULL;
+    copyset_free(cs);
+    return -1;
+}
+
+/* One library of a load's tree. */
+struct item {
+    char origin[PATH_MAX];
+    struct elf_names names;
+    int existing; /* index of the context's copy, or -1: a new one */
+    char renamed[256];
+    int dep[ELF_MAX_NEEDED]; /* per DT_NEEDED: the item it names, -1: process-wide */
+    int fd;
+};
+
+static int find_copy(struct copyset *cs, const char *origin)
+{
+    for (size_t i = 0; i < cs->ncopies; i++)
+        if (strcmp(cs->copies[i].origin, origin) == 0)
+            return (int)i;
+    return -1;
+}
+
+#define MAX_TREE 256
+
+/* The copies of path's tree that the context lacks, made and loaded; the
+ * handle of path's copy.  With cs->lock held; sets the error. */
+static void *load_tree(vlcs_ctx *c, const char *real, const char *shown)
+{
+    struct copyset *cs = c->copyset;
+    char why[PATH_MAX + 256];
+    int have = find_copy(cs, real);
+    if (have >= 0)
+        return dlopen(cs->copies[have].path, RTLD_NOW | RTLD_NOLOAD);
+
+    struct item *items = calloc(MAX_TREE, sizeof *items);
+    size_t n = 0, made = 0;
+    void *h = NULL;
+    int root = -1, code = VLCS_OK;
+    if (items == NULL) {
+        set_error(VLCS_E_SYSTEM, "Error loading %s into context '%s': out of memory", shown, c->name);
+        return NULL;
+    }
+    snprintf(items[0].origin, sizeof items[0].origin, "%s", real);
+    items[0].existing = -1;
+    items[0].fd = -1;
+    n = 1;
+    /* Breadth first: each item read, its names resolved as ld.so would
+     * from the original file, new ones queued. */
+    for (size_t i = 0; i < n && code == VLCS_OK; i++) {
+        struct item *it = &items[i];
+        if (it->existing >= 0) /* its tree is the context's already */
+            continue;
+        int fd = open(it->origin, O_RDONLY | O_CLOEXEC);
+        if (fd < 0) {
+            snprintf(why, sizeof why, "%s cannot be opened: %s", it->origin, strerror(errno));
+            code = VLCS_E_NOT_FOUND;
+            break;
+        }
+        code = elf_names_read(fd, it->origin, &it->names, why, sizeof why);
+        close(fd);
+        if (code != VLCS_OK)
+            break;
+        const char *soname = elf_str(&it->names, it->names.soname);
+        if (soname != NULL &&
+            elf_new_name(soname, atomic_fetch_add(&serial, 1), it->renamed, sizeof it->renamed) != 0) {
+            snprintf(why, sizeof why, "%s's name %s is too short to be renamed (copy mode needs "
+                                      "%d characters)", it->origin, soname, ELF_RENAME_TAIL + 1);
+            code = VLCS_E_INVALID;
+            break;
+        }
+        for (size_t k = 0; k < it->names.nneeded; k++) {
+            const char *need = elf_str(&it->names, it->names.needed[k]);
+            it->dep[k] = -1;
+            if (process_wide(need))
+                continue;
+            char dep[PATH_MAX];
+            if (elf_resolve(need, &it->names, it->origin, dep) != 0) {
+                snprintf(why, sizeof why, "%s needs %s, which cannot be found", it->origin, need);
+                code = VLCS_E_NOT_FOUND;
+                break;
+            }
+            size_t j = 0;
+            while (j < n && strcmp(items[j].origin, dep) != 0)
+                j++;
+            if (j == n) {
+                if (n == MAX_TREE) {
+                    snprintf(why, sizeof why, "its tree holds more than %d libraries", MAX_TREE);
+                    code = VLCS_E_LIMIT;
+                    break;
+                }
+                snprintf(items[n].origin, sizeof items[n].origin, "%s", dep);
+                items[n].existing = find_copy(cs, dep);
+                items[n].fd = -1;
+                n++;
+            }
+            it->dep[k] = (int)j;
+        }
+    }
+    /* Every name a copy needs, rewritten to its dependency's new name. */
+    for (size_t i = 0; i < n && code == VLCS_OK; i++) {
+        struct item *it = &items[i];
+        if (it->existing >= 0)
+            continue;
+        struct elf_rename rn[1 + ELF_MAX_NEEDED];
+        size_t nr = 0;
+        if (it->renamed[0])
+            rn[nr++] = (struct elf_rename){it->names.strtab_off + it->names.soname, it->renamed};
+        for (size_t k = 0; k < it->names.nneeded && code == VLCS_OK; k++) {
+            if (it->dep[k] < 0)
+                continue;
+            const struct item *d = &items[it->dep[k]];
+            const char *to = d->existing >= 0 ? cs->copies[d->existing].renamed : d->renamed;
+            const char *need = elf_str(&it->names, it->names.needed[k]);
+            if (to == NULL || to[0] == '\0' || strlen(to) != strlen(need)) {
+                snprintf(why, sizeof why,
+                         "%s needs %s, but that file calls itself %s: copy mode renames a "
+                         "library only under the name it is needed by",
+                         it->origin, need, d->existing >= 0 || d->names.soname == UINT64_MAX
+                                               ? "nothing"
+                                               : elf_str(&d->names, d->names.soname));
+                code = VLCS_E_INVALID;
+                break;
+            }
+            rn[nr++] = (struct elf_rename){it->names.strtab_off + it->names.needed[k], to};
+        }
+        if (code != VLCS_OK)
+            break;
+        it->fd = elf_copy(it->origin, base_name(it->origin), rn, nr, why, sizeof why);
+        if (it->fd < 0) {
+            code = -it->fd;
+            it->fd = -1;
+            break;
+        }
+        made++;
+    }
+    if (code != VLCS_OK) {
+        set_error(code, "Error loading %s into context '%s': %s", shown, c->name, why);
+        goto out;
+    }
+    /* The root: the interposer first, then the new copies, path's first. */
+    const char **needed = calloc(made + 1, sizeof *needed);
+    char (*paths)[FD_PATH_SIZE] = calloc(made + 1, sizeof *paths);
+    if (needed == NULL || paths == NULL) {
+        free(needed);
+        free(paths);
+        set_error(VLCS_E_SYSTEM, "Error loading %s into context '%s': out of memory", shown, c->name);
+        goto out;
+    }
+    size_t nn = 0;
+    fd_path(paths[nn], sizeof *paths, cs->ip_fd);
+    needed[nn] = paths[nn];
+    nn++;
+    for (size_t i = 0; i < n; i++)
+        if (items[i].existing < 0 && items[i].fd >= 0) {
+            fd_path(paths[nn], sizeof *paths, items[i].fd);
+            needed[nn] = paths[nn];
+            nn++;
+        }
+    root = forwarder_root(needed, nn, why, sizeof why);
+    free(needed);
+    free(paths);
+    if (root < 0) {
+        set_error(-root, "Error loading %s into context '%s': %s", shown, c->name, why);
+        root = -1;
+        goto out;
+    }
+    if (array_grow((void **)&cs->copies, &cs->capcopies, cs->ncopies + made, sizeof *cs->copies) ||
+        array_grow((void **)&cs->root_fds, &cs->caproots, cs->nroots + 1, sizeof *cs->root_fds)) {
+        set_error(VLCS_E_SYSTEM, "Error loading %s into context '%s': out of memory", shown, c->name);
+        goto out;
+    }
+    char rootpath[FD_PATH_SIZE];
+    fd_path(rootpath, sizeof rootpath, root);
+    dlerror();
+    void *rh = dlopen(rootpath, RTLD_NOW | RTLD_LOCAL | RTLD_DEEPBIND);
+    if (rh == NULL) {
+        load_error(c, shown, dlerror());
+        goto out;
+    }
+    if (ns_note_handle(c, rh) != 0) {
+        dlclose(rh);
+        set_error(VLCS_E_SYSTEM, "Error loading %s into context '%s': out of memory", shown, c->name);
+        goto out;
+    }
+    cs->root_fds[cs->nroots++] = root;
+    root = -1;
+    for (size_t i = 0; i < n; i++) {
+        struct item *it = &items[i];
+        if (it->existing >= 0 || it->fd < 0)
+            continue;
+        struct copy *cp = &cs->copies[cs->ncopies];
+        cp->origin = strdup(it->origin);
+        cp->renamed = it->renamed[0] ? strdup(it->renamed) : NULL;
+        cp->fd = it->fd;
+        fd_path(cp->path, sizeof cp->path, it->fd);
+        it->fd = -1;
+        cs->ncopies++;
+    }
+    h = dlopen(cs->copies[cs->ncopies - made].path, RTLD_NOW | RTLD_NOLOAD);
+out:
+    if (root >= 0)
+        close(root);
+    for (size_t i = 0; i < n; i++) {
+        if (items[i].fd >= 0)
+            close(items[i].fd);
+        if (items[i].names.strtab != NULL)
+            elf_names_free(&items[i].names);
+    }
+    free(items);
+    return h;
+}
+
+void *copies_load(vlcs_ctx *c, const char *path)
+{
+    char real[PATH_MAX];
+    if (process_wide(path)) /* the process's own, as the base has it */
+        return dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    if (elf_resolve(path, NULL, NULL, real) != 0) {
+        if (strchr(path, '/') != NULL)
+            set_error(VLCS_E_NOT_FOUND, "Error loading %s into context '%s': %s", path, c->name,
+                      strerror(errno));
+        else
+            set_error(VLCS_E_NOT_FOUND, "Error loading %s into context '%s': no such library "
+                      "(copy mode looks where ld.so would: LD_LIBRARY_PATH, ld.so.cache, the "
+                      "system's folders)", path, c->name);
+        return NULL;
+    }
+    pthread_mutex_lock(&c->copyset->lock);
+    void *h = load_tree(c, real, base_name(path));
+    pthread_mutex_unlock(&c->copyset->lock);
+    /* the caller's reference, closed with the context as a namespace's */
+    if (h != NULL && ns_note_handle(c, h) != 0) {
+        dlclose(h);
+        set_error(VLCS_E_SYSTEM, "Error loading %s into context '%s': out of memory",
+                  base_name(path), c->name);
+        return NULL;
+    }
+    return h;
+}
+
+/* The failure a copy's dlerror() reports next, as glibc's would. */
+static __thread char dl_why[PATH_MAX + 256];
+static __thread bool dl_why_set;
+
+static void dlerror_set(const char *why)
+{
+    snprintf(dl_why, sizeof dl_why, "%s", why);
+    dl_why_set = true;
+}
+
+static const char *dl_error(void)
+{
+    if (!dl_why_set)
+        return NULL;
+    dl_why_set = false;
+    return dl_why;
+}
+
+/* dlopen called by one of the context's copies: a copy of what it names,
+ * found from the caller's original file (its RUNPATH, its $ORIGIN). */
+static void *copy_dlopen(vlcs_ctx *c, const char *file, int mode, const void *caller)
+{
+    (void)mode; /* RTLD_GLOBAL would put a copy into the base's global scope */
+    struct copyset *cs = c->copyset;
+    char real[PATH_MAX];
+    if (process_wide(file))
+        return dlopen(file, mode & ~RTLD_GLOBAL);
+    pthread_mutex_lock(&cs->lock);
+    struct elf_names from;
+    const char *from_path = NULL;
+    bool have_from = false;
+    struct link_map *lm = object_at(caller);
+    for (size_t i = 0; lm != NULL && i < cs->ncopies && from_path == NULL; i++)
+        if (strcmp(lm->l_name, cs->copies[i].path) == 0)
+            from_path = cs->copies[i].origin;
+    char why[256];
+    if (from_path != NULL) {
+        int fd = open(from_path, O_RDONLY | O_CLOEXEC);
+        have_from = fd >= 0 && elf_names_read(fd, from_path, &from, why, sizeof why) == VLCS_OK;
+        if (fd >= 0)
+            close(fd);
+    }
+    void *h = NULL;
+    if (elf_resolve(file, have_from ? &from : NULL, from_path, real) == 0) {
+        h = load_tree(c, real, base_name(file));
+        if (h == NULL)
+            dlerror_set(vlcs_error());
+    } else {
+        char msg[PATH_MAX + 64];
+        snprintf(msg, sizeof msg, "%s: cannot open shared object file: No such file or directory",
+                 file);
+        dlerror_set(msg);
+    }
+    if (have_from)
+        elf_names_free(&from);
+    pthread_mutex_unlock(&cs->lock);
+    return h;
+}
+
+/* ---- giving the copies back ----------------------------------------------- */
+
+int copies_unload(vlcs_ctx *c, char *why, size_t size)
+{
+    struct copyset *cs = c->copyset;
+    if (ctx_quiesce(c, why, size) != 0)
+        return -1;
+    while (c->nhandles > 0)
+        dlclose(c->handles[--c->nhandles]);
+    /* Anything still loaded is held by someone else: its memfd stays. */
+    char left[512] = "";
+    size_t nleft = 0, used = 0;
+    for (size_t i = 0; i < cs->ncopies; i++) {
+        void *still = dlopen(cs->copies[i].path, RTLD_LAZY | RTLD_NOLOAD);
+        if (still == NULL)
+            continue;
+        dlclose(still);
+        nleft++;
+        if (used < sizeof left)
+            used += (size_t)snprintf(left + used, sizeof left - used, "%s%s", used ? ", " : "",
+                                     base_name(cs->copies[i].origin));
+    }
+    if (nleft > 0) {
+        snprintf(why, size, "copies of %s %s loaded (opened by its libraries themselves and never "
+                            "closed, or marked not to be unloaded)",
+                 left, nleft > 1 ? "stay" : "stays");
+        return -1;
+    }
+    dlclose(cs->ip);
+    fork_forget(c);
+    shim_forget(c);
+    c->copyset = NULL;
+    c->copy_mode = false;
+    copyset_free(cs);
+    return 0;
+}

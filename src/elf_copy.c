@@ -1,0 +1,373 @@
+/*
+ * elf_copy.c - what copy mode needs of a shared object's file: its dynamic
+ * section's names (SONAME, DT_NEEDED, RUNPATH/RPATH), where ld.so would
+ * find a library it needs by name, and a byte copy in a memfd whose names
+ * are rewritten in place.
+ *
+ * glibc knows a loaded object by its file (device and inode) and by its
+ * soname.  A copy in a memfd is a new file; with its SONAME and the
+ * DT_NEEDED names of its tree rewritten to names no other object has, no
+ * dependant can be bound to the original or to another context's copy.
+ * The new names have the old names' lengths, so only .dynstr's bytes
+ * change: the copy's code and data are the file's.
+ */
+#include "internal.h"
+
+#include <elf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <link.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/sendfile.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#if defined(__x86_64__)
+#define OWN_MACHINE EM_X86_64
+#define CACHE_ARCH 0x0300 /* FLAG_X8664_LIB64 */
+static const char *const default_dirs[] = {"/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu",
+                                           "/lib64", "/usr/lib64", "/lib", "/usr/lib", NULL};
+#elif defined(__aarch64__)
+#define OWN_MACHINE EM_AARCH64
+#define CACHE_ARCH 0x0a00 /* FLAG_AARCH64_LIB64 */
+static const char *const default_dirs[] = {"/lib/aarch64-linux-gnu", "/usr/lib/aarch64-linux-gnu",
+                                           "/lib64", "/usr/lib64", "/lib", "/usr/lib", NULL};
+#else
+#error "copy mode knows x86-64 and AArch64 only"
+#endif
+
+void elf_names_free(struct elf_names *e)
+{
+    free(e->strtab);
+    memset(e, 0, sizeof *e);
+}
+
+static int read_at(int fd, void *buf, size_t n, off_t off)
+{
+    size_t done = 0;
+    while (done < n) {
+        ssize_t r = pread(fd, (char *)buf + done, n - done, off + (off_t)done);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            return -1;
+        done += (size_t)r;
+    }
+    return 0;
+}
+
+/* The file offset of virtual address v, through the PT_LOAD holding it. */
+static int vaddr_offset(const ElfW(Phdr) *ph, size_t n, uint64_t v, uint64_t *off)
+{
+    for (size_t i = 0; i < n; i++)
+        if (ph[i].p_type == PT_LOAD && v >= ph[i].p_vaddr && v < ph[i].p_vaddr + ph[i].p_filesz) {
+            *off = v - ph[i].p_vaddr + ph[i].p_offset;
+            return 0;
+        }
+    return -1;
+}
+
+int elf_names_read(int fd, const char *path, struct elf_names *e, char *why, size_t size)
+{
+    memset(e, 0, sizeof *e);
+    e->soname = e->runpath = e->rpath = UINT64_MAX;
+    ElfW(Ehdr) eh;
+    if (read_at(fd, &eh, sizeof eh, 0) != 0 || memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0) {
+        snprintf(why, size, "%s is not an ELF file", path);
+        return VLCS_E_INVALID;
+    }
+    if (eh.e_ident[EI_CLASS] != (sizeof(void *) == 8 ? ELFCLASS64 : ELFCLASS32) ||
+        eh.e_machine != OWN_MACHINE) {
+        snprintf(why, size, "%s is built for another machine", path);
+        return VLCS_E_INVALID;
+    }
+    if (eh.e_type != ET_DYN || eh.e_phentsize != sizeof(ElfW(Phdr)) || eh.e_phnum == 0 ||
+        eh.e_phnum > 64) {
+        snprintf(why, size, "%s is not a shared library", path);
+        return VLCS_E_INVALID;
+    }
+    ElfW(Phdr) ph[64];
+    if (read_at(fd, ph, eh.e_phnum * sizeof *ph, (off_t)eh.e_phoff) != 0) {
+        snprintf(why, size, "%s is cut short", path);
+        return VLCS_E_INVALID;
+    }
+    const ElfW(Phdr) *dynph = NULL;
+    for (size_t i = 0; i < eh.e_phnum; i++)
+        if (ph[i].p_type == PT_DYNAMIC)
+            dynph = &ph[i];
+    if (dynph == NULL || dynph->p_filesz == 0 || dynph->p_filesz > (1u << 20)) {
+        snprintf(why, size, "%s has no dynamic section", path);
+        return VLCS_E_INVALID;
+    }
+    size_t ndyn = dynph->p_filesz / sizeof(ElfW(Dyn));
+    ElfW(Dyn) *dyn = malloc(dynph->p_filesz);
+    if (dyn == NULL || read_at(fd, dyn, ndyn * sizeof *dyn, (off_t)dynph->p_offset) != 0) {
+        free(dyn);
+        snprintf(why, size, "%s: its dynamic section cannot be read", path);
+        return VLCS_E_INVALID;
+    }
+    uint64_t strtab = UINT64_MAX, strsz = 0;
+    for (size_t i = 0; i < ndyn && dyn[i].d_tag != DT_NULL; i++) {
+        uint64_t v = dyn[i].d_un.d_val;
+        switch (dyn[i].d_tag) {
+        case DT_STRTAB: strtab = v; break;
+        case DT_STRSZ: strsz = v; break;
+        case DT_SONAME: e->soname = v; break;
+        case DT_RUNPATH: e->runpath = v; break;
+        case DT_RPATH: e->rpath = v; break;
+        case DT_NEEDED:
+            if (e->nneeded == ELF_MAX_NEEDED) {
+                free(dyn);
+                snprintf(why, size, "%s needs more than %d libraries", path, ELF_MAX_NEEDED);
+                return VLCS_E_INVALID;
+            }
+            e->needed[e->nneeded++] = v;
+            break;
+        default: break;
+        }
+    }
+    free(dyn);
+    if (strtab == UINT64_MAX || strsz == 0 || strsz > (64u << 20) ||
+        vaddr_offset(ph, eh.e_phnum, strtab, &e->strtab_off) != 0) {
+        snprintf(why, size, "%s has no string table for its dynamic section", path);
+        return VLCS_E_INVALID;
+    }
+    e->strsz = strsz;
+    if ((e->strtab = malloc(strsz + 1)) == NULL) {
+        snprintf(why, size, "out of memory");
+        return VLCS_E_SYSTEM;
+    }
+    if (read_at(fd, e->strtab, strsz, (off_t)e->strtab_off) != 0) {
+        elf_names_free(e);
+        snprintf(why, size, "%s is cut short", path);
+        return VLCS_E_INVALID;
+    }
+    e->strtab[strsz] = '\0';
+    uint64_t offs[3 + ELF_MAX_NEEDED] = {e->soname, e->runpath, e->rpath};
+    memcpy(offs + 3, e->needed, e->nneeded * sizeof *offs);
+    for (size_t i = 0; i < 3 + e->nneeded; i++)
+        if (offs[i] != UINT64_MAX && offs[i] >= strsz) {
+            elf_names_free(e);
+            snprintf(why, size, "%s names a string outside its string table", path);
+            return VLCS_E_INVALID;
+        }
+    return VLCS_OK;
+}
+
+const char *elf_str(const struct elf_names *e, uint64_t off)
+{
+    return off == UINT64_MAX ? NULL : e->strtab + off;
+}
+
+/* ---- where ld.so finds a library by name --------------------------------- */
+
+/* /etc/ld.so.cache, new format (glibc 2.32 writes only that): a header,
+ * then entries whose key and value are offsets from the header. */
+struct cache_header {
+    char magic[17]; /* "glibc-ld.so.cache" */
+    char version[3]; /* "1.1" */
+    uint32_t nlibs, len_strings;
+    uint8_t flags, pad[3];
+    uint32_t extension_offset, unused[3];
+};
+struct cache_entry {
+    int32_t flags;
+    uint32_t key, value, osversion;
+    uint64_t hwcap;
+};
+
+static pthread_once_t cache_once = PTHREAD_ONCE_INIT;
+static const char *cache; /* from its header on */
+static size_t cache_size;
+
+static void cache_map(void)
+{
+    int fd = open("/etc/ld.so.cache", O_RDONLY | O_CLOEXEC);
+    struct stat st;
+    if (fd < 0)
+        return;
+    if (fstat(fd, &st) == 0 && st.st_size > (off_t)sizeof(struct cache_header)) {
+        void *p = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+        if (p != MAP_FAILED) {
+            /* an old-format part may come first: the new header follows it */
+            const char *m = memmem(p, (size_t)st.st_size, "glibc-ld.so.cache1.1", 20);
+            if (m != NULL) {
+                cache = m;
+                cache_size = (size_t)st.st_size - (size_t)(m - (const char *)p);
+            }
+        }
+    }
+    close(fd);
+}
+
+static const char *cache_lookup(const char *name)
+{
+    pthread_once(&cache_once, cache_map);
+    if (cache == NULL)
+        return NULL;
+    const struct cache_header *h = (const void *)cache;
+    size_t n = h->nlibs;
+    if (sizeof *h + n * sizeof(struct cache_entry) > cache_size)
+        return NULL;
+    const struct cache_entry *ent = (const void *)(cache + sizeof *h);
+    for (size_t i = 0; i < n; i++) {
+        if ((ent[i].flags & 0xff) != 3 /* FLAG_ELF_LIBC6 */ ||
+            (ent[i].flags & 0xff00) != CACHE_ARCH || ent[i].key >= cache_size ||
+            ent[i].value >= cache_size)
+            continue;
+        if (strcmp(cache + ent[i].key, name) == 0 && access(cache + ent[i].value, R_OK) == 0)
+            return cache + ent[i].value;
+    }
+    return NULL;
+}
+
+/* Is path a shared library for this machine?  Then its real path in out. */
+static bool usable(const char *path, char *out)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return false;
+    ElfW(Ehdr) eh;
+    bool ok = read_at(fd, &eh, sizeof eh, 0) == 0 && memcmp(eh.e_ident, ELFMAG, SELFMAG) == 0 &&
+              eh.e_ident[EI_CLASS] == (sizeof(void *) == 8 ? ELFCLASS64 : ELFCLASS32) &&
+              eh.e_machine == OWN_MACHINE && eh.e_type == ET_DYN;
+    close(fd);
+    return ok && realpath(path, out) != NULL;
+}
+
+/* Tries name in each directory of a ':'-separated list, $ORIGIN replaced by
+ * origin (the folder of the file that needs it: the original's). */
+static bool search_list(const char *list, const char *origin, const char *name, char *out)
+{
+    for (const char *p = list; p && *p;) {
+        const char *end = strchr(p, ':');
+        size_t len = end ? (size_t)(end - p) : strlen(p);
+        char dir[PATH_MAX], cand[PATH_MAX];
+        size_t d = 0;
+        for (size_t i = 0; i < len && d < sizeof dir - 1;) {
+            const char *rest = p + i;
+            size_t skip = strncmp(rest, "${ORIGIN}", 9) == 0 ? 9
+                          : strncmp(rest, "$ORIGIN", 7) == 0 ? 7
+                                                             : 0;
+            if (skip && origin != NULL && i + skip <= len) {
+                d += (size_t)snprintf(dir + d, sizeof dir - d, "%s", origin);
+                if (d >= sizeof dir)
+                    d = sizeof dir - 1;
+                i += skip;
+            } else {
+                dir[d++] = p[i++];
+            }
+        }
+        dir[d] = '\0';
+        if (d > 0 && (size_t)snprintf(cand, sizeof cand, "%s/%s", dir, name) < sizeof cand &&
+            usable(cand, out))
+            return true;
+        p = end ? end + 1 : NULL;
+    }
+    return false;
+}
+
+int elf_resolve(const char *name, const struct elf_names *from, const char *from_path,
+                char *out)
+{
+    if (strchr(name, '/') != NULL) /* as given: reading it says what is wrong with it */
+        return realpath(name, out) != NULL ? 0 : -1;
+    char origin[PATH_MAX] = "";
+    if (from_path != NULL) {
+        snprintf(origin, sizeof origin, "%s", from_path);
+        char *slash = strrchr(origin, '/');
+        if (slash != NULL)
+            *(slash == origin ? slash + 1 : slash) = '\0';
+    }
+    const char *runpath = from ? elf_str(from, from->runpath) : NULL;
+    const char *rpath = from ? elf_str(from, from->rpath) : NULL;
+    if (runpath == NULL && rpath != NULL && search_list(rpath, origin, name, out))
+        return 0;
+    if (search_list(getenv("LD_LIBRARY_PATH"), NULL, name, out))
+        return 0;
+    if (runpath != NULL && search_list(runpath, origin, name, out))
+        return 0;
+    const char *cached = cache_lookup(name);
+    if (cached != NULL && usable(cached, out))
+        return 0;
+    for (const char *const *d = default_dirs; *d; d++) {
+        char cand[PATH_MAX];
+        if ((size_t)snprintf(cand, sizeof cand, "%s/%s", *d, name) < sizeof cand &&
+            usable(cand, out))
+            return 0;
+    }
+    return -1;
+}
+
+/* ---- the renamed copy ------------------------------------------------------ */
+
+static int copy_bytes(int in, int out, off_t size)
+{
+    off_t off = 0;
+    while (off < size) {
+        ssize_t n = sendfile(out, in, &off, (size_t)(size - off));
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            return -1;
+    }
+    return 0;
+}
+
+int elf_copy(const char *path, const char *label, const struct elf_rename *renames, size_t n,
+             char *why, size_t size)
+{
+    int in = open(path, O_RDONLY | O_CLOEXEC);
+    if (in < 0) {
+        snprintf(why, size, "%s cannot be opened: %s", path, strerror(errno));
+        return -VLCS_E_NOT_FOUND;
+    }
+    struct stat st;
+    int out = -1, code = VLCS_E_SYSTEM;
+    if (fstat(in, &st) != 0) {
+        snprintf(why, size, "%s cannot be read: %s", path, strerror(errno));
+        goto fail;
+    }
+    char name[96];
+    snprintf(name, sizeof name, "vlcs-copy:%s", label);
+    out = memfd_create(name, MFD_CLOEXEC);
+    if (out < 0 || copy_bytes(in, out, st.st_size) != 0) {
+        snprintf(why, size, "a copy of %s cannot be made in memory: %s", path, strerror(errno));
+        goto fail;
+    }
+    for (size_t i = 0; i < n; i++) {
+        size_t len = strlen(renames[i].to);
+        if (pwrite(out, renames[i].to, len, (off_t)renames[i].at) != (ssize_t)len) {
+            snprintf(why, size, "the copy of %s cannot be renamed: %s", path, strerror(errno));
+            goto fail;
+        }
+    }
+    close(in);
+    return out;
+fail:
+    if (out >= 0)
+        close(out);
+    close(in);
+    return -code;
+}
+
+int elf_new_name(const char *old, unsigned long serial, char *out, size_t size)
+{
+    size_t len = strlen(old);
+    if (len < ELF_RENAME_TAIL + 1 || len >= size)
+        return -1;
+    static const char digits[] = "0123456789abcdefghijklmnopqrstuvwxyz";
+    memcpy(out, old, len + 1);
+    /* "libgomp.so.1" -> "libgo~00002s": a '~' no soname on disk has, and
+     * the copy's serial in base 36 */
+    out[len - ELF_RENAME_TAIL] = '~';
+    for (size_t i = 0; i < ELF_RENAME_TAIL - 1; i++) {
+        out[len - 1 - i] = digits[serial % 36];
+        serial /= 36;
+    }
+    return serial == 0 ? 0 : -1;
+}

@@ -1,0 +1,193 @@
+/* Copy mode: contexts past glibc's 16 namespaces, each holding renamed
+ * copies of its libraries in the base namespace.  Every check here fails
+ * if a copy is shared with another context or with the base, or if the
+ * context's CPU view, environment or threads leak. */
+#define _GNU_SOURCE
+#include "check.h"
+
+#include <dlfcn.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define N 64 /* well past 15 */
+
+typedef int (*int_fn)(void);
+typedef int *(*addr_fn)(void);
+typedef const char *(*getenv_fn)(const char *);
+typedef void *(*open_fn)(const char *, int);
+typedef const char *(*err_fn)(void);
+typedef int (*region_fn)(unsigned long *);
+
+static void *sym(void *h, const char *name)
+{
+    void *p = vlcs_ctx_sym(h, name);
+    CHECK(p != NULL, "%s", name);
+    return p;
+}
+
+struct ctx_libs {
+    vlcs_ctx *c;
+    void *uses, *probe, *omp, *dlopener;
+};
+
+static long rss_kib(void)
+{
+    FILE *f = fopen("/proc/self/status", "r");
+    char line[256];
+    long v = -1;
+    while (f && fgets(line, sizeof line, f))
+        if (sscanf(line, "VmRSS: %ld", &v) == 1)
+            break;
+    if (f)
+        fclose(f);
+    return v;
+}
+
+int main(int argc, char **argv)
+{
+    (void)argc;
+    (void)argv;
+    CHECK_EQ(0, vlcs_init(), "init");
+    int ncpu = (int)sysconf(_SC_NPROCESSORS_ONLN);
+    static struct ctx_libs x[N];
+    char name[32], val[32], cpus[8];
+
+    /* The base's own copy first: every context's must differ from it. */
+    void *base_single = dlopen(SINGLETON_LIB, RTLD_NOW);
+    CHECK(base_single != NULL, "%s", dlerror());
+    int *base_value = ((addr_fn)dlsym(base_single, "singleton_value_addr"))();
+
+    for (int i = 0; i < N; i++) {
+        snprintf(name, sizeof name, "copy%d", i);
+        x[i].c = vlcs_ctx_create(name);
+        CHECK(x[i].c != NULL, "create %d", i);
+        CHECK_EQ(VLCS_MODE_AUTO, vlcs_ctx_mode(x[i].c), "no library yet");
+        /* half of them ask for copies, the others take them when the
+         * namespaces run out (auto) */
+        if (i % 2 == 1)
+            CHECK_EQ(0, vlcs_ctx_set_mode(x[i].c, VLCS_MODE_COPIES), "set mode");
+        snprintf(cpus, sizeof cpus, "%d", i % ncpu);
+        CHECK_EQ(0, vlcs_ctx_set_cpus(x[i].c, cpus), "cpus");
+        snprintf(val, sizeof val, "value-%d", i);
+        CHECK_EQ(0, vlcs_ctx_setenv(x[i].c, "VLCS_COPY_TEST", val), "setenv");
+        CHECK_EQ(0, vlcs_ctx_setenv(x[i].c, "OMP_NUM_THREADS", i % 3 == 0 ? "3" : "2"), "omp");
+        x[i].uses = vlcs_ctx_load(x[i].c, USES_SINGLETON_LIB);
+        CHECK(x[i].uses != NULL, "load uses_singleton into %d", i);
+        x[i].probe = vlcs_ctx_load(x[i].c, PROBE_LIB);
+        CHECK(x[i].probe != NULL, "load probe into %d", i);
+        x[i].omp = vlcs_ctx_load(x[i].c, OMP_LIB);
+        CHECK(x[i].omp != NULL, "load omp into %d", i);
+        x[i].dlopener = vlcs_ctx_load(x[i].c, DLOPENER_LIB);
+        CHECK(x[i].dlopener != NULL, "load dlopener into %d", i);
+    }
+    int copies = 0;
+    for (int i = 0; i < N; i++)
+        copies += vlcs_ctx_mode(x[i].c) == VLCS_MODE_COPIES;
+    CHECK(copies >= N - 15, "only %d of %d contexts are in copy mode", copies, N);
+    printf("%d contexts, %d in copy mode\n", N, copies);
+
+    /* Private globals, the dependency's too: one bump each. */
+    for (int i = 0; i < N; i++) {
+        CHECK_EQ(1, ((int_fn)sym(x[i].uses, "uses_bump"))(), "first bump in each context");
+        int *v = ((addr_fn)sym(x[i].uses, "uses_value_addr"))();
+        CHECK(v != base_value, "context %d shares the base's singleton", i);
+        *v = 1000 + i;
+    }
+    for (int i = 0; i < N; i++) {
+        int *v = ((addr_fn)sym(x[i].uses, "uses_value_addr"))();
+        CHECK_EQ(1000 + i, *v, "each context's own variable");
+    }
+    CHECK_EQ(41, *base_value, "the base's singleton is untouched");
+
+    for (int i = 0; i < N; i++) {
+        /* CPU view: one CPU per context, through every door */
+        CHECK_EQ(1, ((int_fn)sym(x[i].probe, "probe_sched_getaffinity"))(), "affinity");
+        CHECK_EQ(1, ((int_fn)sym(x[i].probe, "probe_get_nprocs"))(), "get_nprocs");
+        CHECK_EQ(1, ((long (*)(void))sym(x[i].probe, "probe_sysconf_onln"))(), "sysconf");
+        CHECK_EQ(1, ((int (*)(int))sym(x[i].probe, "probe_affinity_has"))(i % ncpu), "its CPU");
+        char buf[64];
+        CHECK_EQ(1, ((int (*)(char *, size_t))sym(x[i].probe, "probe_cpuinfo"))(buf, sizeof buf),
+                 "/proc/cpuinfo lists one processor");
+        snprintf(cpus, sizeof cpus, "%d", i % ncpu);
+        CHECK_STR(cpus, buf, "its processor");
+        /* environment: its own variable, through getenv and the API */
+        snprintf(val, sizeof val, "value-%d", i);
+        CHECK_STR(val, ((getenv_fn)sym(x[i].probe, "probe_getenv"))("VLCS_COPY_TEST"), "getenv");
+        CHECK_STR(val, vlcs_ctx_getenv(x[i].c, "VLCS_COPY_TEST"), "vlcs_ctx_getenv");
+        /* libgomp's copy sized by its context's variable and CPUs */
+        int want = i % 3 == 0 ? 3 : 2;
+        CHECK_EQ(want, ((int_fn)sym(x[i].omp, "omp_probe_max_threads"))(), "OMP_NUM_THREADS");
+        CHECK_EQ(1, ((int_fn)sym(x[i].omp, "omp_probe_num_procs"))(), "omp_get_num_procs");
+        unsigned long mask = 0;
+        CHECK_EQ(0, vlcs_enter(x[i].c), "enter"); /* the caller is the team's first thread */
+        CHECK_EQ(want, ((region_fn)sym(x[i].omp, "omp_probe_region"))(&mask), "team size");
+        CHECK_EQ(0, vlcs_leave(), "leave");
+        CHECK(mask == 1ul << (i % ncpu), "context %d (mode %d): team on CPUs %lx", i, vlcs_ctx_mode(x[i].c), mask);
+    }
+    CHECK(getenv("VLCS_COPY_TEST") == NULL, "the base's environment is untouched");
+
+    /* A library opened by name by a copy (found through its RUNPATH,
+     * $ORIGIN the original's folder): the context's own copy too. */
+    for (int i = 0; i < N; i++) {
+        void *h = ((open_fn)sym(x[i].dlopener, "dlopener_open"))("libvlcs_runpath_target.so", 0);
+        CHECK(h != NULL, "dlopen by name from context %d: %s", i,
+              ((err_fn)sym(x[i].dlopener, "dlopener_error"))());
+        int *v = ((addr_fn)dlsym(h, "singleton_value_addr"))();
+        CHECK_EQ(41, *v, "a fresh copy");
+        *v = 2000 + i;
+    }
+    for (int i = 0; i < N; i++) {
+        void *h = ((open_fn)sym(x[i].dlopener, "dlopener_open"))("libvlcs_runpath_target.so", 0);
+        CHECK_EQ(2000 + i, *((addr_fn)dlsym(h, "singleton_value_addr"))(), "the same copy again");
+        dlclose(h);
+        dlclose(h);
+    }
+    void *missing = ((open_fn)sym(x[N - 1].dlopener, "dlopener_open"))("libvlcs_no_such.so", 0);
+    CHECK(missing == NULL, "a missing library");
+    const char *why = ((err_fn)sym(x[N - 1].dlopener, "dlopener_error"))();
+    CHECK(why != NULL && strstr(why, "libvlcs_no_such.so") != NULL, "dlerror names it: %s",
+          why ? why : "(null)");
+
+    /* fork from a copy's library: the child computes with its copy */
+    int_fn bump = (int_fn)sym(x[N - 1].uses, "uses_bump");
+    pid_t pid = fork();
+    if (pid == 0)
+        _exit(bump() == 2 ? 0 : 1);
+    int st = 0;
+    CHECK(waitpid(pid, &st, 0) == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0, "fork");
+
+    /* Bad input: not a shared library; a mode set too late. */
+    CHECK_NULL(vlcs_ctx_load(x[N - 1].c, "/etc/hostname"), "not an ELF file");
+    CHECK_ERR(vlcs_ctx_set_mode(x[N - 1].c, VLCS_MODE_NAMESPACE), "before its first load");
+    CHECK_ERR(vlcs_ctx_set_mode(x[0].c, 7), "is not a vlcs_mode");
+    char *argv_true[] = {"/bin/true", NULL};
+    CHECK_ERR(vlcs_ctx_exec(x[N - 1].c, argv_true), "copy mode");
+
+    for (int i = 0; i < N; i++)
+        CHECK_EQ(0, vlcs_ctx_destroy(x[i].c), "destroy");
+
+    /* Destroy and re-create: the copies go, memory stays flat. */
+    long before = 0;
+    for (int round = 0; round < 300; round++) {
+        vlcs_ctx *c = vlcs_ctx_create("again");
+        CHECK(c != NULL, "create");
+        CHECK_EQ(0, vlcs_ctx_set_mode(c, VLCS_MODE_COPIES), "mode");
+        void *h = vlcs_ctx_load(c, USES_SINGLETON_LIB);
+        CHECK(h != NULL, "load round %d", round);
+        CHECK_EQ(1, ((int_fn)sym(h, "uses_bump"))(), "a fresh copy each round");
+        CHECK_EQ(0, vlcs_ctx_destroy(c), "destroy round");
+        if (round == 50)
+            before = rss_kib();
+    }
+    long after = rss_kib();
+    CHECK(after - before < 4096, "RSS grew by %ld KiB over 250 rounds", after - before);
+    /* The base, after all of it. */
+    CHECK_EQ(1, ((int_fn)dlsym(base_single, "singleton_bump"))(), "the base's copy was never bumped");
+    printf("ok\n");
+    return 0;
+}
