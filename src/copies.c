@@ -274,13 +274,6 @@ static const char *dl_error(void);
 int copies_create(vlcs_ctx *c)
 {
     char why[PATH_MAX + 256];
-    if (strict_active()) {
-        set_error(VLCS_E_INVALID,
-                  "Error loading into context '%s': strict mode covers contexts with a namespace "
-                  "of their own only, and none is free; start with fewer contexts",
-                  c->name);
-        return -1;
-    }
     struct copyset *cs = calloc(1, sizeof *cs);
     if (cs == NULL) {
         set_error(VLCS_E_SYSTEM, "Error loading into context '%s': out of memory", c->name);
@@ -660,9 +653,37 @@ static void *copy_dlopen(vlcs_ctx *c, const char *file, int mode, const void *ca
 
 /* ---- giving the copies back ----------------------------------------------- */
 
+size_t copies_objects(vlcs_ctx *c, struct link_map **out, size_t cap)
+{
+    struct copyset *cs = c->copyset;
+    size_t n = 0;
+    if (cs == NULL)
+        return 0;
+    pthread_mutex_lock(&cs->lock);
+    if (cs->ip != NULL && n < cap && dlinfo(cs->ip, RTLD_DI_LINKMAP, &out[n]) == 0)
+        n++;
+    for (size_t i = 0; i < cs->ncopies && n < cap; i++) {
+        /* a reference taken and given back at once: the copy is held by the
+         * context's own handles meanwhile */
+        void *h = dlopen(cs->copies[i].path, RTLD_LAZY | RTLD_NOLOAD);
+        if (h == NULL)
+            continue;
+        if (dlinfo(h, RTLD_DI_LINKMAP, &out[n]) == 0)
+            n++;
+        dlclose(h);
+    }
+    pthread_mutex_unlock(&cs->lock);
+    return n;
+}
+
 int copies_unload(vlcs_ctx *c, char *why, size_t size)
 {
     struct copyset *cs = c->copyset;
+    if (strict_active()) {
+        snprintf(why, size, "strict mode is on, and the filters that cover their code cannot be "
+                            "removed");
+        return -1;
+    }
     if (ctx_quiesce(c, why, size) != 0)
         return -1;
     while (c->nhandles > 0)

@@ -398,6 +398,8 @@ HIDDEN int elf_new_name(const char *old, unsigned long serial, char *out, size_t
 HIDDEN int copies_create(vlcs_ctx *c); /* with c->lock held */
 HIDDEN void *copies_load(vlcs_ctx *c, const char *path);
 HIDDEN int copies_unload(vlcs_ctx *c, char *why, size_t size);
+struct link_map;
+HIDDEN size_t copies_objects(vlcs_ctx *c, struct link_map **out, size_t cap);
 HIDDEN int copies_setenv(vlcs_ctx *c, const char *name, const char *value);
 HIDDEN const char *copies_getenv(vlcs_ctx *c, const char *name);
 HIDDEN int ctx_quiesce(vlcs_ctx *c, char *why, size_t size); /* unload.c */

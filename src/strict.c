@@ -80,6 +80,21 @@ static vlcs_ctx *owner_of(uintptr_t ip)
 
 /* Executable segments of every object in a namespace, read from the
  * program headers each object has mapped at its load address. */
+/* The executable segments of one loaded object, as c's. */
+static size_t object_ranges(vlcs_ctx *c, const struct link_map *lm, struct range *out, size_t cap)
+{
+    size_t n = 0;
+    const ElfW(Ehdr) *eh = (const ElfW(Ehdr) *)lm->l_addr;
+    if (eh == NULL || memcmp(eh->e_ident, ELFMAG, SELFMAG) != 0)
+        return 0;
+    const ElfW(Phdr) *ph = (const ElfW(Phdr) *)((const char *)eh + eh->e_phoff);
+    for (int i = 0; i < eh->e_phnum && n < cap; i++)
+        if (ph[i].p_type == PT_LOAD && (ph[i].p_flags & PF_X))
+            out[n++] = (struct range){lm->l_addr + ph[i].p_vaddr,
+                                      lm->l_addr + ph[i].p_vaddr + ph[i].p_memsz, c};
+    return n;
+}
+
 static size_t namespace_ranges(vlcs_ctx *c, struct range *out, size_t cap)
 {
     struct link_map *lm = NULL;
@@ -92,15 +107,18 @@ static size_t namespace_ranges(vlcs_ctx *c, struct range *out, size_t cap)
         /* ld.so is one object shared by every namespace: it belongs to none. */
         if (lm->l_name == NULL || lm->l_name[0] == '\0' || strstr(lm->l_name, "/ld-linux"))
             continue;
-        const ElfW(Ehdr) *eh = (const ElfW(Ehdr) *)lm->l_addr;
-        if (eh == NULL || memcmp(eh->e_ident, ELFMAG, SELFMAG) != 0)
-            continue;
-        const ElfW(Phdr) *ph = (const ElfW(Phdr) *)((const char *)eh + eh->e_phoff);
-        for (int i = 0; i < eh->e_phnum && n < cap; i++)
-            if (ph[i].p_type == PT_LOAD && (ph[i].p_flags & PF_X))
-                out[n++] = (struct range){lm->l_addr + ph[i].p_vaddr,
-                                          lm->l_addr + ph[i].p_vaddr + ph[i].p_memsz, c};
+        n += object_ranges(c, lm, out + n, cap - n);
     }
+    return n;
+}
+
+/* A copy-mode context's code: its copies (the process's libc is the base's). */
+static size_t copies_ranges(vlcs_ctx *c, struct range *out, size_t cap)
+{
+    struct link_map *maps[256];
+    size_t nmaps = copies_objects(c, maps, 256), n = 0;
+    for (size_t i = 0; i < nmaps; i++)
+        n += object_ranges(c, maps[i], out + n, cap - n);
     return n;
 }
 
@@ -178,6 +196,8 @@ static int cover_new_code(char *err, size_t errsize)
     for (vlcs_ctx *c = registry_first(); c; c = registry_next(c))
         if (c->has_ns)
             t->n += namespace_ranges(c, t->r + t->n, MAX_RANGES - t->n);
+        else if (c->copy_mode)
+            t->n += copies_ranges(c, t->r + t->n, MAX_RANGES - t->n);
     registry_unlock();
     struct range_table *old = atomic_load(&ranges);
     struct code_range *fresh = malloc((t->n ? t->n : 1) * sizeof *fresh);

@@ -168,6 +168,19 @@ int main(int argc, char **argv)
     char *argv_true[] = {"/bin/true", NULL};
     CHECK_ERR(vlcs_ctx_exec(x[N - 1].c, argv_true), "copy mode");
 
+    if (vlcs_strict_active()) {
+        /* raw syscalls from a copy's code are trapped and answered for its
+         * context, as from a namespace's */
+        void *raw = vlcs_ctx_load(x[N - 1].c, RAWSYS_LIB);
+        CHECK(raw != NULL, "load rawsys");
+        CHECK_EQ(1, ((int_fn)sym(raw, "raw_affinity_count"))(), "a raw sched_getaffinity");
+        CHECK_EQ(VLCS_MODE_COPIES, vlcs_ctx_mode(x[N - 1].c), "in copy mode");
+        /* the filters on their code cannot be removed: destroy says so */
+        CHECK_EQ(1, vlcs_ctx_destroy(x[N - 1].c), "destroyed, copies stay");
+        CHECK(strstr(vlcs_error(), "strict mode") != NULL, "why: %s", vlcs_error());
+        printf("ok (strict mode: copies stay loaded, not recycled)\n");
+        return 0;
+    }
     for (int i = 0; i < N; i++)
         CHECK_EQ(0, vlcs_ctx_destroy(x[i].c), "destroy");
 
