@@ -268,6 +268,22 @@ static void raise_fd_limit(void)
     }
 }
 
+/* dlopen with RTLD_DEEPBIND, past a sanitizer's dlopen, which refuses the
+ * flag lest the library bind malloc past the sanitizer's: a copy binds the
+ * interposer's malloc first, which is the base's, the sanitizer's. */
+static void *deep_open(const char *path)
+{
+    static void *(*real)(const char *, int);
+    void *(*f)(const char *, int) = __atomic_load_n(&real, __ATOMIC_RELAXED);
+    if (f == NULL) {
+        f = (void *(*)(const char *, int))dlsym(RTLD_NEXT, "dlopen");
+        if (f == NULL)
+            f = dlopen;
+        __atomic_store_n(&real, f, __ATOMIC_RELAXED);
+    }
+    return f(path, RTLD_NOW | RTLD_LOCAL | RTLD_DEEPBIND);
+}
+
 static void *copy_dlopen(vlcs_ctx *c, const char *file, int mode, const void *caller);
 static const char *dl_error(void);
 
@@ -328,7 +344,7 @@ int copies_create(vlcs_ctx *c)
     char path[FD_PATH_SIZE];
     fd_path(path, sizeof path, cs->ip_fd);
     dlerror();
-    cs->ip = dlopen(path, RTLD_NOW | RTLD_LOCAL | RTLD_DEEPBIND);
+    cs->ip = deep_open(path);
     if (cs->ip == NULL) {
         load_error(c, "the vlcs interposer", dlerror());
         goto fail;
@@ -526,7 +542,7 @@ static void *load_tree(vlcs_ctx *c, const char *real, const char *shown)
     char rootpath[FD_PATH_SIZE];
     fd_path(rootpath, sizeof rootpath, root);
     dlerror();
-    void *rh = dlopen(rootpath, RTLD_NOW | RTLD_LOCAL | RTLD_DEEPBIND);
+    void *rh = deep_open(rootpath);
     if (rh == NULL) {
         load_error(c, shown, dlerror());
         goto out;
