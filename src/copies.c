@@ -57,9 +57,13 @@ struct copyset {
 
 static _Atomic unsigned long serial;
 
-/* glibc's own libraries: one copy per process, shared by every context. */
+/* glibc's own libraries and the Service context's: one copy per process,
+ * shared by every context (a service is the base's object, which a copy in
+ * the base namespace reaches by its unchanged name). */
 static bool process_wide(const char *name)
 {
+    if (services_has(name))
+        return true;
     static const char *const prefixes[] = {
         "libc.so",  "libm.so",   "libpthread.so", "libdl.so",          "librt.so",
         "libresolv.so", "libutil.so", "libanl.so", "libmvec.so",       "libBrokenLocale.so",

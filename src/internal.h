@@ -491,6 +491,7 @@ HIDDEN int services_root(int *fd, char *err, size_t errsize);
  * context's lock: a service is added under the write lock. */
 HIDDEN void services_read_lock(void);
 HIDDEN void services_unlock(void);
+HIDDEN bool services_has(const char *soname); /* a library of the Service context */
 /* The path a memfd of this process is loaded from, "/proc/PID/fd/N", in a
  * buffer of FD_PATH_SIZE. */
 #define FD_PATH_SIZE 48

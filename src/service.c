@@ -30,6 +30,16 @@ static struct service *services; /* in the order they were added */
 void services_read_lock(void) { pthread_rwlock_rdlock(&services_lock); }
 void services_unlock(void) { pthread_rwlock_unlock(&services_lock); }
 
+bool services_has(const char *soname)
+{
+    bool found = false;
+    services_read_lock();
+    for (const struct service *s = services; s && !found; s = s->next)
+        found = strcmp(s->soname, soname) == 0;
+    services_unlock();
+    return found;
+}
+
 /* The path a memfd is loaded from.  /proc/self would name, in a debugger
  * that reads the link map (gdb -p, gdb on a core), the debugger's own fd N:
  * gdb blocked for good reading one of its pipes.  /proc/PID names ours:

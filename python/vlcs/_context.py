@@ -47,6 +47,10 @@ from vlcs._isolation.extension import python_service
 from vlcs._isolation.linkmap import namespace_objects
 from vlcs._lib import c_string, check, enter_binding, fail, forged_files, last_error, lib
 
+# vlcs_mode (vlcs.h)
+_MODE_NAMESPACE = 1
+_MODE_COPIES = 2
+
 
 def _cpu_list(cpus: str | Iterable[int]) -> bytes:
     if isinstance(cpus, str):
@@ -172,6 +176,12 @@ class VLC:
         if not handle:
             fail()
         self._handle: int | None = handle
+        # Python's imports need a namespace of its own (its libpython
+        # forwarder, its interpreter dict): not yet made for copy mode,
+        # which C contexts past glibc's 15 namespaces take (docs/copy-mode.md).
+        if lib().vlcs_ctx_set_mode(handle, _MODE_NAMESPACE) != 0:
+            lib().vlcs_ctx_destroy(handle)
+            fail()
         self._closing = False
         self._name: str = lib().vlcs_ctx_name(handle).decode()
         self._lock = threading.Lock()
@@ -545,6 +555,23 @@ class VLC:
         with self:
             return [c.name for c in self._controllers(user_api) if c.set_num_threads(n)]
 
+    @property
+    def mode(self) -> str | None:
+        """Where its libraries live: ``"namespace"`` (a linker namespace of
+        its own) or ``"copies"`` (renamed copies in the base namespace, see
+        docs/copy-mode.md); None before its first load.
+
+        >>> import vlcs
+        >>> ctx = vlcs.VLC(cpus="0")
+        >>> ctx.mode is None
+        True
+        >>> ctx.close()
+        """
+        mode = lib().vlcs_ctx_mode(self._h)
+        if mode < 0:
+            fail()
+        return {_MODE_NAMESPACE: "namespace", _MODE_COPIES: "copies"}.get(mode)
+
     def info(self) -> dict[str, Any]:
         """What the context holds, JSON-able."""
         elastic = self.elastic
@@ -560,6 +587,7 @@ class VLC:
             "python_packages": sorted({n.partition(".")[0] for n in self._owner.modules}),
             "threadpools": self.threadpools(),
             "library_threads": self.thread_count,
+            "mode": self.mode,
         }
 
     def close(self) -> None:

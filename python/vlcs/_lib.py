@@ -85,6 +85,8 @@ _SIGNATURES: dict[str, tuple[Any, list[Any]]] = {
     "vlcs_ctx_exec": (_i, [_c, ctypes.POINTER(ctypes.c_char_p)]),
     "vlcs_ctx_set_stdio": (_i, [_c, _i, _i, _i]),
     "vlcs_ctx_set_global_library": (_i, [_c, _s]),
+    "vlcs_ctx_set_mode": (_i, [_c, _i]),
+    "vlcs_ctx_mode": (_i, [_c]),
     "vlcs_ctx_sym": (_c, [_c, _s]),
     # internal (VLCS_INTERNAL_API): which extension module is on the native stack
     "vlcs_stack_find": (_c, [ctypes.POINTER(_c), ctypes.c_ulong]),

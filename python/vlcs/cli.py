@@ -1,6 +1,6 @@
 """The ``vlcs`` command: parses its arguments and dispatches to the package.
 
-vlcs run [--static-tls BYTES] -- PROGRAM [ARGS...]
+vlcs run [--contexts N | --static-tls BYTES] -- PROGRAM [ARGS...]
 vlcs info [--cflags] [--libs] [--json]
 vlcs shim LIBRARY -o DIR [--json]
 vlcs check PKG [PKG...] [--json] [--timeout S]
@@ -38,6 +38,8 @@ def _run(args: argparse.Namespace) -> int:
         os.environ["VLCS_TRACE_FILE"] = os.path.abspath(args.trace)
     if args.static_tls is not None:
         argv += ["--static-tls", str(args.static_tls)]
+    if args.contexts is not None:
+        argv += ["--contexts", str(args.contexts)]
     argv += ["--", *command]
     # exec: the program replaces this process, as with env(1) or taskset(1).
     os.execv(launcher, argv)
@@ -273,9 +275,18 @@ def build_parser() -> argparse.ArgumentParser:
         "run",
         help="start a program with the glibc tunables that many contexts need",
         description="Start PROGRAM with GLIBC_TUNABLES raised (glibc.rtld.nns=16, "
-        "glibc.rtld.optional_static_tls) so that up to 15 contexts fit in one process.",
+        "glibc.rtld.optional_static_tls) so that 15 contexts with namespaces of their own and "
+        "hundreds in copy mode fit in one process.",
     )
-    r.add_argument("--static-tls", type=int, metavar="BYTES", help="spare static TLS (65536)")
+    sized = r.add_mutually_exclusive_group()
+    sized.add_argument("--static-tls", type=int, metavar="BYTES", help="spare static TLS (65536)")
+    sized.add_argument(
+        "--contexts",
+        type=int,
+        metavar="N",
+        help="size static TLS for N contexts (256 bytes each; never below 65536, which holds "
+        "15 namespaces and 256 copy-mode contexts with libgomp)",
+    )
     r.add_argument(
         "--trace",
         metavar="OUT.json",

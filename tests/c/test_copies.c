@@ -221,6 +221,19 @@ int main(int argc, char **argv)
     close(fd_after);
     /* The base, after all of it. */
     CHECK_EQ(1, ((int_fn)dlsym(base_single, "singleton_bump"))(), "the base's copy was never bumped");
+    /* A library of the Service context exists once: a copy-mode context's
+     * copies bind to the base's object, by its name and by its symbols. */
+    CHECK_EQ(0, vlcs_service_add(SINGLETON_LIB), "add the service");
+    vlcs_ctx *sc = vlcs_ctx_create("service-user");
+    CHECK_EQ(0, vlcs_ctx_set_mode(sc, VLCS_MODE_COPIES), "mode");
+    void *su = vlcs_ctx_load(sc, USES_SINGLETON_LIB);
+    CHECK(su != NULL, "load a user of the service");
+    CHECK(((addr_fn)sym(su, "uses_value_addr"))() == base_value, "the service's one variable");
+    void *plugin = vlcs_ctx_load(sc, PLUGIN_SINGLETON_LIB);
+    CHECK(plugin != NULL, "a plugin that names no library");
+    int n = ((int_fn)dlsym(base_single, "singleton_bump"))();
+    CHECK_EQ(n + 1, ((int_fn)sym(plugin, "plugin_bump"))(), "the plugin bumps the service's counter");
+    CHECK_EQ(0, vlcs_ctx_destroy(sc), "destroy");
     printf("ok\n");
     return 0;
 }

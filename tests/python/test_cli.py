@@ -78,6 +78,19 @@ def test_run_sets_the_tunables_and_keeps_the_users():
     ]
 
 
+def test_run_sizes_static_tls_for_the_contexts_asked_for():
+    code = "import os; print(os.environ['GLIBC_TUNABLES'])"
+    env = {k: v for k, v in os.environ.items() if k != "GLIBC_TUNABLES"}
+    out = vlcs_cmd("run", "--contexts", "1000", "--", sys.executable, "-c", code, env=env)
+    assert out.stdout.strip() == "glibc.rtld.nns=16:glibc.rtld.optional_static_tls=256000"
+    # fewer: never below the default, which holds 256 libgomp copies and more
+    out = vlcs_cmd("run", "--contexts", "16", "--", sys.executable, "-c", code, env=env)
+    assert out.stdout.strip().endswith("optional_static_tls=65536")
+    bad = vlcs_cmd("run", "--contexts", "0", "--", "true")
+    assert bad.returncode == 2
+    assert "--contexts wants a count from 1 to 65536" in bad.stderr
+
+
 def test_run_passes_arguments_and_exit_status():
     r = vlcs_cmd("run", "--", sys.executable, "-c", "import sys; sys.exit(len(sys.argv))", "a")
     assert r.returncode == 2
