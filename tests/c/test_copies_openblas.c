@@ -65,8 +65,11 @@ int main(void)
     }
     CHECK_EQ(base_threads, ((nthreads_fn)dlsym(base, "openblas_get_num_threads"))(),
              "the base's pool is untouched");
+    /* (strict mode's filters on their code cannot be removed: destroy
+     * leaves the copies loaded and says so) */
+    int destroyed = vlcs_strict_active() ? 1 : 0;
     for (int i = 0; i < N; i++)
-        CHECK_EQ(0, vlcs_ctx_destroy(c[i]), "destroy: pool stopped, copies unloaded");
+        CHECK_EQ(destroyed, vlcs_ctx_destroy(c[i]), "destroy: pool stopped, copies unloaded");
     gemm((dgemm_fn)dlsym(base, "dgemm_"), n, got);
     for (int k = 0; k < n * n; k++)
         CHECK(got[k] == want[k], "the base's product after");
