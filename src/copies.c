@@ -339,8 +339,8 @@ int copies_create(vlcs_ctx *c)
     }
     struct elf_rename r = {e.strtab_off + e.soname, renamed};
     cs->ip_fd = elf_copy(ip, "interposer", &r, 1, why, sizeof why);
-    elf_names_free(&e);
     if (cs->ip_fd < 0) {
+        elf_names_free(&e);
         cs->ip_fd = -1;
         set_error(VLCS_E_SYSTEM, "Error loading into context '%s': %s", c->name, why);
         goto fail;
@@ -349,6 +349,10 @@ int copies_create(vlcs_ctx *c)
     fd_path(path, sizeof path, cs->ip_fd);
     dlerror();
     cs->ip = deep_open(path);
+    struct link_map *lm = NULL;
+    if (cs->ip != NULL && dlinfo(cs->ip, RTLD_DI_LINKMAP, &lm) == 0 && lm != NULL)
+        elf_share_pages(&e, ip, cs->ip_fd, lm->l_addr, &r, 1);
+    elf_names_free(&e);
     if (cs->ip == NULL) {
         load_error(c, "the vlcs interposer", dlerror());
         goto fail;
@@ -384,6 +388,8 @@ struct item {
     char renamed[256];
     int dep[ELF_MAX_NEEDED]; /* per DT_NEEDED: the item it names, -1: process-wide */
     int fd;
+    struct elf_rename rn[1 + ELF_MAX_NEEDED]; /* what its copy changed */
+    size_t nrn;
 };
 
 static int find_copy(struct copyset *cs, const char *origin)
@@ -475,7 +481,7 @@ static void *load_tree(vlcs_ctx *c, const char *real, const char *shown)
         struct item *it = &items[i];
         if (it->existing >= 0)
             continue;
-        struct elf_rename rn[1 + ELF_MAX_NEEDED];
+        struct elf_rename *rn = it->rn;
         size_t nr = 0;
         if (it->renamed[0])
             rn[nr++] = (struct elf_rename){it->names.strtab_off + it->names.soname, it->renamed};
@@ -499,6 +505,7 @@ static void *load_tree(vlcs_ctx *c, const char *real, const char *shown)
         }
         if (code != VLCS_OK)
             break;
+        it->nrn = nr;
         it->fd = elf_copy(it->origin, base_name(it->origin), rn, nr, why, sizeof why);
         if (it->fd < 0) {
             code = -it->fd;
@@ -562,6 +569,15 @@ static void *load_tree(vlcs_ctx *c, const char *real, const char *shown)
         struct item *it = &items[i];
         if (it->existing >= 0 || it->fd < 0)
             continue;
+        /* its code pages: the original file's, as a namespace's would be */
+        char cpath[FD_PATH_SIZE];
+        fd_path(cpath, sizeof cpath, it->fd);
+        void *ch = dlopen(cpath, RTLD_LAZY | RTLD_NOLOAD);
+        struct link_map *lm = NULL;
+        if (ch != NULL && dlinfo(ch, RTLD_DI_LINKMAP, &lm) == 0 && lm != NULL)
+            elf_share_pages(&it->names, it->origin, it->fd, lm->l_addr, it->rn, it->nrn);
+        if (ch != NULL)
+            dlclose(ch);
         struct copy *cp = &cs->copies[cs->ncopies];
         cp->origin = strdup(it->origin);
         cp->renamed = it->renamed[0] ? strdup(it->renamed) : NULL;

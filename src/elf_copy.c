@@ -90,7 +90,8 @@ int elf_names_read(int fd, const char *path, struct elf_names *e, char *why, siz
         snprintf(why, size, "%s is not a shared library", path);
         return VLCS_E_INVALID;
     }
-    ElfW(Phdr) ph[64];
+    ElfW(Phdr) *ph = e->phdr;
+    e->nphdr = eh.e_phnum;
     if (read_at(fd, ph, eh.e_phnum * sizeof *ph, (off_t)eh.e_phoff) != 0) {
         snprintf(why, size, "%s is cut short", path);
         return VLCS_E_INVALID;
@@ -119,6 +120,8 @@ int elf_names_read(int fd, const char *path, struct elf_names *e, char *why, siz
         case DT_SONAME: e->soname = v; break;
         case DT_RUNPATH: e->runpath = v; break;
         case DT_RPATH: e->rpath = v; break;
+        case DT_TEXTREL: e->textrel = true; break;
+        case DT_FLAGS: e->textrel |= (v & DF_TEXTREL) != 0; break;
         case DT_NEEDED:
             if (e->nneeded == ELF_MAX_NEEDED) {
                 free(dyn);
@@ -370,4 +373,56 @@ int elf_new_name(const char *old, unsigned long serial, char *out, size_t size)
         serial /= 36;
     }
     return serial == 0 ? 0 : -1;
+}
+
+/* ---- code pages shared with the file -------------------------------------- */
+
+/* A loaded copy differs from its file in its renamed names only: every
+ * other page of its read-only segments (code, constants, symbol tables) is
+ * mapped again from the original file, as a namespace's copy would be, so
+ * that every context's copy shares the page cache's pages; the memfd's
+ * bytes there are given back.  Returns the bytes now shared. */
+size_t elf_share_pages(const struct elf_names *e, const char *origin, int copy_fd, uintptr_t base,
+                       const struct elf_rename *renames, size_t nrenames)
+{
+    if (e->textrel)
+        return 0;
+    long page = sysconf(_SC_PAGESIZE);
+    uint64_t mask = ~(uint64_t)(page - 1);
+    int fd = open(origin, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return 0;
+    size_t shared = 0;
+    for (size_t i = 0; i < e->nphdr; i++) {
+        const ElfW(Phdr) *p = &e->phdr[i];
+        if (p->p_type != PT_LOAD || (p->p_flags & PF_W) || p->p_filesz == 0 ||
+            (p->p_vaddr & (page - 1)) != (p->p_offset & (page - 1)))
+            continue;
+        int prot = ((p->p_flags & PF_R) ? PROT_READ : 0) | ((p->p_flags & PF_X) ? PROT_EXEC : 0);
+        uint64_t lo = p->p_offset & mask, hi = (p->p_offset + p->p_filesz) & mask; /* whole pages */
+        /* runs of pages between those holding a renamed name */
+        for (uint64_t a = lo; a < hi;) {
+            uint64_t b = a;
+            bool kept = false;
+            while (b < hi && !kept) {
+                for (size_t k = 0; k < nrenames && !kept; k++) {
+                    uint64_t s0 = renames[k].at, s1 = s0 + strlen(renames[k].to);
+                    kept = s0 < b + (uint64_t)page && s1 > b;
+                }
+                if (!kept)
+                    b += (uint64_t)page;
+            }
+            if (b > a) {
+                void *at = (void *)(base + (p->p_vaddr & mask) + (a - lo));
+                if (mmap(at, b - a, prot, MAP_PRIVATE | MAP_FIXED, fd, (off_t)a) != MAP_FAILED) {
+                    fallocate(copy_fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)a,
+                              (off_t)(b - a));
+                    shared += b - a;
+                } /* else the copy's own pages stay: the same bytes */
+            }
+            a = kept ? b + (uint64_t)page : b;
+        }
+    }
+    close(fd);
+    return shared;
 }

@@ -10,6 +10,7 @@
 #include "vlcs.h"
 
 #include <dlfcn.h>
+#include <link.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -382,6 +383,9 @@ struct elf_names {
     uint64_t soname, runpath, rpath; /* offsets in strtab; UINT64_MAX: none */
     uint64_t needed[ELF_MAX_NEEDED];
     size_t nneeded;
+    ElfW(Phdr) phdr[64]; /* its program headers */
+    size_t nphdr;
+    bool textrel; /* code that relocations write to: no page of it is the file's */
 };
 struct elf_rename {
     uint64_t at;    /* file offset */
@@ -395,6 +399,8 @@ HIDDEN int elf_resolve(const char *name, const struct elf_names *from, const cha
 HIDDEN int elf_copy(const char *path, const char *label, const struct elf_rename *renames, size_t n,
                     char *why, size_t size);
 HIDDEN int elf_new_name(const char *old, unsigned long serial, char *out, size_t size);
+HIDDEN size_t elf_share_pages(const struct elf_names *e, const char *origin, int copy_fd,
+                              uintptr_t base, const struct elf_rename *renames, size_t nrenames);
 HIDDEN int copies_create(vlcs_ctx *c); /* with c->lock held */
 HIDDEN void *copies_load(vlcs_ctx *c, const char *path);
 HIDDEN int copies_unload(vlcs_ctx *c, char *why, size_t size);

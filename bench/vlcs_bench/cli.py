@@ -55,6 +55,15 @@ def _bench_imports(args: argparse.Namespace) -> int:
     return 0
 
 
+def _bench_scale(args: argparse.Namespace) -> int:
+    from vlcs_bench import scale
+
+    counts = scale.COUNTS if not args.quick else (1, 15, 32)
+    result = scale.run(counts=counts)
+    print(json.dumps(result, indent=2) if args.json else scale.report(result))
+    return 1 if any("error" in r for r in result["rows"]) else 0
+
+
 def _bench_recycle(args: argparse.Namespace) -> int:
     from vlcs_bench import recycle
 
@@ -145,6 +154,7 @@ _SUITES = {
     "exec": _bench_exec,
     "own": _bench_own,
     "recycle": _bench_recycle,
+    "scale": _bench_scale,
 }
 
 
@@ -178,7 +188,8 @@ def _demo(args: argparse.Namespace) -> int:
 def add_bench_arguments(b: argparse.ArgumentParser) -> None:
     b.add_argument(
         "suite",
-        help="all (the evaluation), core, strict, shim, python, imports, recycle, exec or own",
+        help="all (the evaluation), core, strict, shim, python, imports, recycle, exec, own "
+        "or scale",
     )
     b.add_argument("--json", action="store_true", help="print JSON")
     b.add_argument("--repeats", type=int, default=5, help="repeats per side (python)")
@@ -187,7 +198,9 @@ def add_bench_arguments(b: argparse.ArgumentParser) -> None:
         "--instances", type=int, help="exec, own: instances, workers (default: one per CPU)"
     )
     b.add_argument(
-        "--quick", action="store_true", help="all, own: smaller sizes (all: ~5 min on 2 cores)"
+        "--quick",
+        action="store_true",
+        help="all, own, scale: smaller sizes (all: ~5 min on 2 cores)",
     )
     b.add_argument("--cases", help="all: which cases, e.g. 1,5 (default: every case)")
     b.add_argument("--out", default="vlcs-bench-results", help="all: folder for the report")
