@@ -6,6 +6,7 @@
 #include "check.h"
 
 #include <dlfcn.h>
+#include <malloc.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdint.h>
@@ -130,6 +131,18 @@ int main(int argc, char **argv)
         CHECK(mask == 1ul << (i % ncpu), "context %d (mode %d): team on CPUs %lx", i, vlcs_ctx_mode(x[i].c), mask);
     }
     CHECK(getenv("VLCS_COPY_TEST") == NULL, "the base's environment is untouched");
+
+    /* One heap: a block a copy allocates is the process's malloc's (a
+     * sanitizer's, in the sanitized builds), freed by the base. */
+    for (int i = 0; i < N; i += 7) {
+        char *(*dup)(const char *) = (char *(*)(const char *))sym(x[i].probe, "probe_strdup");
+        void *(*alloc)(size_t) = (void *(*)(size_t))sym(x[i].probe, "probe_malloc");
+        char *s = dup("from a copy");
+        void *p = alloc(100);
+        CHECK(s != NULL && p != NULL && malloc_usable_size(p) >= 100, "allocations");
+        free(s);
+        free(p);
+    }
 
     /* A library opened by name by a copy (found through its RUNPATH,
      * $ORIGIN the original's folder): the context's own copy too. */
