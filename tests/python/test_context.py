@@ -173,6 +173,7 @@ def test_info_is_json_able_and_lists_contexts():
             "python_packages": [],
             "threadpools": [],
             "library_threads": 0,
+            "mode": "namespace",  # a Python context's own namespace
         }
     ]
     assert data["cpus_usable"] == MACHINE
