@@ -57,10 +57,12 @@ static const char *limit_advice(int limit)
                      : "every linker namespace glibc allows by default is in use; start the "
                        "program with `vlcs run -- PROGRAM` to raise glibc.rtld.nns to 16";
     case VLCS_LIMIT_STATIC_TLS:
-        return tuned ? "the static TLS block is full; raise "
+        return tuned ? "the static TLS block is full; start the program with `vlcs run "
+                       "--contexts N -- PROGRAM` (N: the contexts it needs) or raise "
                        "glibc.rtld.optional_static_tls in GLIBC_TUNABLES"
                      : "the static TLS block is full; start the program with `vlcs run -- "
-                       "PROGRAM` to raise glibc.rtld.optional_static_tls";
+                       "PROGRAM` to raise glibc.rtld.optional_static_tls (`--contexts N` "
+                       "past 256 contexts)";
     default:
         return NULL;
     }

@@ -67,7 +67,7 @@ int main(int argc, char **argv)
     static struct ctx_libs x[MAX_N];
     if (vlcs_strict_active())
         N = 24;
-    char name[32], val[32], cpus[8];
+    char name[32], val[32], cpus[16];
 
     /* The base's own copy first: every context's must differ from it. */
     void *base_single = dlopen(SINGLETON_LIB, RTLD_NOW);
