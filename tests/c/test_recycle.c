@@ -59,12 +59,13 @@ static struct usage usage_now(void)
  * blas, Debian's OpenBLAS too, whose libquadmath registers printf's %Q in
  * the namespace's libc: those tables (8 KiB) come from the shared heap and
  * are freed with the namespace (the interposer records them). */
-static void request(int i, bool blas_too)
+static void request(int i, bool blas_too, int mode)
 {
     char name[32];
     snprintf(name, sizeof name, "req%d", i);
     vlcs_ctx *c = vlcs_ctx_create(name);
     CHECK(c != NULL, "round %d: create", i);
+    CHECK_EQ(0, vlcs_ctx_set_mode(c, mode), "mode");
     CHECK_EQ(0, vlcs_ctx_set_cpus(c, "0"), "one CPU first");
     CHECK_EQ(0, vlcs_ctx_set_cpus(c, "0-1"), "then both: a pool of two");
     CHECK_EQ(0, vlcs_ctx_setenv(c, "OMP_NUM_THREADS", "2"), "setenv");
@@ -96,14 +97,15 @@ static void request(int i, bool blas_too)
 
 /* Rounds of requests; what they left behind, per round, must stay within
  * heap_per_round bytes and nothing else may grow. */
-static void rounds_flat(const char *what, long rounds, bool blas_too, long heap_per_round)
+static void rounds_flat(const char *what, long rounds, bool blas_too, long heap_per_round,
+                        int mode)
 {
     long warm = rounds / 3 < 100 ? rounds / 3 : 100; /* glibc's and libgomp's lists reach their size */
     for (int i = 0; i < warm; i++)
-        request(i, blas_too);
+        request(i, blas_too, mode);
     struct usage before = usage_now();
     for (long i = warm; i < rounds; i++) {
-        request((int)i, blas_too);
+        request((int)i, blas_too, mode);
         if (rounds >= 1000 && i % 1000 == 0)
             fprintf(stderr, "test_recycle: %s: %ld of %ld rounds\n", what, i, rounds);
     }
@@ -159,8 +161,11 @@ int main(int argc, char **argv)
     long rounds = argc > 1 ? atol(argv[1]) : env ? atol(env) : 60;
     if (rounds < 60)
         rounds = 60; /* past glibc's 16 namespaces, and enough to measure */
-    rounds_flat("OpenMP and a small library", rounds * 5, false, 64);
-    rounds_flat("with OpenBLAS", rounds, true, 512);
+    rounds_flat("OpenMP and a small library", rounds * 5, false, 64, VLCS_MODE_NAMESPACE);
+    rounds_flat("with OpenBLAS", rounds, true, 512, VLCS_MODE_NAMESPACE);
+    /* the same with renamed copies in the base namespace (copy mode) */
+    rounds_flat("copy mode: OpenMP and a small library", rounds * 5, false, 64, VLCS_MODE_COPIES);
+    rounds_flat("copy mode: with OpenBLAS", rounds, true, 512, VLCS_MODE_COPIES);
 
     /* A destroyed context's handle reads as destroyed, also once a new
      * context reuses its memory (the handle names a generation). */
@@ -223,7 +228,7 @@ int main(int argc, char **argv)
 
     /* And requests go on. */
     for (int i = 0; i < 20; i++)
-        request(1000000 + i, true);
+        request(1000000 + i, true, VLCS_MODE_AUTO);
     PASS("recycle");
     return 0;
 }
