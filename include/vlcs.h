@@ -649,6 +649,19 @@ VLCS_API int vlcs_shim_register(const char *soname, const char *real_path,
 VLCS_API void *vlcs_stack_find(void **handles, unsigned long n);
 
 /**
+ * Handles the Python package needs of a context, in either mode
+ * (vlcs_mode): vlcs_ctx_scope, one whose lookups find the context's
+ * interposer first (ctypes' CDLL(None) and libc in the context: its
+ * dl_iterate_phdr lists the context's objects); vlcs_ctx_loaded, a library
+ * the context has loaded already (by path, or by file name), like
+ * dlopen(RTLD_NOLOAD); vlcs_ctx_object, the original file of the i-th copy
+ * of a copy-mode context (NULL past the last, and in namespace mode).
+ */
+VLCS_API void *vlcs_ctx_scope(vlcs_ctx *ctx);
+VLCS_API void *vlcs_ctx_loaded(vlcs_ctx *ctx, const char *path);
+VLCS_API const char *vlcs_ctx_object(vlcs_ctx *ctx, unsigned long i);
+
+/**
  * A read-only descriptor of path as code inside the context sees it: the
  * forged /proc/cpuinfo, /proc/self/status and /sys/devices/system/cpu files
  * (the same text its libraries read through open()).  Used by the Python

@@ -33,6 +33,7 @@ struct copy {
     char *renamed; /* its SONAME in the copy (NULL: it had none) */
     int fd;
     char path[FD_PATH_SIZE];
+    void *lm; /* its struct link_map while loaded */
 };
 
 struct copyset {
@@ -290,6 +291,8 @@ static void *deep_open(const char *path)
 
 static void *copy_dlopen(vlcs_ctx *c, const char *file, int mode, const void *caller);
 static const char *dl_error(void);
+static int copy_iterate_phdr(vlcs_ctx *c, int (*cb)(struct dl_phdr_info *, size_t, void *),
+                             void *data);
 
 int copies_create(vlcs_ctx *c)
 {
@@ -365,6 +368,7 @@ int copies_create(vlcs_ctx *c)
     c->api.env_clear = env_clear;
     c->api.dlopen = copy_dlopen;
     c->api.dl_error = dl_error;
+    c->api.iterate_phdr = copy_iterate_phdr;
     if (bind == NULL || bind(&c->api) != 0) {
         set_error(VLCS_E_NOT_FOUND,
                   "Error loading into context '%s': %s was built for another version of vlcs",
@@ -518,9 +522,12 @@ static void *load_tree(vlcs_ctx *c, const char *real, const char *shown)
         set_error(code, "Error loading %s into context '%s': %s", shown, c->name, why);
         goto out;
     }
-    /* The root: the interposer first, then the new copies, path's first. */
-    const char **needed = calloc(made + 1, sizeof *needed);
-    char (*paths)[FD_PATH_SIZE] = calloc(made + 1, sizeof *paths);
+    /* The root: the interposer first, then the services' forwarders (their
+     * entries that vlcs replaces, libpython's PyDict_* on the module table,
+     * come before the base's), then the new copies, path's first. */
+    enum { MAX_SERVICES = 16 };
+    const char **needed = calloc(made + 1 + MAX_SERVICES, sizeof *needed);
+    char (*paths)[FD_PATH_SIZE] = calloc(made + 1 + MAX_SERVICES, sizeof *paths);
     if (needed == NULL || paths == NULL) {
         free(needed);
         free(paths);
@@ -531,6 +538,9 @@ static void *load_tree(vlcs_ctx *c, const char *real, const char *shown)
     fd_path(paths[nn], sizeof *paths, cs->ip_fd);
     needed[nn] = paths[nn];
     nn++;
+    size_t nsvc = services_paths(paths + nn, MAX_SERVICES);
+    for (size_t k = 0; k < nsvc; k++, nn++)
+        needed[nn] = paths[nn];
     for (size_t i = 0; i < n; i++)
         if (items[i].existing < 0 && items[i].fd >= 0) {
             fd_path(paths[nn], sizeof *paths, items[i].fd);
@@ -579,6 +589,7 @@ static void *load_tree(vlcs_ctx *c, const char *real, const char *shown)
         if (ch != NULL)
             dlclose(ch);
         struct copy *cp = &cs->copies[cs->ncopies];
+        cp->lm = lm;
         cp->origin = strdup(it->origin);
         cp->renamed = it->renamed[0] ? strdup(it->renamed) : NULL;
         cp->fd = it->fd;
@@ -712,6 +723,130 @@ size_t copies_objects(vlcs_ctx *c, struct link_map **out, size_t cap)
     return n;
 }
 
+vlcs_ctx *copies_owner(const void *link_map)
+{
+    vlcs_ctx *found = NULL;
+    registry_lock();
+    for (vlcs_ctx *c = registry_first(); c && !found; c = registry_next(c)) {
+        struct copyset *cs = __atomic_load_n(&c->copyset, __ATOMIC_ACQUIRE);
+        if (!c->copy_mode || cs == NULL)
+            continue;
+        pthread_mutex_lock(&cs->lock);
+        for (size_t i = 0; i < cs->ncopies && !found; i++)
+            if (cs->copies[i].lm == link_map)
+                found = c;
+        pthread_mutex_unlock(&cs->lock);
+    }
+    registry_unlock();
+    return found;
+}
+
+/* ---- what the context's code sees of the loaded objects -------------------- */
+
+struct iterate {
+    struct copyset *cs;
+    int (*cb)(struct dl_phdr_info *, size_t, void *);
+    void *data;
+};
+
+static int iterate_one(struct dl_phdr_info *info, size_t size, void *arg)
+{
+    struct iterate *it = arg;
+    const char *name = info->dlpi_name ? info->dlpi_name : "";
+    if (strncmp(name, "/proc/", 6) == 0 && strstr(name, "/fd/") != NULL) {
+        /* made by vlcs: this context's copies under their files' names;
+         * roots, interposers, forwarders and other contexts' copies not */
+        for (size_t i = 0; i < it->cs->ncopies; i++)
+            if (strcmp(it->cs->copies[i].path, name) == 0) {
+                struct dl_phdr_info shown = *info;
+                shown.dlpi_name = it->cs->copies[i].origin;
+                return it->cb(&shown, size < sizeof shown ? size : sizeof shown, it->data);
+            }
+        return 0;
+    }
+    /* of the base's objects, what a namespace of its own has too: the
+     * program, the vDSO, glibc's libraries */
+    if (name[0] == '\0' || strncmp(base_name(name), "linux-vdso", 10) == 0 || process_wide(name))
+        return it->cb(info, size, it->data);
+    return 0;
+}
+
+static int copy_iterate_phdr(vlcs_ctx *c, int (*cb)(struct dl_phdr_info *, size_t, void *),
+                             void *data)
+{
+    struct iterate it = {c->copyset, cb, data};
+    pthread_mutex_lock(&it.cs->lock);
+    int rc = dl_iterate_phdr(iterate_one, &it);
+    pthread_mutex_unlock(&it.cs->lock);
+    return rc;
+}
+
+/* Handles for the Python package (vlcs.h, VLCS_INTERNAL_API). */
+VLCS_API void *vlcs_ctx_scope(vlcs_ctx *h)
+{
+    vlcs_ctx *c = ctx_get(h, "finding its scope");
+    if (c == NULL)
+        return NULL;
+    pthread_mutex_lock(&c->lock);
+    void *scope = c->copy_mode ? c->copyset->ip : c->has_ns ? c->ip_handle : NULL;
+    pthread_mutex_unlock(&c->lock);
+    if (scope == NULL)
+        set_error(VLCS_E_INVALID, "Error finding the scope of context '%s': it has loaded no "
+                  "library yet", c->name);
+    return scope;
+}
+
+VLCS_API void *vlcs_ctx_loaded(vlcs_ctx *h, const char *path)
+{
+    vlcs_ctx *c = ctx_get(h, "looking for a loaded library");
+    if (c == NULL)
+        return NULL;
+    char real[PATH_MAX];
+    void *found = NULL;
+    pthread_mutex_lock(&c->lock);
+    if (c->copy_mode) {
+        struct copyset *cs = c->copyset;
+        pthread_mutex_lock(&cs->lock);
+        int i = -1;
+        if (strchr(path, '/') != NULL && realpath(path, real) != NULL)
+            i = find_copy(cs, real);
+        for (size_t k = 0; i < 0 && strchr(path, '/') == NULL && k < cs->ncopies; k++)
+            if (strcmp(base_name(cs->copies[k].origin), path) == 0)
+                i = (int)k;
+        if (i >= 0)
+            found = dlopen(cs->copies[i].path, RTLD_NOW | RTLD_NOLOAD);
+        pthread_mutex_unlock(&cs->lock);
+    } else if (c->has_ns) {
+        found = dlmopen(c->lmid, path, RTLD_NOW | RTLD_NOLOAD);
+    }
+    if (found != NULL && ns_note_handle(c, found) != 0) {
+        dlclose(found);
+        found = NULL;
+    }
+    pthread_mutex_unlock(&c->lock);
+    if (found == NULL)
+        set_error(VLCS_E_NOT_FOUND, "Error looking for %s in context '%s': not loaded there",
+                  path, c->name);
+    return found;
+}
+
+VLCS_API const char *vlcs_ctx_object(vlcs_ctx *h, unsigned long i)
+{
+    vlcs_ctx *c = ctx_get(h, "listing its libraries");
+    if (c == NULL)
+        return NULL;
+    const char *origin = NULL;
+    pthread_mutex_lock(&c->lock);
+    if (c->copy_mode) {
+        pthread_mutex_lock(&c->copyset->lock);
+        if (i < c->copyset->ncopies)
+            origin = c->copyset->copies[i].origin;
+        pthread_mutex_unlock(&c->copyset->lock);
+    }
+    pthread_mutex_unlock(&c->lock);
+    return origin;
+}
+
 int copies_unload(vlcs_ctx *c, char *why, size_t size)
 {
     struct copyset *cs = c->copyset;
@@ -744,6 +879,7 @@ int copies_unload(vlcs_ctx *c, char *why, size_t size)
         return -1;
     }
     dlclose(cs->ip);
+    atomic_store(&c->py_state_dict, NULL);
     fork_forget(c);
     shim_forget(c);
     c->copyset = NULL;

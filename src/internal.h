@@ -236,6 +236,7 @@ struct vlcs_ctx {
     int mode_wanted;
     bool copy_mode;
     struct copyset *copyset; /* copies.c */
+    void *_Atomic py_state_dict; /* copy mode: its interpreter dict (service_python.c) */
 
     /* namespace (namespace.c) */
     bool has_ns;
@@ -406,6 +407,7 @@ HIDDEN void *copies_load(vlcs_ctx *c, const char *path);
 HIDDEN int copies_unload(vlcs_ctx *c, char *why, size_t size);
 struct link_map;
 HIDDEN size_t copies_objects(vlcs_ctx *c, struct link_map **out, size_t cap);
+HIDDEN vlcs_ctx *copies_owner(const void *link_map); /* the copy-mode context holding it */
 HIDDEN int copies_setenv(vlcs_ctx *c, const char *name, const char *value);
 HIDDEN const char *copies_getenv(vlcs_ctx *c, const char *name);
 HIDDEN int ctx_quiesce(vlcs_ctx *c, char *why, size_t size); /* unload.c */
@@ -502,6 +504,7 @@ HIDDEN bool services_has(const char *soname); /* a library of the Service contex
  * buffer of FD_PATH_SIZE. */
 #define FD_PATH_SIZE 48
 HIDDEN void fd_path(char *buf, size_t size, int fd);
+HIDDEN size_t services_paths(char (*out)[FD_PATH_SIZE], size_t cap); /* their forwarders */
 
 /* ---- threads (thread.c) ---------------------------------------------------- */
 

@@ -12,6 +12,7 @@
 #ifndef VLCS_IP_ABI_H
 #define VLCS_IP_ABI_H
 
+#include <link.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stddef.h>
@@ -116,6 +117,9 @@ struct vlcs_ip_api {
     void *(*dlopen)(struct vlcs_ctx *, const char *file, int mode, const void *caller);
     /* why this thread's last such dlopen failed, once; NULL: ask libc */
     const char *(*dl_error)(void);
+    /* dl_iterate_phdr as a namespace of the context's would answer: its
+     * copies (named by their original files), the process's glibc */
+    int (*iterate_phdr)(struct vlcs_ctx *, int (*)(struct dl_phdr_info *, size_t, void *), void *);
 };
 
 /* A variable a program loaded into the namespace holds a copy of (an

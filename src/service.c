@@ -30,6 +30,16 @@ static struct service *services; /* in the order they were added */
 void services_read_lock(void) { pthread_rwlock_rdlock(&services_lock); }
 void services_unlock(void) { pthread_rwlock_unlock(&services_lock); }
 
+size_t services_paths(char (*out)[FD_PATH_SIZE], size_t cap)
+{
+    size_t n = 0;
+    services_read_lock();
+    for (const struct service *s = services; s && n < cap; s = s->next)
+        fd_path(out[n++], FD_PATH_SIZE, s->fd);
+    services_unlock();
+    return n;
+}
+
 bool services_has(const char *soname)
 {
     bool found = false;

@@ -55,9 +55,13 @@ VLCS_API int vlcs_python_state_dict(vlcs_ctx *h, void *dict)
     if (c == NULL)
         return -1;
     pthread_mutex_lock(&c->lock);
-    bool has_ns = c->has_ns;
+    bool has_ns = c->has_ns, copies = c->copy_mode;
     Lmid_t lmid = c->lmid;
+    if (copies) /* its copies are found by address (copies_owner) */
+        atomic_store(&c->py_state_dict, dict);
     pthread_mutex_unlock(&c->lock);
+    if (copies)
+        return 0;
     if (!has_ns) {
         set_error(VLCS_E_INVALID,
                   "Error giving context '%s' its interpreter dict: it has no namespace yet (load "
@@ -223,15 +227,20 @@ static int hook_del_item_string(obj d, const char *key)
     return is_table(d) ? with_str_key(py.del, d, key) : real.del_item_string(d, key);
 }
 
-/* The dict of the caller's namespace, found by the address the call
- * returns to (the extension module that asked); the interpreter's own for
- * the base and for namespaces without one. */
+/* The dict of the caller's namespace (or copy-mode context), found by the
+ * address the call returns to (the extension module that asked); the
+ * interpreter's own for the base and for contexts without one. */
 __attribute__((noinline)) static obj hook_state_dict(obj interp)
 {
     struct link_map *m = object_at(__builtin_return_address(0));
     Lmid_t lmid = LM_ID_BASE;
     if (m != NULL && dlinfo(m, RTLD_DI_LMID, &lmid) == 0 && lmid != LM_ID_BASE) {
         obj d = atomic_load(&state_dicts[ns_slot(lmid)]);
+        if (d != NULL)
+            return d;
+    } else if (m != NULL) { /* a copy-mode context's copy, in the base namespace */
+        vlcs_ctx *c = copies_owner(m);
+        obj d = c != NULL ? atomic_load(&c->py_state_dict) : NULL;
         if (d != NULL)
             return d;
     }

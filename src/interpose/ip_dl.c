@@ -59,6 +59,9 @@ typedef int (*dl_iterate_phdr_fn)(iterate_cb, void *);
 
 IP_EXPORT int dl_iterate_phdr(iterate_cb callback, void *data)
 {
+    const struct vlcs_ip_api *a = __atomic_load_n(&vlcs_ip, __ATOMIC_ACQUIRE);
+    if (a != NULL && a->iterate_phdr != NULL) /* copy mode: the base namespace holds all */
+        return a->iterate_phdr(a->ctx, callback, data);
     NEXT(dl_iterate_phdr_fn, dl_iterate_phdr);
     int rc = next_dl_iterate_phdr(callback, data);
     __asm__ volatile("" ::: "memory"); /* keeps the call a call */
