@@ -389,10 +389,11 @@ struct item {
     char origin[PATH_MAX];
     struct elf_names names;
     int existing; /* index of the context's copy, or -1: a new one */
+    int loader;   /* the item that first needed it, -1: the one asked for */
     char renamed[256];
     int dep[ELF_MAX_NEEDED]; /* per DT_NEEDED: the item it names, -1: process-wide */
     int fd;
-    struct elf_rename rn[1 + ELF_MAX_NEEDED]; /* what its copy changed */
+    struct elf_rename *rn; /* what its copy changed: names, unique symbols' bindings */
     size_t nrn;
 };
 
@@ -427,6 +428,7 @@ static void *load_tree(vlcs_ctx *c, const char *real, const char *shown)
     snprintf(items[0].origin, sizeof items[0].origin, "%s", real);
     items[0].existing = -1;
     items[0].fd = -1;
+    items[0].loader = -1;
     n = 1;
     /* Breadth first: each item read, its names resolved as ld.so would
      * from the original file, new ones queued. */
@@ -458,7 +460,11 @@ static void *load_tree(vlcs_ctx *c, const char *real, const char *shown)
             if (process_wide(need))
                 continue;
             char dep[PATH_MAX];
-            if (elf_resolve(need, &it->names, it->origin, dep) != 0) {
+            struct elf_from chain[64];
+            size_t nchain = 0;
+            for (int j = (int)i; j >= 0 && nchain < 64; j = items[j].loader)
+                chain[nchain++] = (struct elf_from){&items[j].names, items[j].origin};
+            if (elf_resolve(need, chain, nchain, dep) != 0) {
                 snprintf(why, sizeof why, "%s needs %s, which cannot be found", it->origin, need);
                 code = VLCS_E_NOT_FOUND;
                 break;
@@ -475,6 +481,7 @@ static void *load_tree(vlcs_ctx *c, const char *real, const char *shown)
                 snprintf(items[n].origin, sizeof items[n].origin, "%s", dep);
                 items[n].existing = find_copy(cs, dep);
                 items[n].fd = -1;
+                items[n].loader = (int)i;
                 n++;
             }
             it->dep[k] = (int)j;
@@ -485,8 +492,22 @@ static void *load_tree(vlcs_ctx *c, const char *real, const char *shown)
         struct item *it = &items[i];
         if (it->existing >= 0)
             continue;
-        struct elf_rename *rn = it->rn;
+        struct elf_rename *unique = NULL;
+        int ufd = open(it->origin, O_RDONLY | O_CLOEXEC);
+        size_t nunique = ufd >= 0 ? elf_unique_symbols(ufd, &it->names, &unique) : 0;
+        if (ufd >= 0)
+            close(ufd);
+        struct elf_rename *rn = it->rn = malloc((1 + ELF_MAX_NEEDED + nunique) * sizeof *rn);
+        if (rn == NULL) {
+            free(unique);
+            snprintf(why, sizeof why, "out of memory");
+            code = VLCS_E_SYSTEM;
+            break;
+        }
         size_t nr = 0;
+        for (size_t k = 0; k < nunique; k++)
+            rn[nr++] = unique[k];
+        free(unique);
         if (it->renamed[0])
             rn[nr++] = (struct elf_rename){it->names.strtab_off + it->names.soname, it->renamed};
         for (size_t k = 0; k < it->names.nneeded && code == VLCS_OK; k++) {
@@ -606,6 +627,7 @@ out:
             close(items[i].fd);
         if (items[i].names.strtab != NULL)
             elf_names_free(&items[i].names);
+        free(items[i].rn);
     }
     free(items);
     return h;
@@ -616,7 +638,7 @@ void *copies_load(vlcs_ctx *c, const char *path)
     char real[PATH_MAX];
     if (process_wide(path)) /* the process's own, as the base has it */
         return dlopen(path, RTLD_NOW | RTLD_LOCAL);
-    if (elf_resolve(path, NULL, NULL, real) != 0) {
+    if (elf_resolve(path, NULL, 0, real) != 0) {
         if (strchr(path, '/') != NULL)
             set_error(VLCS_E_NOT_FOUND, "Error loading %s into context '%s': %s", path, c->name,
                       strerror(errno));
@@ -682,7 +704,8 @@ static void *copy_dlopen(vlcs_ctx *c, const char *file, int mode, const void *ca
             close(fd);
     }
     void *h = NULL;
-    if (elf_resolve(file, have_from ? &from : NULL, from_path, real) == 0) {
+    struct elf_from chain = {&from, from_path};
+    if (elf_resolve(file, &chain, have_from ? 1 : 0, real) == 0) {
         h = load_tree(c, real, base_name(file));
         if (h == NULL)
             dlerror_set(vlcs_error());

@@ -18,6 +18,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <link.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -140,6 +141,15 @@ int elf_names_read(int fd, const char *path, struct elf_names *e, char *why, siz
         return VLCS_E_INVALID;
     }
     e->strsz = strsz;
+    /* .dynsym's extent: its section header (a stripped library keeps them) */
+    ElfW(Shdr) sh;
+    for (size_t i = 0; eh.e_shentsize == sizeof sh && i < eh.e_shnum && i < 4096; i++)
+        if (read_at(fd, &sh, sizeof sh, (off_t)(eh.e_shoff + i * sizeof sh)) == 0 &&
+            sh.sh_type == SHT_DYNSYM && sh.sh_entsize == sizeof(ElfW(Sym))) {
+            e->dynsym_off = sh.sh_offset;
+            e->ndynsym = sh.sh_size / sizeof(ElfW(Sym));
+            break;
+        }
     if ((e->strtab = malloc(strsz + 1)) == NULL) {
         snprintf(why, size, "out of memory");
         return VLCS_E_SYSTEM;
@@ -274,26 +284,39 @@ static bool search_list(const char *list, const char *origin, const char *name, 
     return false;
 }
 
-int elf_resolve(const char *name, const struct elf_names *from, const char *from_path,
-                char *out)
+/* The folder of path, for $ORIGIN. */
+static void origin_of(const char *path, char *out, size_t size)
+{
+    snprintf(out, size, "%s", path ? path : "");
+    char *slash = strrchr(out, '/');
+    if (slash != NULL)
+        *(slash == out ? slash + 1 : slash) = '\0';
+}
+
+int elf_resolve(const char *name, const struct elf_from *chain, size_t nchain, char *out)
 {
     if (strchr(name, '/') != NULL) /* as given: reading it says what is wrong with it */
         return realpath(name, out) != NULL ? 0 : -1;
-    char origin[PATH_MAX] = "";
-    if (from_path != NULL) {
-        snprintf(origin, sizeof origin, "%s", from_path);
-        char *slash = strrchr(origin, '/');
-        if (slash != NULL)
-            *(slash == origin ? slash + 1 : slash) = '\0';
+    char origin[PATH_MAX];
+    const char *runpath = nchain ? elf_str(chain[0].e, chain[0].e->runpath) : NULL;
+    /* DT_RPATH of the object and of the objects that loaded it, in turn
+     * (auditwheel's libraries find their neighbours so), unless the object
+     * has a DT_RUNPATH */
+    for (size_t i = 0; runpath == NULL && i < nchain; i++) {
+        const char *rpath = elf_str(chain[i].e, chain[i].e->rpath);
+        if (rpath == NULL)
+            continue;
+        origin_of(chain[i].path, origin, sizeof origin);
+        if (search_list(rpath, origin, name, out))
+            return 0;
     }
-    const char *runpath = from ? elf_str(from, from->runpath) : NULL;
-    const char *rpath = from ? elf_str(from, from->rpath) : NULL;
-    if (runpath == NULL && rpath != NULL && search_list(rpath, origin, name, out))
-        return 0;
     if (search_list(getenv("LD_LIBRARY_PATH"), NULL, name, out))
         return 0;
-    if (runpath != NULL && search_list(runpath, origin, name, out))
-        return 0;
+    if (runpath != NULL) {
+        origin_of(chain[0].path, origin, sizeof origin);
+        if (search_list(runpath, origin, name, out))
+            return 0;
+    }
     const char *cached = cache_lookup(name);
     if (cached != NULL && usable(cached, out))
         return 0;
@@ -373,6 +396,48 @@ int elf_new_name(const char *old, unsigned long serial, char *out, size_t size)
         serial /= 36;
     }
     return serial == 0 ? 0 : -1;
+}
+
+/* STB_GNU_UNIQUE symbols (C++ template statics, inline functions' statics)
+ * are bound once per namespace, to the first definition loaded, whatever
+ * the scope: every context's copy would share the first one's (torch's
+ * dispatcher registered each copy's kernels twice).  In a copy they become
+ * STB_GLOBAL: resolved in the context's own scope, as in a namespace of its
+ * own.  Returns the bytes to rewrite (*out, malloc'd), 0 if none. */
+size_t elf_unique_symbols(int fd, const struct elf_names *e, struct elf_rename **out)
+{
+    static const char global[16][2] = {
+#define G(t) {(char)ELF64_ST_INFO(STB_GLOBAL, t), 0}
+        G(0), G(1), G(2), G(3), G(4), G(5), G(6), G(7),
+        G(8), G(9), G(10), G(11), G(12), G(13), G(14), G(15)
+#undef G
+    };
+    *out = NULL;
+    size_t n = 0, cap = 0;
+    ElfW(Sym) chunk[512];
+    for (uint64_t i = 0; i < e->ndynsym; i += 512) {
+        size_t k = e->ndynsym - i < 512 ? (size_t)(e->ndynsym - i) : 512;
+        if (read_at(fd, chunk, k * sizeof *chunk, (off_t)(e->dynsym_off + i * sizeof *chunk)) != 0)
+            break;
+        for (size_t j = 0; j < k; j++) {
+            if (ELF64_ST_BIND(chunk[j].st_info) != STB_GNU_UNIQUE)
+                continue;
+            if (n == cap) {
+                cap = cap ? cap * 2 : 64;
+                struct elf_rename *grown = realloc(*out, cap * sizeof **out);
+                if (grown == NULL) { /* the copy keeps them: shared, as before */
+                    free(*out);
+                    *out = NULL;
+                    return 0;
+                }
+                *out = grown;
+            }
+            (*out)[n++] = (struct elf_rename){
+                e->dynsym_off + (i + j) * sizeof *chunk + offsetof(ElfW(Sym), st_info),
+                global[ELF64_ST_TYPE(chunk[j].st_info)]};
+        }
+    }
+    return n;
 }
 
 /* ---- code pages shared with the file -------------------------------------- */

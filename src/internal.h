@@ -303,8 +303,9 @@ HIDDEN struct cpuview *ctx_view(const vlcs_ctx *c);
 /* The CPUs the process may use, read once at init. */
 HIDDEN const vmask *process_mask(void);
 HIDDEN void registry_set_process_mask(const vmask *m);
-/* Room for one more element in a doubling array (*arr: *cap elements of
- * elem bytes, n in use): 0, or -1 when out of memory (the array unchanged). */
+/* Room for element n in a doubling array (*arr: *cap elements of
+ * elem bytes; n is usually the count in use): 0, or -1 when out of memory (the
+ * array unchanged). */
 HIDDEN int array_grow(void **arr, size_t *cap, size_t n, size_t elem);
 /* The file name of a path: "libfoo.so" of "/usr/lib/libfoo.so". */
 HIDDEN const char *base_name(const char *path);
@@ -386,6 +387,7 @@ struct elf_names {
     size_t nneeded;
     ElfW(Phdr) phdr[64]; /* its program headers */
     size_t nphdr;
+    uint64_t dynsym_off, ndynsym; /* .dynsym, from the section headers (0: none found) */
     bool textrel; /* code that relocations write to: no page of it is the file's */
 };
 struct elf_rename {
@@ -395,11 +397,16 @@ struct elf_rename {
 HIDDEN int elf_names_read(int fd, const char *path, struct elf_names *e, char *why, size_t size);
 HIDDEN void elf_names_free(struct elf_names *e);
 HIDDEN const char *elf_str(const struct elf_names *e, uint64_t off);
-HIDDEN int elf_resolve(const char *name, const struct elf_names *from, const char *from_path,
-                       char *out);
+struct elf_from { /* an object that needs a library, and its file */
+    const struct elf_names *e;
+    const char *path;
+};
+/* chain: the object that needs name, then the object that loaded it, ... */
+HIDDEN int elf_resolve(const char *name, const struct elf_from *chain, size_t nchain, char *out);
 HIDDEN int elf_copy(const char *path, const char *label, const struct elf_rename *renames, size_t n,
                     char *why, size_t size);
 HIDDEN int elf_new_name(const char *old, unsigned long serial, char *out, size_t size);
+HIDDEN size_t elf_unique_symbols(int fd, const struct elf_names *e, struct elf_rename **out);
 HIDDEN size_t elf_share_pages(const struct elf_names *e, const char *origin, int copy_fd,
                               uintptr_t base, const struct elf_rename *renames, size_t nrenames);
 HIDDEN int copies_create(vlcs_ctx *c); /* with c->lock held */

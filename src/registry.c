@@ -191,6 +191,8 @@ int array_grow(void **arr, size_t *cap, size_t n, size_t elem)
     if (n < *cap)
         return 0;
     size_t ncap = *cap ? 2 * *cap : 8;
+    while (ncap <= n) /* room for index n, however far past the end */
+        ncap *= 2;
     void *p = realloc(*arr, ncap * elem);
     if (p == NULL)
         return -1;

@@ -44,7 +44,7 @@ from vlcs._isolation import registries as _registries
 from vlcs._isolation import threads as _threads
 from vlcs._isolation import views as _views
 from vlcs._isolation.extension import python_service
-from vlcs._isolation.linkmap import namespace_objects
+from vlcs._isolation.linkmap import namespace_files, namespace_objects, namespace_root
 from vlcs._lib import c_string, check, enter_binding, fail, forged_files, last_error, lib
 
 # vlcs_mode (vlcs.h)
@@ -176,10 +176,10 @@ class VLC:
         if not handle:
             fail()
         self._handle: int | None = handle
-        # Python's imports need a namespace of its own (its libpython
-        # forwarder, its interpreter dict): not yet made for copy mode,
-        # which C contexts past glibc's 15 namespaces take (docs/copy-mode.md).
-        if lib().vlcs_ctx_set_mode(handle, _MODE_NAMESPACE) != 0:
+        # A Python of its own is a libpython in a namespace of its own; other
+        # contexts take one while glibc has one free, then copies
+        # (docs/copy-mode.md).
+        if python == "own" and lib().vlcs_ctx_set_mode(handle, _MODE_NAMESPACE) != 0:
             lib().vlcs_ctx_destroy(handle)
             fail()
         self._closing = False
@@ -504,8 +504,17 @@ class VLC:
         )
 
     def libraries(self) -> list[str]:
-        """Paths of every shared object in the context's namespace."""
-        return namespace_objects(self._any_handle) if self._any_handle else []
+        """Paths of every shared object in the context's namespace (in copy
+        mode: the files of its copies)."""
+        if not self._any_handle:
+            return []
+        if lib().vlcs_ctx_mode(self._h) == _MODE_COPIES:
+            out, i = [], 0
+            while (path := lib().vlcs_ctx_object(self._h, i)) is not None:
+                out.append(path.decode(errors="replace"))
+                i += 1
+            return out
+        return namespace_objects(self._any_handle)
 
     def _controllers(self, user_api: str | None = None) -> list[libraries.LibraryController]:
         """A controller for each known library copy in the context (call inside it)."""
@@ -751,6 +760,30 @@ class _NativeSide:
 
     def load_handle(self, path: str | bytes) -> int:
         return self._ctx._load_handle(path)
+
+    def scope_handle(self) -> int:
+        ctx = self._ctx
+        handle = ctx._any_handle or ctx._load_handle("libc.so.6")
+        if lib().vlcs_ctx_mode(ctx._h) == _MODE_COPIES:
+            scope = lib().vlcs_ctx_scope(ctx._h)
+            if not scope:
+                fail()
+            return int(scope)
+        return namespace_root(handle)
+
+    def loaded_handle(self, name: str) -> int | None:
+        ctx = self._ctx
+        if ctx._any_handle is None:
+            return None
+        if lib().vlcs_ctx_mode(ctx._h) == _MODE_COPIES:
+            h = lib().vlcs_ctx_loaded(ctx._h, os.fsencode(name))
+            return int(h) if h else None
+        files = namespace_files(ctx._any_handle)
+        if os.sep in name:
+            path = files.get(os.path.realpath(name))
+        else:
+            path = next((p for p in files.values() if os.path.basename(p) == name), None)
+        return ctx._load_handle(path) if path is not None else None
 
     def load_dll(self, path: str) -> ctypes.CDLL:
         return self._ctx._load(path)

@@ -23,7 +23,6 @@ from typing import Any
 
 from vlcs._errors import VlcsError
 from vlcs._isolation import owners as _owners
-from vlcs._isolation.linkmap import namespace_files, namespace_root
 from vlcs._isolation.owners import NativeSide
 
 _real_dlopen = ctypes._dlopen  # type: ignore[attr-defined]
@@ -47,7 +46,7 @@ def _dlopen(name: Any, mode: int = ctypes.DEFAULT_MODE) -> int:
             # the services (libpython) and libc.
             native = owner.native
             native.keep_native("ctypes.CDLL(None)")
-            return namespace_root(native.namespace_handle() or native.load_handle("libc.so.6"))
+            return native.scope_handle()
         # Handles made here are the context code's own CDLL objects, which
         # its modules may keep: the namespace stays when the context closes.
         if mode & os.RTLD_NOLOAD:
@@ -63,17 +62,11 @@ def _dlopen(name: Any, mode: int = ctypes.DEFAULT_MODE) -> int:
 
 
 def _loaded_in(native: NativeSide, name: str) -> int:
-    """dlopen(name, RTLD_NOLOAD) in the context's namespace: its handle if
-    the namespace has it (threadpoolctl opens each library it found so)."""
-    handle = native.namespace_handle()
+    """dlopen(name, RTLD_NOLOAD) in the context: its handle if the context
+    has it (threadpoolctl opens each library it found so)."""
+    handle = native.loaded_handle(name)
     if handle is not None:
-        files = namespace_files(handle)
-        if os.sep in name:
-            path = files.get(os.path.realpath(name))
-        else:
-            path = next((p for p in files.values() if os.path.basename(p) == name), None)
-        if path is not None:
-            return native.load_handle(path)
+        return handle
     raise OSError(f"{name}: not loaded in context '{native.name}' (RTLD_NOLOAD)")
 
 

@@ -65,6 +65,16 @@ class NativeSide(Protocol):
         """vlcs_ctx_load's handle of path in the namespace; raises on failure."""
         ...
 
+    def scope_handle(self) -> int:
+        """A handle whose lookups find the context's interposer first, then
+        its services and libc: the program and libc as its code sees them."""
+        ...
+
+    def loaded_handle(self, name: str) -> int | None:
+        """The context's handle of a library it has loaded (by path or file
+        name), as dlopen(RTLD_NOLOAD) would give; None if it has not."""
+        ...
+
     def load_dll(self, path: str) -> ctypes.CDLL:
         """path loaded into the namespace, as a ctypes library."""
         ...
