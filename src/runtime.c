@@ -440,7 +440,11 @@ static int ctx_place(vlcs_ctx *c)
         return copies_create(c);
     if (ns_create(c) == 0)
         return 0;
-    if (mode == VLCS_MODE_AUTO && !needs_ns && vlcs_errlimit() == VLCS_LIMIT_NAMESPACES)
+    /* no namespace left, or no static TLS left for another libc: copies
+     * need neither (only their libraries' own TLS) */
+    int limit = vlcs_errlimit();
+    if (mode == VLCS_MODE_AUTO && !needs_ns &&
+        (limit == VLCS_LIMIT_NAMESPACES || limit == VLCS_LIMIT_STATIC_TLS))
         return copies_create(c);
     return -1;
 }

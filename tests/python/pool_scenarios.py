@@ -265,28 +265,35 @@ def dask_case() -> dict:
     }
 
 
-def limit_case() -> dict:
-    """More workers than glibc's namespaces allow: a clear error, and a pool
-    of the size it names works afterwards."""
+def many_workers_case() -> dict:
+    """More workers than glibc has namespaces: those past them hold renamed
+    copies (copy mode), each with its own numpy."""
     import numpy as np  # noqa: F401
 
     before = dict(sys.modules)
-    out: dict = {}
+    n = 24
+    started_r, started_w = os.pipe()
+    go_r, go_w = os.pipe()
+    with vlcs.ContextPoolExecutor(n, env={"OPENBLAS_NUM_THREADS": "1"}) as pool:
+        futures = [pool.submit(pool_tasks.worker_facts, started_w, go_r) for _ in range(n)]
+        for _ in range(n):  # every worker holds one task: one per worker
+            os.read(started_r, 1)
+        os.write(go_w, b"g" * n)
+        facts = [f.result() for f in futures]
+    for fd in (started_r, started_w, go_r, go_w):
+        os.close(fd)
+    out: dict = {
+        "workers": len({f["name"] for f in facts}),
+        "modes": sorted({f["mode"] for f in facts}),
+        "copy_mode_workers": sum(f["mode"] == "copies" for f in facts),
+        "numpys": len({f["numpy"] for f in facts} | {id(np)}),
+        "dots": sorted({f["dot"] for f in facts}),
+        "threads": sorted({f["threads"] for f in facts}),
+    }
     try:
-        vlcs.ContextPoolExecutor(16)
+        vlcs.ContextPoolExecutor(16, python="own")
     except vlcs.VlcsLimitError as e:
-        out["sixteen"] = str(e)
-    try:
-        vlcs.ContextPoolExecutor(15)
-        out["fifteen"] = "made"
-    except vlcs.VlcsLimitError as e:
-        out["fifteen"] = str(e)
-    fits = None
-    if out["fifteen"] != "made":
-        fits = int(out["fifteen"].split("use max_workers=")[1].split()[0])
-        with vlcs.ContextPoolExecutor(fits) as pool:
-            out["fits_works"] = sorted(pool.map(abs, range(-fits, 0)))
-    out["fits"] = fits
+        out["own_sixteen"] = str(e)
     out["contexts_left"] = len(vlcs.info()["contexts"])
     out.update(_base_facts(before))
     return out

@@ -98,8 +98,11 @@ print(json.dumps({
 def test_namespace_exhaustion_is_a_limit_error_naming_the_limit():
     # Namespaces are never given back, so this runs in a process of its own,
     # without vlcs run's tunables: glibc's own limits apply.
+    # VLCS_MODE=namespace: contexts past the limit would otherwise hold
+    # renamed copies instead (copy mode, test_copy_mode.py)
+    env = dict(os.environ, VLCS_MODE="namespace")
     out = subprocess.run(
-        [sys.executable, "-c", LIMIT], capture_output=True, text=True, check=True
+        [sys.executable, "-c", LIMIT], capture_output=True, text=True, check=True, env=env
     ).stdout
     import json
 

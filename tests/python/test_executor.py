@@ -167,11 +167,13 @@ def test_dask_workers_run_annotated_tasks_in_contexts():
     base_untouched(r)
 
 
-def test_more_workers_than_fit_say_how_many_do():
-    r = run_case("limit", "pool_scenarios.py")
-    assert "at most 15" in r["sixteen"]
-    if "GLIBC_TUNABLES" not in os.environ:
-        assert "use max_workers=" in r["fifteen"] and "vlcs run" in r["fifteen"]
-        assert r["fits_works"] == list(range(1, r["fits"] + 1))
-    assert r["contexts_left"] == 0 or r["fifteen"] == "made"
+def test_more_workers_than_glibc_has_namespaces_hold_copies():
+    r = run_case("many_workers", "pool_scenarios.py")
+    assert r["workers"] == 24
+    assert r["copy_mode_workers"] >= 24 - 15 and r["modes"] == ["copies", "namespace"]
+    assert r["numpys"] == 25  # each worker's own, and the base's
+    assert r["dots"] == [285.0] and r["threads"] == [1]
+    # a Python of its own per worker needs a namespace: still at most 15
+    assert "at most 15" in r["own_sixteen"]
+    assert r["contexts_left"] == 0
     base_untouched(r)

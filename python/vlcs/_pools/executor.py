@@ -374,8 +374,9 @@ class ContextPoolExecutor(concurrent.futures.Executor):
     """``ProcessPoolExecutor`` with contexts as its workers.
 
     max_workers: how many workers (contexts), by default one per CPU of
-        ``cpus``; at most 15 (glibc's linker namespaces, fewer without
-        ``vlcs run``: the error says how many fit).
+        ``cpus``.  The first 15 get linker namespaces of their own (fewer
+        without ``vlcs run``), the others renamed copies of their libraries
+        (copy mode, docs/copy-mode.md); with ``python="own"``, at most 15.
     mp_context: accepted for drop-in use and ignored (there are no processes).
     initializer, initargs: run as ``initializer(*initargs)`` in each
         worker's context before its first task (the workers start with the
@@ -385,9 +386,8 @@ class ContextPoolExecutor(concurrent.futures.Executor):
         (:class:`BrokenContextPool`).
     max_tasks_per_child: after that many tasks a worker's context is closed
         and a fresh one made (its modules imported afresh).  A context that
-        imported extension modules keeps its namespace, so this can be done
-        about a dozen times in a process, then the pool breaks with a
-        message saying so.
+        imported extension modules keeps its namespace (or its copies), so
+        each renewal keeps that memory for the rest of the process.
     cpus: the CPUs of the pool, split evenly among the workers (a CPU list
         like "0-3" or CPU ids; default: every CPU the process may use), or
         one CPU list per worker (["0", "1"]); places like "numa:0" too.
@@ -446,11 +446,12 @@ class ContextPoolExecutor(concurrent.futures.Executor):
             raise TypeError("initializer must be a callable")
         homes, every = _homes(cpus, max_workers, places)
         n = len(homes)
-        if n > _MAX_NAMESPACES:
+        if python == "own" and n > _MAX_NAMESPACES:
             raise VlcsLimitError(
-                f"ContextPoolExecutor(max_workers={n}): glibc allows at most {_MAX_NAMESPACES} "
-                f"contexts in a process (16 linker namespaces, one the base's); use "
-                f"max_workers={_MAX_NAMESPACES} or fewer, or processes beyond that",
+                f"ContextPoolExecutor(max_workers={n}, python='own'): a Python of its own "
+                f"lives in a linker namespace, and glibc allows at most {_MAX_NAMESPACES} "
+                f"(16, one the base's); use max_workers={_MAX_NAMESPACES} or fewer, or "
+                f"python='shared' beyond that",
                 limit=Limit.NAMESPACES,
             )
         if env is None or isinstance(env, Mapping):

@@ -76,6 +76,25 @@ def handshake(started_fd: int, go_fd: int) -> bytes:
     return os.read(go_fd, 1)
 
 
+def worker_facts(started_fd: int, go_fd: int) -> dict:
+    """Its context, its numpy and a product computed with it, once every
+    worker runs one (the caller reads a start from each, then lets all go:
+    pipes, no sleeps)."""
+    import numpy
+    import vlcs
+
+    os.write(started_fd, b"s")
+    os.read(go_fd, 1)
+    ctx = vlcs.current()
+    return {
+        "name": ctx.name,
+        "mode": ctx.mode,
+        "numpy": id(numpy),
+        "dot": float(numpy.arange(10.0) @ numpy.arange(10.0)),
+        "threads": ctx.threadpools()[0]["num_threads"],
+    }
+
+
 def h5_job(path: str, seed: int) -> dict:
     """Write gzip-compressed datasets with this context's h5py, read them back."""
     import h5py

@@ -1,0 +1,105 @@
+"""Python contexts in copy mode (docs/copy-mode.md): past glibc's namespaces,
+or all of them with VLCS_MODE=copies.  Each case runs in a fresh interpreter
+(namespaces and copies are per process); every case checks the base after."""
+
+from __future__ import annotations
+
+from test_imports import needs, needs_two, run_code
+
+PAST_THE_NAMESPACES = """
+import json, os, vlcs
+import numpy as base_np, scipy.linalg as base_la
+from threadpoolctl import threadpool_info
+N = 32
+a = base_np.arange(16.0).reshape(4, 4) + base_np.eye(4) * 10
+want = base_la.inv(a).tolist()
+base_pools_before = [(d["internal_api"], d["num_threads"]) for d in threadpool_info()]
+ctxs = [vlcs.VLC(cpus=str(i % 2), name=f"c{i}", env={"VLCS_WHO": f"c{i}"}) for i in range(N)]
+facts = []
+for c in ctxs:
+    with c:
+        import numpy, scipy.linalg
+        from threadpoolctl import threadpool_info as tp
+        facts.append({
+            "mode": c.mode,
+            "numpy": id(numpy),
+            "same": scipy.linalg.inv(numpy.asarray(a)).tolist() == want,
+            "pools": sorted({(d["internal_api"], d["num_threads"]) for d in tp()}),
+            "cpu_count": os.cpu_count(),
+            "who": os.environ.get("VLCS_WHO"),
+            "pools_vlcs": sorted({p["num_threads"] for p in c.threadpools()}),
+        })
+print(json.dumps({
+    "copies": sum(f["mode"] == "copies" for f in facts),
+    "numpys": len({f["numpy"] for f in facts} | {id(base_np)}),
+    "all_same": all(f["same"] for f in facts),
+    "pools": sorted({tuple(map(tuple, f["pools"])) for f in facts}),
+    "pools_vlcs": sorted({tuple(f["pools_vlcs"]) for f in facts}),
+    "cpu_counts": sorted({f["cpu_count"] for f in facts}),
+    "who": [f["who"] for f in facts] == [f"c{i}" for i in range(N)],
+    "base_inv": base_la.inv(a).tolist() == want,
+    "base_cpu_count": os.cpu_count(),
+    "base_who": os.environ.get("VLCS_WHO"),
+    "base_pools": [(d["internal_api"], d["num_threads"]) for d in threadpool_info()]
+    == base_pools_before,
+}))
+"""
+
+
+@needs_two
+@needs("scipy")
+@needs("threadpoolctl")
+def test_32_contexts_import_numpy_and_scipy_each_its_own():
+    r = run_code(PAST_THE_NAMESPACES, timeout=600)
+    assert r["copies"] >= 32 - 15, r  # past glibc's namespaces
+    assert r["numpys"] == 33  # 32 copies and the base's
+    assert r["all_same"] and r["base_inv"]
+    # threadpoolctl inside a copy-mode context finds its own OpenBLAS
+    # copies (numpy's, scipy's), sized by the context's one CPU
+    assert r["pools"] == [[["openblas", 1]]], r["pools"]
+    assert r["pools_vlcs"] == [[1]]
+    assert r["cpu_counts"] == [1] and r["who"]
+    assert r["base_cpu_count"] == 2 and r["base_who"] is None and r["base_pools"]
+
+
+EVERY_CONTEXT_IN_COPIES = """
+import json, vlcs
+import numpy as base_np
+facts = {}
+for name, cpu in (("a", "0"), ("b", "1")):
+    ctx = vlcs.VLC(cpus=cpu, name=name)
+    with ctx:
+        import pandas, sklearn
+        from sklearn.linear_model import LogisticRegression
+        import numpy
+        X = numpy.array([[0.0], [1.0], [2.0], [3.0]])
+        y = numpy.array([0, 0, 1, 1])
+        model = LogisticRegression().fit(X, y)
+        df = pandas.DataFrame({"k": ["x", "y", "x"], "v": [1, 2, 3]})
+        facts[name] = {
+            "mode": ctx.mode,
+            "pred": [int(p) for p in model.predict(X)],
+            "groupby": {k: int(v) for k, v in df.groupby("k")["v"].sum().items()},
+            "ids": [id(pandas), id(sklearn), id(numpy)],
+        }
+import pandas as base_pd
+print(json.dumps({
+    "modes": [facts[n]["mode"] for n in "ab"],
+    "preds": [facts[n]["pred"] for n in "ab"],
+    "groupbys": [facts[n]["groupby"] for n in "ab"],
+    "distinct": len({i for n in "ab" for i in facts[n]["ids"]}) == 6
+    and id(base_np) not in facts["a"]["ids"],
+    "base_pandas": bool(base_pd.DataFrame({"v": [1, 2]})["v"].sum() == 3),
+}))
+"""
+
+
+@needs_two
+@needs("pandas")
+@needs("sklearn")
+def test_pandas_and_sklearn_in_two_copy_mode_contexts():
+    r = run_code(EVERY_CONTEXT_IN_COPIES, VLCS_MODE="copies", timeout=600)
+    assert r["modes"] == ["copies", "copies"]
+    assert r["preds"] == [[0, 0, 1, 1], [0, 0, 1, 1]]
+    assert r["groupbys"] == [{"x": 4, "y": 2}, {"x": 4, "y": 2}]
+    assert r["distinct"] and r["base_pandas"]
