@@ -58,13 +58,18 @@ struct copyset {
 
 static _Atomic unsigned long serial;
 
-/* glibc's own libraries and the Service context's: one copy per process,
- * shared by every context (a service is the base's object, which a copy in
- * the base namespace reaches by its unchanged name). */
+/* glibc's own libraries: one copy per process, shared by every context. */
+static bool glibc_own(const char *name);
+
+/* ... and the Service context's (a service is the base's object, which a
+ * copy in the base namespace reaches by its unchanged name). */
 static bool process_wide(const char *name)
 {
-    if (services_has(name))
-        return true;
+    return services_has(name) || glibc_own(name);
+}
+
+static bool glibc_own(const char *name)
+{
     static const char *const prefixes[] = {
         "libc.so",  "libm.so",   "libpthread.so", "libdl.so",          "librt.so",
         "libresolv.so", "libutil.so", "libanl.so", "libmvec.so",       "libBrokenLocale.so",
@@ -633,11 +638,30 @@ out:
     return h;
 }
 
+/* glibc as the context's code sees it: a new reference to its interposer,
+ * whose lookups find its definitions first (getenv answers the context's
+ * variables), then the process's glibc, which the interposer links. */
+static void *glibc_scope(vlcs_ctx *c)
+{
+    char ip[FD_PATH_SIZE];
+    fd_path(ip, sizeof ip, c->copyset->ip_fd);
+    return dlopen(ip, RTLD_NOW | RTLD_NOLOAD);
+}
+
 void *copies_load(vlcs_ctx *c, const char *path)
 {
     char real[PATH_MAX];
-    if (process_wide(path)) /* the process's own, as the base has it */
-        return dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    void *h = glibc_own(path)      ? glibc_scope(c)
+              : process_wide(path) ? dlopen(path, RTLD_NOW | RTLD_LOCAL) /* a service */
+                                   : NULL;
+    if (h != NULL) {
+        if (ns_note_handle(c, h) == 0)
+            return h;
+        dlclose(h);
+        set_error(VLCS_E_SYSTEM, "Error loading %s into context '%s': out of memory",
+                  base_name(path), c->name);
+        return NULL;
+    }
     if (elf_resolve(path, NULL, 0, real) != 0) {
         if (strchr(path, '/') != NULL)
             set_error(VLCS_E_NOT_FOUND, "Error loading %s into context '%s': %s", path, c->name,
@@ -649,7 +673,7 @@ void *copies_load(vlcs_ctx *c, const char *path)
         return NULL;
     }
     pthread_mutex_lock(&c->copyset->lock);
-    void *h = load_tree(c, real, base_name(path));
+    h = load_tree(c, real, base_name(path));
     pthread_mutex_unlock(&c->copyset->lock);
     /* the caller's reference, closed with the context as a namespace's */
     if (h != NULL && ns_note_handle(c, h) != 0) {
@@ -686,6 +710,8 @@ static void *copy_dlopen(vlcs_ctx *c, const char *file, int mode, const void *ca
     (void)mode; /* RTLD_GLOBAL would put a copy into the base's global scope */
     struct copyset *cs = c->copyset;
     char real[PATH_MAX];
+    if (glibc_own(file))
+        return glibc_scope(c);
     if (process_wide(file))
         return dlopen(file, mode & ~RTLD_GLOBAL);
     pthread_mutex_lock(&cs->lock);

@@ -143,6 +143,16 @@ int main(int argc, char **argv)
     }
     CHECK(getenv("VLCS_COPY_TEST") == NULL, "the base's environment is untouched");
 
+    /* glibc loaded into the context by name: the process's, seen through
+     * the context's interposer (its getenv is the context's), libm too */
+    for (int i = 15; i < N; i += 11) {
+        void *libc = vlcs_ctx_load(x[i].c, "libc.so.6"), *libm = vlcs_ctx_load(x[i].c, "libm.so.6");
+        CHECK(libc != NULL && libm != NULL, "glibc in context %d", i);
+        snprintf(val, sizeof val, "value-%d", i);
+        CHECK_STR(val, ((getenv_fn)sym(libc, "getenv"))("VLCS_COPY_TEST"), "libc's getenv");
+        CHECK(((double (*)(double))sym(libm, "cos"))(0.0) == 1.0, "libm's cos");
+    }
+
     /* One heap: a block a copy allocates is the process's malloc's (a
      * sanitizer's, in the sanitized builds), freed by the base. */
     for (int i = 0; i < N; i += 7) {

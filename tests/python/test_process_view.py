@@ -180,7 +180,8 @@ def test_a_probe_for_a_library_the_context_has_not_loaded_fails_in_the_context()
         out = {"fd_names": len(fd_names), "held": bool(want & set(held))}
         out["a"], out["base"] = a.submit(probe).result(), probe()
         print(json.dumps(out))
-        """
+        """,
+        VLCS_MODE="namespace",  # the names of a namespace's objects made in memory
     )
     assert r["fd_names"] >= 1 and r["held"], r
     assert r["a"] == "not loaded", r
