@@ -245,8 +245,13 @@ const char *copies_getenv(vlcs_ctx *c, const char *name) { return env_get(c, nam
 
 /* ---- making a context's copies ------------------------------------------- */
 
+static int owners_add(const char *path, vlcs_ctx *c);
+static void owners_remove(const char *path);
+
 static void copyset_free(struct copyset *cs)
 {
+    for (size_t i = 0; i < cs->ncopies; i++)
+        owners_remove(cs->copies[i].path);
     for (size_t i = 0; i < cs->ncopies; i++) {
         free(cs->copies[i].origin);
         free(cs->copies[i].renamed);
@@ -586,16 +591,42 @@ static void *load_tree(vlcs_ctx *c, const char *real, const char *shown)
         set_error(VLCS_E_SYSTEM, "Error loading %s into context '%s': out of memory", shown, c->name);
         goto out;
     }
+    /* whose copies they are, before their constructors run */
+    size_t registered = 0;
+    for (size_t i = 0; i < n; i++, registered = i) {
+        if (items[i].existing >= 0 || items[i].fd < 0)
+            continue;
+        char cpath[FD_PATH_SIZE];
+        fd_path(cpath, sizeof cpath, items[i].fd);
+        if (owners_add(cpath, c) != 0)
+            break;
+    }
     char rootpath[FD_PATH_SIZE];
     fd_path(rootpath, sizeof rootpath, root);
     dlerror();
-    void *rh = deep_open(rootpath);
+    void *rh = registered == n ? deep_open(rootpath) : NULL;
     if (rh == NULL) {
-        load_error(c, shown, dlerror());
+        if (registered == n)
+            load_error(c, shown, dlerror());
+        else
+            set_error(VLCS_E_SYSTEM, "Error loading %s into context '%s': out of memory", shown,
+                      c->name);
+        for (size_t i = 0; i < registered; i++)
+            if (items[i].existing < 0 && items[i].fd >= 0) {
+                char cpath[FD_PATH_SIZE];
+                fd_path(cpath, sizeof cpath, items[i].fd);
+                owners_remove(cpath);
+            }
         goto out;
     }
     if (ns_note_handle(c, rh) != 0) {
         dlclose(rh);
+        for (size_t i = 0; i < n; i++)
+            if (items[i].existing < 0 && items[i].fd >= 0) {
+                char cpath[FD_PATH_SIZE];
+                fd_path(cpath, sizeof cpath, items[i].fd);
+                owners_remove(cpath);
+            }
         set_error(VLCS_E_SYSTEM, "Error loading %s into context '%s': out of memory", shown, c->name);
         goto out;
     }
@@ -772,21 +803,52 @@ size_t copies_objects(vlcs_ctx *c, struct link_map **out, size_t cap)
     return n;
 }
 
+/* Which context each loaded copy is (by the name glibc knows it by): a
+ * table of its own, filled before a copy's constructors run (they may ask,
+ * through libpython's forwarder, whose interpreter dict they get), and
+ * read without any other lock held. */
+struct owner_rec {
+    char path[FD_PATH_SIZE];
+    vlcs_ctx *ctx;
+};
+static pthread_mutex_t owners_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct owner_rec *owners;
+static size_t nowners, capowners;
+
+static int owners_add(const char *path, vlcs_ctx *c)
+{
+    pthread_mutex_lock(&owners_lock);
+    int rc = array_grow((void **)&owners, &capowners, nowners, sizeof *owners);
+    if (rc == 0) {
+        snprintf(owners[nowners].path, sizeof owners[nowners].path, "%s", path);
+        owners[nowners++].ctx = c;
+    }
+    pthread_mutex_unlock(&owners_lock);
+    return rc;
+}
+
+static void owners_remove(const char *path)
+{
+    pthread_mutex_lock(&owners_lock);
+    for (size_t i = 0; i < nowners; i++)
+        if (strcmp(owners[i].path, path) == 0) {
+            owners[i] = owners[--nowners];
+            break;
+        }
+    pthread_mutex_unlock(&owners_lock);
+}
+
 vlcs_ctx *copies_owner(const void *link_map)
 {
+    const struct link_map *m = link_map;
     vlcs_ctx *found = NULL;
-    registry_lock();
-    for (vlcs_ctx *c = registry_first(); c && !found; c = registry_next(c)) {
-        struct copyset *cs = __atomic_load_n(&c->copyset, __ATOMIC_ACQUIRE);
-        if (!c->copy_mode || cs == NULL)
-            continue;
-        pthread_mutex_lock(&cs->lock);
-        for (size_t i = 0; i < cs->ncopies && !found; i++)
-            if (cs->copies[i].lm == link_map)
-                found = c;
-        pthread_mutex_unlock(&cs->lock);
-    }
-    registry_unlock();
+    if (m == NULL || m->l_name == NULL || strncmp(m->l_name, "/proc/", 6) != 0)
+        return NULL;
+    pthread_mutex_lock(&owners_lock);
+    for (size_t i = 0; i < nowners && !found; i++)
+        if (strcmp(owners[i].path, m->l_name) == 0)
+            found = owners[i].ctx;
+    pthread_mutex_unlock(&owners_lock);
     return found;
 }
 

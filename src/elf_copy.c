@@ -442,11 +442,11 @@ size_t elf_unique_symbols(int fd, const struct elf_names *e, struct elf_rename *
 
 /* ---- code pages shared with the file -------------------------------------- */
 
-/* A loaded copy differs from its file in its renamed names only: every
- * other page of its read-only segments (code, constants, symbol tables) is
- * mapped again from the original file, as a namespace's copy would be, so
- * that every context's copy shares the page cache's pages; the memfd's
- * bytes there are given back.  Returns the bytes now shared. */
+/* A loaded copy differs from its file in its renamed names only: the pages
+ * of its code are mapped again from the original file, as a namespace's
+ * copy would be, so that every context's copy shares the page cache's
+ * pages; the memfd's bytes there are given back.  Returns the bytes now
+ * shared. */
 size_t elf_share_pages(const struct elf_names *e, const char *origin, int copy_fd, uintptr_t base,
                        const struct elf_rename *renames, size_t nrenames)
 {
@@ -460,8 +460,11 @@ size_t elf_share_pages(const struct elf_names *e, const char *origin, int copy_f
     size_t shared = 0;
     for (size_t i = 0; i < e->nphdr; i++) {
         const ElfW(Phdr) *p = &e->phdr[i];
-        if (p->p_type != PT_LOAD || (p->p_flags & PF_W) || p->p_filesz == 0 ||
-            (p->p_vaddr & (page - 1)) != (p->p_offset & (page - 1)))
+        /* Code only: a debugger reads the other segments' sections
+         * (.eh_frame, .dynsym, .rodata) from the file, which must keep them;
+         * code it reads from memory.  Code is most of a library's bytes. */
+        if (p->p_type != PT_LOAD || (p->p_flags & PF_W) || !(p->p_flags & PF_X) ||
+            p->p_filesz == 0 || (p->p_vaddr & (page - 1)) != (p->p_offset & (page - 1)))
             continue;
         int prot = ((p->p_flags & PF_R) ? PROT_READ : 0) | ((p->p_flags & PF_X) ? PROT_EXEC : 0);
         uint64_t lo = p->p_offset & mask, hi = (p->p_offset + p->p_filesz) & mask; /* whole pages */
