@@ -103,3 +103,38 @@ def test_pandas_and_sklearn_in_two_copy_mode_contexts():
     assert r["preds"] == [[0, 0, 1, 1], [0, 0, 1, 1]]
     assert r["groupbys"] == [{"x": 4, "y": 2}, {"x": 4, "y": 2}]
     assert r["distinct"] and r["base_pandas"]
+
+
+PYBIND11_BASE_AFTER = """
+import io, json, vlcs
+a = vlcs.VLC(cpus="0", name="a")
+def png(mpl):
+    plt = mpl.pyplot
+    fig, ax = plt.subplots(figsize=(3, 2), dpi=50)
+    ax.plot([0, 1, 2], [0, 1, 4])
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", metadata={"Software": None})
+    plt.close(fig)
+    return buf.getvalue()
+with a:
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot
+    ma = matplotlib
+    mode = a.mode
+in_ctx = a.submit(png, ma).result()
+import matplotlib
+matplotlib.use("Agg")
+import matplotlib.pyplot
+print(json.dumps({"mode": mode, "same_png": png(matplotlib) == in_ctx,
+                  "distinct": matplotlib is not ma}))
+"""
+
+
+@needs("matplotlib")
+def test_matplotlib_in_a_copy_mode_context_then_in_the_base():
+    # pybind11 keeps its type registry in the interpreter's dict: a copy
+    # gets its context's, also while its constructors run (its load), so
+    # the base's matplotlib finds its own registry afterwards
+    r = run_code(PYBIND11_BASE_AFTER, VLCS_MODE="copies")
+    assert r == {"mode": "copies", "same_png": True, "distinct": True}

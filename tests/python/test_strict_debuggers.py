@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import os
 import shutil
 import subprocess
 import sys
@@ -132,3 +133,41 @@ def test_strict_mode_refused_raises_with_the_reason():
     ).stdout
     assert "refused: Error enabling strict mode: seccomp is not allowed here" in out
     assert "active: False" in out
+
+
+@pytest.mark.skipif(
+    importlib.util.find_spec("numpy") is None, reason="numpy is not installed (./run installs it)"
+)
+def test_gdb_attaches_to_a_process_whose_context_holds_copies():
+    # Copy mode: a context's numpy, OpenBLAS and libstdc++ are renamed copies
+    # in memfds; gdb reads their unwind tables and symbols from those files
+    # (holes punched there once made gdb fail an internal assertion).
+    gdb = shutil.which("gdb")
+    assert gdb, "gdb is installed by ./run (Debian package gdb)"
+    target = CTX_TARGET.replace("import numpy", "import numpy; assert a.mode == 'copies'")
+    proc = subprocess.Popen(
+        [sys.executable, "-c", target],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "VLCS_MODE": "copies"},
+    )
+    line = proc.stdout.readline()
+    if line.strip() != "ready":
+        proc.kill()
+        pytest.fail(f"the target did not start: {line!r}")
+    try:
+        batch = ["-batch", "-ex", "info sharedlibrary", "-ex", "thread apply all bt"]
+        out = subprocess.run(
+            [gdb, "-p", str(proc.pid), *batch],
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=180,
+        )
+    finally:
+        _stop(proc)
+    assert out.returncode == 0 and "internal-error" not in out.stderr, out.stderr[-3000:]
+    assert "/fd/" in out.stdout  # the copies are listed
+    assert "main" in out.stdout or "Py_" in out.stdout, out.stdout[-3000:]
+    assert proc.returncode == 0
