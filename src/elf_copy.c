@@ -142,14 +142,21 @@ int elf_names_read(int fd, const char *path, struct elf_names *e, char *why, siz
     }
     e->strsz = strsz;
     /* .dynsym's extent: its section header (a stripped library keeps them) */
+    /* and its sections of code, the pages that may be shared (below) */
     ElfW(Shdr) sh;
-    for (size_t i = 0; eh.e_shentsize == sizeof sh && i < eh.e_shnum && i < 4096; i++)
-        if (read_at(fd, &sh, sizeof sh, (off_t)(eh.e_shoff + i * sizeof sh)) == 0 &&
-            sh.sh_type == SHT_DYNSYM && sh.sh_entsize == sizeof(ElfW(Sym))) {
+    for (size_t i = 0; eh.e_shentsize == sizeof sh && i < eh.e_shnum && i < 4096; i++) {
+        if (read_at(fd, &sh, sizeof sh, (off_t)(eh.e_shoff + i * sizeof sh)) != 0)
+            break;
+        if (sh.sh_type == SHT_DYNSYM && sh.sh_entsize == sizeof(ElfW(Sym))) {
             e->dynsym_off = sh.sh_offset;
             e->ndynsym = sh.sh_size / sizeof(ElfW(Sym));
-            break;
+        } else if ((sh.sh_flags & SHF_EXECINSTR) && sh.sh_type == SHT_PROGBITS &&
+                   !(sh.sh_flags & SHF_WRITE) && e->ncode < sizeof e->code / sizeof *e->code) {
+            e->code[e->ncode].off = sh.sh_offset;
+            e->code[e->ncode].addr = sh.sh_addr;
+            e->code[e->ncode++].size = sh.sh_size;
         }
+    }
     if ((e->strtab = malloc(strsz + 1)) == NULL) {
         snprintf(why, size, "out of memory");
         return VLCS_E_SYSTEM;
@@ -442,7 +449,7 @@ size_t elf_unique_symbols(int fd, const struct elf_names *e, struct elf_rename *
 
 /* ---- code pages shared with the file -------------------------------------- */
 
-/* A loaded copy differs from its file in its renamed names only: the pages
+/* A loaded copy differs from its file in its renamed bytes only: the pages
  * of its code are mapped again from the original file, as a namespace's
  * copy would be, so that every context's copy shares the page cache's
  * pages; the memfd's bytes there are given back.  Returns the bytes now
@@ -458,17 +465,17 @@ size_t elf_share_pages(const struct elf_names *e, const char *origin, int copy_f
     if (fd < 0)
         return 0;
     size_t shared = 0;
-    for (size_t i = 0; i < e->nphdr; i++) {
-        const ElfW(Phdr) *p = &e->phdr[i];
-        /* Code only: a debugger reads the other segments' sections
-         * (.eh_frame, .dynsym, .rodata) from the file, which must keep them;
-         * code it reads from memory.  Code is most of a library's bytes. */
-        if (p->p_type != PT_LOAD || (p->p_flags & PF_W) || !(p->p_flags & PF_X) ||
-            p->p_filesz == 0 || (p->p_vaddr & (page - 1)) != (p->p_offset & (page - 1)))
+    /* Whole pages of code sections only: a debugger reads the other
+     * sections (.eh_frame, .dynsym, .rodata) from the file, which must keep
+     * them (older layouts put them in the code's segment); code it reads
+     * from memory.  Code is most of a library's bytes. */
+    for (size_t i = 0; i < e->ncode; i++) {
+        uint64_t lo = (e->code[i].off + (uint64_t)page - 1) & mask;
+        uint64_t hi = (e->code[i].off + e->code[i].size) & mask;
+        if (hi <= lo || (e->code[i].addr & (uint64_t)(page - 1)) != (e->code[i].off & (uint64_t)(page - 1)))
             continue;
-        int prot = ((p->p_flags & PF_R) ? PROT_READ : 0) | ((p->p_flags & PF_X) ? PROT_EXEC : 0);
-        uint64_t lo = p->p_offset & mask, hi = (p->p_offset + p->p_filesz) & mask; /* whole pages */
-        /* runs of pages between those holding a renamed name */
+        uint64_t vlo = e->code[i].addr + (lo - e->code[i].off); /* page-aligned too */
+        /* runs of pages between those holding a renamed byte */
         for (uint64_t a = lo; a < hi;) {
             uint64_t b = a;
             bool kept = false;
@@ -481,8 +488,9 @@ size_t elf_share_pages(const struct elf_names *e, const char *origin, int copy_f
                     b += (uint64_t)page;
             }
             if (b > a) {
-                void *at = (void *)(base + (p->p_vaddr & mask) + (a - lo));
-                if (mmap(at, b - a, prot, MAP_PRIVATE | MAP_FIXED, fd, (off_t)a) != MAP_FAILED) {
+                void *at = (void *)(base + vlo + (a - lo));
+                if (mmap(at, b - a, PROT_READ | PROT_EXEC, MAP_PRIVATE | MAP_FIXED, fd, (off_t)a) !=
+                    MAP_FAILED) {
                     fallocate(copy_fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)a,
                               (off_t)(b - a));
                     shared += b - a;

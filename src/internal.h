@@ -388,6 +388,10 @@ struct elf_names {
     ElfW(Phdr) phdr[64]; /* its program headers */
     size_t nphdr;
     uint64_t dynsym_off, ndynsym; /* .dynsym, from the section headers (0: none found) */
+    struct {
+        uint64_t off, addr, size;
+    } code[16]; /* sections of code (SHF_EXECINSTR), from the section headers */
+    size_t ncode;
     bool textrel; /* code that relocations write to: no page of it is the file's */
 };
 struct elf_rename {

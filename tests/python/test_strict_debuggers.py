@@ -144,7 +144,19 @@ def test_gdb_attaches_to_a_process_whose_context_holds_copies():
     # (holes punched there once made gdb fail an internal assertion).
     gdb = shutil.which("gdb")
     assert gdb, "gdb is installed by ./run (Debian package gdb)"
-    target = CTX_TARGET.replace("import numpy", "import numpy; assert a.mode == 'copies'")
+    # OpenBLAS's pool threads wait in the copy's code: gdb unwinds them there
+    target = textwrap.dedent(
+        """
+        import sys, vlcs
+        a = vlcs.VLC(cpus="0-1", name="a")
+        with a:
+            import numpy
+            assert a.mode == "copies"
+            numpy.ones((300, 300)) @ numpy.ones((300, 300))
+        print("ready", flush=True)
+        sys.stdin.read()
+        """
+    )
     proc = subprocess.Popen(
         [sys.executable, "-c", target],
         stdin=subprocess.PIPE,
