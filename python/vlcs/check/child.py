@@ -207,7 +207,10 @@ def child(pkg: str, share: Sequence[str] = ()) -> dict[str, Any]:
     if "a" in live:
         exts = a.submit(_ext_modules).result()
         mods = set(a.modules)
-        in_ns = set(namespace_files(a._any_handle)) if a._any_handle else set()
+        if a.mode == "copies":  # its copies' original files
+            in_ns = {os.path.realpath(p) for p in a.libraries()}
+        else:
+            in_ns = set(namespace_files(a._any_handle)) if a._any_handle else set()
         private = {n: f for n, (f, _) in exts.items() if n in mods}
         topname = pkg.partition(".")[0]
         own = {
