@@ -961,15 +961,8 @@ VLCS_API const char *vlcs_ctx_object(vlcs_ctx *h, unsigned long i)
 int copies_unload(vlcs_ctx *c, char *why, size_t size)
 {
     struct copyset *cs = c->copyset;
-    if (strict_active()) {
-        snprintf(why, size, "strict mode is on, and the filters that cover their code cannot be "
-                            "removed");
+    if (ctx_close_libraries(c, why, size) != 0)
         return -1;
-    }
-    if (ctx_quiesce(c, why, size) != 0)
-        return -1;
-    while (c->nhandles > 0)
-        dlclose(c->handles[--c->nhandles]);
     /* Anything still loaded is held by someone else: its memfd stays. */
     char left[512] = "";
     size_t nleft = 0, used = 0;

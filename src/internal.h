@@ -421,7 +421,9 @@ HIDDEN size_t copies_objects(vlcs_ctx *c, struct link_map **out, size_t cap);
 HIDDEN vlcs_ctx *copies_owner(const void *link_map); /* the copy-mode context holding it */
 HIDDEN int copies_setenv(vlcs_ctx *c, const char *name, const char *value);
 HIDDEN const char *copies_getenv(vlcs_ctx *c, const char *name);
-HIDDEN int ctx_quiesce(vlcs_ctx *c, char *why, size_t size); /* unload.c */
+/* unload.c: nothing of the context's libraries runs or is kept for a thread
+ * any more, and its handles are closed (refused in strict mode) */
+HIDDEN int ctx_close_libraries(vlcs_ctx *c, char *why, size_t size);
 /* The order in which ld.so hands the addresses of unloaded objects to the
  * next load, stated for ThreadSanitizer (ld.so's lock is invisible to it):
  * back before an unload, over after a load. */

@@ -290,7 +290,7 @@ static size_t name_remaining(vlcs_ctx *c, char *out, size_t size)
 
 /* Steps 1 to 4: nothing of the context's libraries runs or is kept for a
  * thread any more; what is left is closing them. */
-int ctx_quiesce(vlcs_ctx *c, char *why, size_t size)
+static int ctx_quiesce(vlcs_ctx *c, char *why, size_t size)
 {
     run_this_threads_destructors(c);
     stop_known_pools(c);
@@ -300,7 +300,7 @@ int ctx_quiesce(vlcs_ctx *c, char *why, size_t size)
     return 0;
 }
 
-int ns_unload(vlcs_ctx *c, char *why, size_t size)
+int ctx_close_libraries(vlcs_ctx *c, char *why, size_t size)
 {
     if (strict_active()) {
         snprintf(why, size, "strict mode is on, and the filters that cover its code cannot be "
@@ -313,6 +313,13 @@ int ns_unload(vlcs_ctx *c, char *why, size_t size)
      * the order a program's own dlclose calls would. */
     while (c->nhandles > 0)
         dlclose(c->handles[--c->nhandles]);
+    return 0;
+}
+
+int ns_unload(vlcs_ctx *c, char *why, size_t size)
+{
+    if (ctx_close_libraries(c, why, size) != 0)
+        return -1;
     char left[512];
     size_t nleft = name_remaining(c, left, sizeof left);
     if (nleft > 0) {
