@@ -416,22 +416,27 @@ static int find_copy(struct copyset *cs, const char *origin)
 }
 
 #define MAX_TREE 256
+#define WHY_SIZE (PATH_MAX + 256)
 
 /* The copies of path's tree that the context lacks, made and loaded; the
  * handle of path's copy.  With cs->lock held; sets the error. */
 static void *load_tree(vlcs_ctx *c, const char *real, const char *shown)
 {
     struct copyset *cs = c->copyset;
-    char why[PATH_MAX + 256];
     int have = find_copy(cs, real);
     if (have >= 0)
         return dlopen(cs->copies[have].path, RTLD_NOW | RTLD_NOLOAD);
 
-    struct item *items = calloc(MAX_TREE, sizeof *items);
+    /* Buffers on the heap, here and below: a library's constructor may
+     * dlopen from a thread with a small stack (256 KiB seen), and the
+     * copies it loads run constructors that dlopen in turn. */
+    char *why = malloc(WHY_SIZE);
+    struct item *items = why ? calloc(MAX_TREE, sizeof *items) : NULL;
     size_t n = 0, made = 0;
     void *h = NULL;
     int root = -1, code = VLCS_OK;
     if (items == NULL) {
+        free(why);
         set_error(VLCS_E_SYSTEM, "Error loading %s into context '%s': out of memory", shown, c->name);
         return NULL;
     }
@@ -448,18 +453,18 @@ static void *load_tree(vlcs_ctx *c, const char *real, const char *shown)
             continue;
         int fd = open(it->origin, O_RDONLY | O_CLOEXEC);
         if (fd < 0) {
-            snprintf(why, sizeof why, "%s cannot be opened: %s", it->origin, strerror(errno));
+            snprintf(why, WHY_SIZE, "%s cannot be opened: %s", it->origin, strerror(errno));
             code = VLCS_E_NOT_FOUND;
             break;
         }
-        code = elf_names_read(fd, it->origin, &it->names, why, sizeof why);
+        code = elf_names_read(fd, it->origin, &it->names, why, WHY_SIZE);
         close(fd);
         if (code != VLCS_OK)
             break;
         const char *soname = elf_str(&it->names, it->names.soname);
         if (soname != NULL &&
             elf_new_name(soname, atomic_fetch_add(&serial, 1), it->renamed, sizeof it->renamed) != 0) {
-            snprintf(why, sizeof why, "%s's name %s is too short to be renamed (copy mode needs "
+            snprintf(why, WHY_SIZE, "%s's name %s is too short to be renamed (copy mode needs "
                                       "%d characters)", it->origin, soname, ELF_RENAME_TAIL + 1);
             code = VLCS_E_INVALID;
             break;
@@ -475,7 +480,7 @@ static void *load_tree(vlcs_ctx *c, const char *real, const char *shown)
             for (int j = (int)i; j >= 0 && nchain < 64; j = items[j].loader)
                 chain[nchain++] = (struct elf_from){&items[j].names, items[j].origin};
             if (elf_resolve(need, chain, nchain, dep) != 0) {
-                snprintf(why, sizeof why, "%s needs %s, which cannot be found", it->origin, need);
+                snprintf(why, WHY_SIZE, "%s needs %s, which cannot be found", it->origin, need);
                 code = VLCS_E_NOT_FOUND;
                 break;
             }
@@ -484,7 +489,7 @@ static void *load_tree(vlcs_ctx *c, const char *real, const char *shown)
                 j++;
             if (j == n) {
                 if (n == MAX_TREE) {
-                    snprintf(why, sizeof why, "its tree holds more than %d libraries", MAX_TREE);
+                    snprintf(why, WHY_SIZE, "its tree holds more than %d libraries", MAX_TREE);
                     code = VLCS_E_LIMIT;
                     break;
                 }
@@ -510,7 +515,7 @@ static void *load_tree(vlcs_ctx *c, const char *real, const char *shown)
         struct elf_rename *rn = it->rn = malloc((1 + ELF_MAX_NEEDED + nunique) * sizeof *rn);
         if (rn == NULL) {
             free(unique);
-            snprintf(why, sizeof why, "out of memory");
+            snprintf(why, WHY_SIZE, "out of memory");
             code = VLCS_E_SYSTEM;
             break;
         }
@@ -527,7 +532,7 @@ static void *load_tree(vlcs_ctx *c, const char *real, const char *shown)
             const char *to = d->existing >= 0 ? cs->copies[d->existing].renamed : d->renamed;
             const char *need = elf_str(&it->names, it->names.needed[k]);
             if (to == NULL || to[0] == '\0' || strlen(to) != strlen(need)) {
-                snprintf(why, sizeof why,
+                snprintf(why, WHY_SIZE,
                          "%s needs %s, but that file calls itself %s: copy mode renames a "
                          "library only under the name it is needed by",
                          it->origin, need, d->existing >= 0 || d->names.soname == UINT64_MAX
@@ -541,7 +546,7 @@ static void *load_tree(vlcs_ctx *c, const char *real, const char *shown)
         if (code != VLCS_OK)
             break;
         it->nrn = nr;
-        it->fd = elf_copy(it->origin, base_name(it->origin), rn, nr, why, sizeof why);
+        it->fd = elf_copy(it->origin, base_name(it->origin), rn, nr, why, WHY_SIZE);
         if (it->fd < 0) {
             code = -it->fd;
             it->fd = -1;
@@ -578,7 +583,7 @@ static void *load_tree(vlcs_ctx *c, const char *real, const char *shown)
             needed[nn] = paths[nn];
             nn++;
         }
-    root = forwarder_root(needed, nn, why, sizeof why);
+    root = forwarder_root(needed, nn, why, WHY_SIZE);
     free(needed);
     free(paths);
     if (root < 0) {
@@ -591,70 +596,73 @@ static void *load_tree(vlcs_ctx *c, const char *real, const char *shown)
         set_error(VLCS_E_SYSTEM, "Error loading %s into context '%s': out of memory", shown, c->name);
         goto out;
     }
-    /* whose copies they are, before their constructors run */
-    size_t registered = 0;
-    for (size_t i = 0; i < n; i++, registered = i) {
-        if (items[i].existing >= 0 || items[i].fd < 0)
+    /* The new copies join the context's before their constructors run: one
+     * may dlopen its own library by name (oneTBB's tbbmalloc does), which
+     * must find the copy being loaded; and one may ask whose copy it is
+     * (owners: libpython's forwarder, for the interpreter dict). */
+    size_t first = cs->ncopies;
+    bool joined = true;
+    for (size_t i = 0; i < n && joined; i++) {
+        struct item *it = &items[i];
+        if (it->existing >= 0 || it->fd < 0)
             continue;
-        char cpath[FD_PATH_SIZE];
-        fd_path(cpath, sizeof cpath, items[i].fd);
-        if (owners_add(cpath, c) != 0)
+        struct copy *cp = &cs->copies[cs->ncopies];
+        memset(cp, 0, sizeof *cp);
+        cp->fd = it->fd;
+        fd_path(cp->path, sizeof cp->path, it->fd);
+        cp->origin = strdup(it->origin);
+        cp->renamed = it->renamed[0] ? strdup(it->renamed) : NULL;
+        if (cp->origin == NULL || (it->renamed[0] && cp->renamed == NULL) ||
+            owners_add(cp->path, c) != 0) {
+            free(cp->origin);
+            free(cp->renamed);
+            joined = false;
             break;
+        }
+        it->fd = -1;
+        cs->ncopies++;
     }
     char rootpath[FD_PATH_SIZE];
     fd_path(rootpath, sizeof rootpath, root);
     dlerror();
-    void *rh = registered == n ? deep_open(rootpath) : NULL;
-    if (rh == NULL) {
-        if (registered == n)
-            load_error(c, shown, dlerror());
-        else
+    void *rh = joined ? deep_open(rootpath) : NULL;
+    if (rh == NULL || ns_note_handle(c, rh) != 0) {
+        if (rh != NULL) {
+            dlclose(rh);
             set_error(VLCS_E_SYSTEM, "Error loading %s into context '%s': out of memory", shown,
                       c->name);
-        for (size_t i = 0; i < registered; i++)
-            if (items[i].existing < 0 && items[i].fd >= 0) {
-                char cpath[FD_PATH_SIZE];
-                fd_path(cpath, sizeof cpath, items[i].fd);
-                owners_remove(cpath);
-            }
-        goto out;
-    }
-    if (ns_note_handle(c, rh) != 0) {
-        dlclose(rh);
-        for (size_t i = 0; i < n; i++)
-            if (items[i].existing < 0 && items[i].fd >= 0) {
-                char cpath[FD_PATH_SIZE];
-                fd_path(cpath, sizeof cpath, items[i].fd);
-                owners_remove(cpath);
-            }
-        set_error(VLCS_E_SYSTEM, "Error loading %s into context '%s': out of memory", shown, c->name);
+        } else if (joined) {
+            load_error(c, shown, dlerror());
+        } else {
+            set_error(VLCS_E_SYSTEM, "Error loading %s into context '%s': out of memory", shown,
+                      c->name);
+        }
+        while (cs->ncopies > first) { /* not loaded: they go */
+            struct copy *cp = &cs->copies[--cs->ncopies];
+            owners_remove(cp->path);
+            close(cp->fd);
+            free(cp->origin);
+            free(cp->renamed);
+        }
         goto out;
     }
     cs->root_fds[cs->nroots++] = root;
     root = -1;
-    for (size_t i = 0; i < n; i++) {
+    /* their code pages: the original file's, as a namespace's would be */
+    for (size_t i = 0, k = first; i < n && k < cs->ncopies; i++) {
         struct item *it = &items[i];
-        if (it->existing >= 0 || it->fd < 0)
+        if (it->existing >= 0 || it->names.strtab == NULL)
             continue;
-        /* its code pages: the original file's, as a namespace's would be */
-        char cpath[FD_PATH_SIZE];
-        fd_path(cpath, sizeof cpath, it->fd);
-        void *ch = dlopen(cpath, RTLD_LAZY | RTLD_NOLOAD);
+        struct copy *cp = &cs->copies[k++];
+        void *ch = dlopen(cp->path, RTLD_LAZY | RTLD_NOLOAD);
         struct link_map *lm = NULL;
         if (ch != NULL && dlinfo(ch, RTLD_DI_LINKMAP, &lm) == 0 && lm != NULL)
-            elf_share_pages(&it->names, it->origin, it->fd, lm->l_addr, it->rn, it->nrn);
+            elf_share_pages(&it->names, it->origin, cp->fd, lm->l_addr, it->rn, it->nrn);
         if (ch != NULL)
             dlclose(ch);
-        struct copy *cp = &cs->copies[cs->ncopies];
         cp->lm = lm;
-        cp->origin = strdup(it->origin);
-        cp->renamed = it->renamed[0] ? strdup(it->renamed) : NULL;
-        cp->fd = it->fd;
-        fd_path(cp->path, sizeof cp->path, it->fd);
-        it->fd = -1;
-        cs->ncopies++;
     }
-    h = dlopen(cs->copies[cs->ncopies - made].path, RTLD_NOW | RTLD_NOLOAD);
+    h = dlopen(cs->copies[first].path, RTLD_NOW | RTLD_NOLOAD);
 out:
     if (root >= 0)
         close(root);
@@ -666,6 +674,7 @@ out:
         free(items[i].rn);
     }
     free(items);
+    free(why);
     return h;
 }
 
@@ -681,7 +690,6 @@ static void *glibc_scope(vlcs_ctx *c)
 
 void *copies_load(vlcs_ctx *c, const char *path)
 {
-    char real[PATH_MAX];
     void *h = glibc_own(path)      ? glibc_scope(c)
               : process_wide(path) ? dlopen(path, RTLD_NOW | RTLD_LOCAL) /* a service */
                                    : NULL;
@@ -693,7 +701,14 @@ void *copies_load(vlcs_ctx *c, const char *path)
                   base_name(path), c->name);
         return NULL;
     }
+    char *real = malloc(PATH_MAX); /* on the heap: see load_tree */
+    if (real == NULL) {
+        set_error(VLCS_E_SYSTEM, "Error loading %s into context '%s': out of memory",
+                  base_name(path), c->name);
+        return NULL;
+    }
     if (elf_resolve(path, NULL, 0, real) != 0) {
+        free(real);
         if (strchr(path, '/') != NULL)
             set_error(VLCS_E_NOT_FOUND, "Error loading %s into context '%s': %s", path, c->name,
                       strerror(errno));
@@ -706,6 +721,7 @@ void *copies_load(vlcs_ctx *c, const char *path)
     pthread_mutex_lock(&c->copyset->lock);
     h = load_tree(c, real, base_name(path));
     pthread_mutex_unlock(&c->copyset->lock);
+    free(real);
     /* the caller's reference, closed with the context as a namespace's */
     if (h != NULL && ns_note_handle(c, h) != 0) {
         dlclose(h);
@@ -740,41 +756,48 @@ static void *copy_dlopen(vlcs_ctx *c, const char *file, int mode, const void *ca
 {
     (void)mode; /* RTLD_GLOBAL would put a copy into the base's global scope */
     struct copyset *cs = c->copyset;
-    char real[PATH_MAX];
     if (glibc_own(file))
         return glibc_scope(c);
     if (process_wide(file))
         return dlopen(file, mode & ~RTLD_GLOBAL);
+    /* on the heap: see load_tree */
+    struct {
+        char real[PATH_MAX], msg[PATH_MAX + 64], why[256];
+        struct elf_names from;
+    } *b = malloc(sizeof *b);
+    if (b == NULL) {
+        dlerror_set("out of memory");
+        return NULL;
+    }
     pthread_mutex_lock(&cs->lock);
-    struct elf_names from;
     const char *from_path = NULL;
     bool have_from = false;
     struct link_map *lm = object_at(caller);
     for (size_t i = 0; lm != NULL && i < cs->ncopies && from_path == NULL; i++)
         if (strcmp(lm->l_name, cs->copies[i].path) == 0)
             from_path = cs->copies[i].origin;
-    char why[256];
     if (from_path != NULL) {
         int fd = open(from_path, O_RDONLY | O_CLOEXEC);
-        have_from = fd >= 0 && elf_names_read(fd, from_path, &from, why, sizeof why) == VLCS_OK;
+        have_from =
+            fd >= 0 && elf_names_read(fd, from_path, &b->from, b->why, sizeof b->why) == VLCS_OK;
         if (fd >= 0)
             close(fd);
     }
     void *h = NULL;
-    struct elf_from chain = {&from, from_path};
-    if (elf_resolve(file, &chain, have_from ? 1 : 0, real) == 0) {
-        h = load_tree(c, real, base_name(file));
+    struct elf_from chain = {&b->from, from_path};
+    if (elf_resolve(file, &chain, have_from ? 1 : 0, b->real) == 0) {
+        h = load_tree(c, b->real, base_name(file));
         if (h == NULL)
             dlerror_set(vlcs_error());
     } else {
-        char msg[PATH_MAX + 64];
-        snprintf(msg, sizeof msg, "%s: cannot open shared object file: No such file or directory",
-                 file);
-        dlerror_set(msg);
+        snprintf(b->msg, sizeof b->msg,
+                 "%s: cannot open shared object file: No such file or directory", file);
+        dlerror_set(b->msg);
     }
     if (have_from)
-        elf_names_free(&from);
+        elf_names_free(&b->from);
     pthread_mutex_unlock(&cs->lock);
+    free(b);
     return h;
 }
 

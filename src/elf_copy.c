@@ -263,32 +263,42 @@ static bool usable(const char *path, char *out)
  * origin (the folder of the file that needs it: the original's). */
 static bool search_list(const char *list, const char *origin, const char *name, char *out)
 {
-    for (const char *p = list; p && *p;) {
+    if (list == NULL || *list == '\0')
+        return false;
+    /* on the heap: a constructor may dlopen on a small stack (copies.c) */
+    char *dir = malloc(PATH_MAX), *cand = malloc(PATH_MAX);
+    if (dir == NULL || cand == NULL) {
+        free(dir);
+        free(cand);
+        return false;
+    }
+    bool found = false;
+    for (const char *p = list; p && *p && !found;) {
         const char *end = strchr(p, ':');
         size_t len = end ? (size_t)(end - p) : strlen(p);
-        char dir[PATH_MAX], cand[PATH_MAX];
         size_t d = 0;
-        for (size_t i = 0; i < len && d < sizeof dir - 1;) {
+        for (size_t i = 0; i < len && d < PATH_MAX - 1;) {
             const char *rest = p + i;
             size_t skip = strncmp(rest, "${ORIGIN}", 9) == 0 ? 9
                           : strncmp(rest, "$ORIGIN", 7) == 0 ? 7
                                                              : 0;
             if (skip && origin != NULL && i + skip <= len) {
-                d += (size_t)snprintf(dir + d, sizeof dir - d, "%s", origin);
-                if (d >= sizeof dir)
-                    d = sizeof dir - 1;
+                d += (size_t)snprintf(dir + d, PATH_MAX - d, "%s", origin);
+                if (d >= PATH_MAX)
+                    d = PATH_MAX - 1;
                 i += skip;
             } else {
                 dir[d++] = p[i++];
             }
         }
         dir[d] = '\0';
-        if (d > 0 && (size_t)snprintf(cand, sizeof cand, "%s/%s", dir, name) < sizeof cand &&
-            usable(cand, out))
-            return true;
+        found = d > 0 && (size_t)snprintf(cand, PATH_MAX, "%s/%s", dir, name) < PATH_MAX &&
+                usable(cand, out);
         p = end ? end + 1 : NULL;
     }
-    return false;
+    free(dir);
+    free(cand);
+    return found;
 }
 
 /* The folder of path, for $ORIGIN. */
@@ -300,11 +310,24 @@ static void origin_of(const char *path, char *out, size_t size)
         *(slash == out ? slash + 1 : slash) = '\0';
 }
 
+static int resolve_in(const char *name, const struct elf_from *chain, size_t nchain, char *out,
+                      char *origin);
+
 int elf_resolve(const char *name, const struct elf_from *chain, size_t nchain, char *out)
 {
     if (strchr(name, '/') != NULL) /* as given: reading it says what is wrong with it */
         return realpath(name, out) != NULL ? 0 : -1;
-    char origin[PATH_MAX];
+    char *origin = malloc(PATH_MAX); /* on the heap: see search_list */
+    if (origin == NULL)
+        return -1;
+    int rc = resolve_in(name, chain, nchain, out, origin);
+    free(origin);
+    return rc;
+}
+
+static int resolve_in(const char *name, const struct elf_from *chain, size_t nchain, char *out,
+                      char *origin)
+{
     const char *runpath = nchain ? elf_str(chain[0].e, chain[0].e->runpath) : NULL;
     /* DT_RPATH of the object and of the objects that loaded it, in turn
      * (auditwheel's libraries find their neighbours so), unless the object
@@ -313,26 +336,24 @@ int elf_resolve(const char *name, const struct elf_from *chain, size_t nchain, c
         const char *rpath = elf_str(chain[i].e, chain[i].e->rpath);
         if (rpath == NULL)
             continue;
-        origin_of(chain[i].path, origin, sizeof origin);
+        origin_of(chain[i].path, origin, PATH_MAX);
         if (search_list(rpath, origin, name, out))
             return 0;
     }
     if (search_list(getenv("LD_LIBRARY_PATH"), NULL, name, out))
         return 0;
     if (runpath != NULL) {
-        origin_of(chain[0].path, origin, sizeof origin);
+        origin_of(chain[0].path, origin, PATH_MAX);
         if (search_list(runpath, origin, name, out))
             return 0;
     }
     const char *cached = cache_lookup(name);
     if (cached != NULL && usable(cached, out))
         return 0;
-    for (const char *const *d = default_dirs; *d; d++) {
-        char cand[PATH_MAX];
-        if ((size_t)snprintf(cand, sizeof cand, "%s/%s", *d, name) < sizeof cand &&
-            usable(cand, out))
+    for (const char *const *d = default_dirs; *d; d++) /* origin's buffer, free by now */
+        if ((size_t)snprintf(origin, PATH_MAX, "%s/%s", *d, name) < PATH_MAX &&
+            usable(origin, out))
             return 0;
-    }
     return -1;
 }
 

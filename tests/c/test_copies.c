@@ -58,6 +58,18 @@ static long rss_kib(void)
     return v;
 }
 
+static int copy_mappings(void)
+{
+    FILE *maps = fopen("/proc/self/maps", "r");
+    char line[512];
+    int mapped = 0;
+    while (maps && fgets(line, sizeof line, maps))
+        mapped += strstr(line, "vlcs-copy:") != NULL;
+    if (maps)
+        fclose(maps);
+    return mapped;
+}
+
 int main(int argc, char **argv)
 {
     (void)argc;
@@ -187,6 +199,14 @@ int main(int argc, char **argv)
     CHECK(why != NULL && strstr(why, "libvlcs_no_such.so") != NULL, "dlerror names it: %s",
           why ? why : "(null)");
 
+    /* A constructor that opens its own library by name gets the copy being
+     * loaded (a new copy of it would open itself again, for ever). */
+    for (int i = N - 3; i < N; i++) {
+        void *so = vlcs_ctx_load(x[i].c, SELF_OPENER_LIB);
+        CHECK(so != NULL, "load self_opener into %d", i);
+        CHECK_EQ(1, ((int_fn)sym(so, "self_pinned"))(), "its constructor got itself");
+    }
+
     /* fork from a copy's library: the child computes with its copy */
     int_fn bump = (int_fn)sym(x[N - 1].uses, "uses_bump");
     pid_t pid = fork();
@@ -215,11 +235,18 @@ int main(int argc, char **argv)
         printf("ok (strict mode: copies stay loaded, not recycled)\n");
         return 0;
     }
-    for (int i = 0; i < N; i++)
+    for (int i = 0; i < N - 3; i++)
         CHECK_EQ(0, vlcs_ctx_destroy(x[i].c), "destroy");
+    /* the library that opened itself holds itself: named, kept, as a namespace's */
+    for (int i = N - 3; i < N; i++) {
+        CHECK_EQ(1, vlcs_ctx_destroy(x[i].c), "destroyed, its copy kept");
+        CHECK(strstr(vlcs_error(), "libvlcs_self_opener.so stays loaded") != NULL, "why: %s",
+              vlcs_error());
+    }
 
     /* Destroy and re-create: the copies go, memory stays flat. */
     long before = 0;
+    int mapped_before = copy_mappings(); /* the self-opening library's, kept */
     int fd_before = dup(0);
     close(fd_before);
     for (int round = 0; round < 300; round++) {
@@ -241,15 +268,8 @@ int main(int argc, char **argv)
     (void)before;
     (void)after;
 #endif
-    /* Nothing of the copies is left mapped, no descriptor left open. */
-    FILE *maps = fopen("/proc/self/maps", "r");
-    char line[512];
-    int mapped = 0;
-    while (maps && fgets(line, sizeof line, maps))
-        mapped += strstr(line, "vlcs-copy:") != NULL;
-    if (maps)
-        fclose(maps);
-    CHECK_EQ(0, mapped, "mappings of destroyed contexts' copies");
+    /* Nothing of the rounds' copies is left mapped, no descriptor open. */
+    CHECK_EQ(mapped_before, copy_mappings(), "mappings of destroyed contexts' copies");
     int fd_after = dup(0);
     CHECK(fd_after >= 0 && fd_after < fd_before + 4, "descriptors: %d then %d", fd_before, fd_after);
     close(fd_after);
