@@ -30,24 +30,29 @@ static struct service *services; /* in the order they were added */
 void services_read_lock(void) { pthread_rwlock_rdlock(&services_lock); }
 void services_unlock(void) { pthread_rwlock_unlock(&services_lock); }
 
+/* The list only grows, each service published whole (*tail's release store
+ * in vlcs_service_add): copy mode reads it without the lock, which its
+ * loads may already hold as readers. */
+static const struct service *first_service(void) { return __atomic_load_n(&services, __ATOMIC_ACQUIRE); }
+static const struct service *next_service(const struct service *s)
+{
+    return __atomic_load_n(&s->next, __ATOMIC_ACQUIRE);
+}
+
 size_t services_paths(char (*out)[FD_PATH_SIZE], size_t cap)
 {
     size_t n = 0;
-    services_read_lock();
-    for (const struct service *s = services; s && n < cap; s = s->next)
+    for (const struct service *s = first_service(); s && n < cap; s = next_service(s))
         fd_path(out[n++], FD_PATH_SIZE, s->fd);
-    services_unlock();
     return n;
 }
 
 bool services_has(const char *soname)
 {
-    bool found = false;
-    services_read_lock();
-    for (const struct service *s = services; s && !found; s = s->next)
-        found = strcmp(s->soname, soname) == 0;
-    services_unlock();
-    return found;
+    for (const struct service *s = first_service(); s; s = next_service(s))
+        if (strcmp(s->soname, soname) == 0)
+            return true;
+    return false;
 }
 
 /* The path a memfd is loaded from.  /proc/self would name, in a debugger
@@ -195,7 +200,7 @@ VLCS_API int vlcs_service_add(const char *library)
     registry_unlock();
     free(loaded);
     free(loaded_in);
-    *tail = s;
+    __atomic_store_n(tail, s, __ATOMIC_RELEASE); /* read without the lock: services_has */
     pthread_rwlock_unlock(&services_lock);
     return 0;
 
