@@ -90,11 +90,12 @@ def test_bench_recycle_json_schema_and_what_each_way_shows():
     for way in ("plain", "pool", "close-C"):
         _numbers(ways[way], "ms_per_request", "ratio_to_plain")
         assert ways[way]["requests_done"] == 60 and ways[way]["failed"] is None, ways[way]
-    # A numpy context keeps its namespace when closed: glibc's limit ends
-    # that way, and the error points at the pool.
-    stopped = ways["close-numpy"]["failed"]
-    assert stopped is not None and stopped["request"] < 20
-    assert "vlcs.ContextPool" in stopped["error"]
+    # A numpy context keeps its namespace when closed, and past glibc's
+    # namespaces its copies: every request is served, each keeping its
+    # numpy's memory, which the pool does not
+    numpy_way = ways["close-numpy"]
+    assert numpy_way["requests_done"] == 60 and numpy_way["failed"] is None, numpy_way
+    assert numpy_way["rss_kib_per_request"] > 10 * max(ways["pool"]["rss_kib_per_request"], 100)
 
 
 def test_python_demo_prints_the_table_and_saves_the_chart(tmp_path):
