@@ -30,7 +30,8 @@ HERE = Path(__file__).resolve().parent
 
 # name -> (set, pytest arguments after --pyargs); "test" is in both sets.
 SUITES: dict[str, tuple[str, list[str]]] = {
-    "numpy-linalg": ("test", ["numpy.linalg.tests.test_linalg", "-k", "not test_large"]),
+    # ./run soak: numpy's linear algebra, the longest (a minute, both ways)
+    "numpy-linalg": ("soak", ["numpy.linalg.tests.test_linalg", "-k", "not test_large"]),
     "numpy-fft": ("test", ["numpy.fft"]),
     "scipy-fft-workers": ("test", ["scipy.fft.tests.test_multithreading"]),
     "scipy-optimize-workers": (
