@@ -84,12 +84,6 @@ static bool glibc_own(const char *name)
 
 /* ---- the environment ------------------------------------------------------ */
 
-static bool env_is(const char *entry, const char *name)
-{
-    size_t n = strlen(name);
-    return strncmp(entry, name, n) == 0 && entry[n] == '=';
-}
-
 static int env_own(struct copyset *cs, char *s)
 {
     if (array_grow((void **)&cs->owned, &cs->capowned, cs->nowned, sizeof *cs->owned) != 0)
@@ -102,7 +96,7 @@ static int env_own(struct copyset *cs, char *s)
 static int env_place(struct copyset *cs, const char *name, char *entry)
 {
     for (size_t i = 0; i < cs->nenv; i++)
-        if (env_is(cs->env[i], name)) {
+        if (env_entry_is(cs->env[i], name)) {
             cs->env[i] = entry;
             return 0;
         }
@@ -116,7 +110,7 @@ static int env_place(struct copyset *cs, const char *name, char *entry)
 static void env_remove(struct copyset *cs, const char *name)
 {
     for (size_t i = 0; i < cs->nenv;)
-        if (env_is(cs->env[i], name)) {
+        if (env_entry_is(cs->env[i], name)) {
             memmove(cs->env + i, cs->env + i + 1, (cs->nenv - i) * sizeof *cs->env);
             cs->nenv--;
         } else {
@@ -133,7 +127,7 @@ static char *env_get(vlcs_ctx *c, const char *name)
     size_t n = strlen(name);
     pthread_mutex_lock(&cs->env_lock);
     for (size_t i = 0; i < cs->nenv && v == NULL; i++)
-        if (env_is(cs->env[i], name))
+        if (env_entry_is(cs->env[i], name))
             v = cs->env[i] + n + 1;
     pthread_mutex_unlock(&cs->env_lock);
     return v;
@@ -149,7 +143,7 @@ static int env_set(vlcs_ctx *c, const char *name, const char *value, int overwri
     } else {
         bool present = false;
         for (size_t i = 0; i < cs->nenv && !present; i++)
-            present = env_is(cs->env[i], name);
+            present = env_entry_is(cs->env[i], name);
         if (!present || overwrite) {
             size_t len = strlen(name) + strlen(value) + 2;
             char *entry = malloc(len);

@@ -179,6 +179,14 @@ struct forged_text {
     char text[];
 };
 
+/* Whether an environment entry ("NAME=value") is name's: a namespace's
+ * environment copy and a copy-mode context's array both ask. */
+static inline bool env_entry_is(const char *entry, const char *name)
+{
+    size_t n = __builtin_strlen(name);
+    return __builtin_strncmp(entry, name, n) == 0 && entry[n] == '=';
+}
+
 struct envop {
     struct envop *next;
     char *name;

@@ -22,12 +22,6 @@ extern char **environ;
 
 static void *ns_noop(void *arg) { return arg; }
 
-static bool same_name(const char *entry, const char *name)
-{
-    size_t n = strlen(name);
-    return strncmp(entry, name, n) == 0 && entry[n] == '=';
-}
-
 /* A private copy of the process environment for the namespace's libc, with
  * the context's recorded changes applied: every string in it is vlcs's, so
  * all of it can be freed when the namespace goes (the namespace's libc
@@ -51,7 +45,7 @@ static char **environ_copy(const struct envop *ops)
             k++;
     for (const struct envop *op = ops; op; op = op->next) {
         size_t i = 0;
-        while (i < k && !same_name(copy[i], op->name))
+        while (i < k && !env_entry_is(copy[i], op->name))
             i++;
         if (i < k) { /* drop the old entry, keeping the order of the rest */
             free(copy[i]);
