@@ -14,7 +14,8 @@
  *
  * The memfds stay open while their copies are loaded: glibc matches a new
  * load by path before it looks at the file, and a closed memfd's number,
- * reused, would name the old copy.
+ * reused, would name the old copy.  Once loaded, a copy's read-only pages
+ * are the original file's and it is named after it (copy_origins.c).
  */
 #include "internal.h"
 
@@ -31,14 +32,18 @@
 struct copy {
     char *origin;  /* the original file's real path */
     char *renamed; /* its SONAME in the copy (NULL: it had none) */
-    int fd;
+    int fd;        /* the memfd */
+    int origin_fd; /* the original's (copy_origins.c) */
     char path[FD_PATH_SIZE];
-    void *lm; /* its struct link_map while loaded */
+    void *lm;        /* its struct link_map while loaded */
+    uintptr_t addr;  /* its load address (dl_iterate_phdr's dlpi_addr) */
+    char *load_name; /* the name glibc gave it, kept while a reader may hold it */
 };
 
 struct copyset {
     pthread_mutex_t lock; /* recursive: a copy's constructor may dlopen */
-    int ip_fd;
+    int ip_fd, ip_origin_fd;
+    char *ip_load_name;
     void *ip;
     struct copy *copies;
     size_t ncopies, capcopies;
@@ -240,6 +245,7 @@ const char *copies_getenv(vlcs_ctx *c, const char *name) { return env_get(c, nam
 /* ---- making a context's copies ------------------------------------------- */
 
 static int owners_add(const char *path, vlcs_ctx *c);
+static void owners_loaded(const char *path, const void *lm);
 static void owners_remove(const char *path);
 
 static void copyset_free(struct copyset *cs)
@@ -249,13 +255,17 @@ static void copyset_free(struct copyset *cs)
     for (size_t i = 0; i < cs->ncopies; i++) {
         free(cs->copies[i].origin);
         free(cs->copies[i].renamed);
+        free(cs->copies[i].load_name);
         if (cs->copies[i].fd >= 0)
             close(cs->copies[i].fd);
+        origin_release(cs->copies[i].origin_fd);
     }
     for (size_t i = 0; i < cs->nroots; i++)
         close(cs->root_fds[i]);
     if (cs->ip_fd >= 0)
         close(cs->ip_fd);
+    origin_release(cs->ip_origin_fd);
+    free(cs->ip_load_name);
     for (size_t i = 0; i < cs->nowned; i++)
         free(cs->owned[i]);
     free(cs->owned);
@@ -293,6 +303,23 @@ static void *deep_open(const char *path)
     return f(path, RTLD_NOW | RTLD_LOCAL | RTLD_DEEPBIND);
 }
 
+/* A loaded copy's read-only pages mapped again from its original, and the
+ * copy named after the original's descriptor (copy_origins.c).  Returns
+ * the name glibc gave it: freed once the copy is gone, as another thread
+ * may be reading it now (glibc frees the new one at dlclose). */
+static char *share_with_origin(struct link_map *lm, const struct elf_names *e, int origin_fd,
+                               int copy_fd, const struct elf_rename *rn, size_t nrn)
+{
+    char *name = malloc(FD_PATH_SIZE);
+    if (name == NULL) /* it keeps its memfd's pages and name */
+        return NULL;
+    elf_share_pages(e, origin_fd, copy_fd, lm->l_addr, rn, nrn);
+    fd_path(name, FD_PATH_SIZE, origin_fd);
+    char *was = lm->l_name;
+    __atomic_store_n(&lm->l_name, name, __ATOMIC_RELEASE);
+    return was;
+}
+
 static void *copy_dlopen(vlcs_ctx *c, const char *file, int mode, const void *caller);
 static const char *dl_error(void);
 static int copy_iterate_phdr(vlcs_ctx *c, int (*cb)(struct dl_phdr_info *, size_t, void *),
@@ -312,7 +339,7 @@ int copies_create(vlcs_ctx *c)
     pthread_mutex_init(&cs->lock, &ma);
     pthread_mutexattr_destroy(&ma);
     pthread_mutex_init(&cs->env_lock, NULL);
-    cs->ip_fd = -1;
+    cs->ip_fd = cs->ip_origin_fd = -1;
     c->copyset = cs;
     raise_fd_limit();
     if (env_start(c) != 0) {
@@ -324,13 +351,10 @@ int copies_create(vlcs_ctx *c)
      * its own; DEEPBIND, so that its calls among its own functions
      * (__sysconf to sysconf) stay in it. */
     const char *ip = interposer_path();
-    int fd = open(ip, O_RDONLY | O_CLOEXEC);
     struct elf_names e;
-    int code = fd < 0 ? VLCS_E_NOT_FOUND : elf_names_read(fd, ip, &e, why, sizeof why);
-    if (fd >= 0)
-        close(fd);
-    if (fd < 0)
-        snprintf(why, sizeof why, "%s cannot be opened: %s", ip, strerror(errno));
+    cs->ip_origin_fd = origin_hold(ip, why, sizeof why);
+    int code = cs->ip_origin_fd < 0 ? -cs->ip_origin_fd
+                                    : elf_names_read(cs->ip_origin_fd, ip, &e, why, sizeof why);
     if (code != VLCS_OK) {
         set_error(code, "Error loading into context '%s': %s", c->name, why);
         goto fail;
@@ -345,7 +369,7 @@ int copies_create(vlcs_ctx *c)
         goto fail;
     }
     struct elf_rename r = {e.strtab_off + e.soname, renamed};
-    cs->ip_fd = elf_copy(ip, "interposer", &r, 1, why, sizeof why);
+    cs->ip_fd = elf_copy(cs->ip_origin_fd, ip, "interposer", &r, 1, why, sizeof why);
     if (cs->ip_fd < 0) {
         elf_names_free(&e);
         cs->ip_fd = -1;
@@ -358,7 +382,7 @@ int copies_create(vlcs_ctx *c)
     cs->ip = deep_open(path);
     struct link_map *lm = NULL;
     if (cs->ip != NULL && dlinfo(cs->ip, RTLD_DI_LINKMAP, &lm) == 0 && lm != NULL)
-        elf_share_pages(&e, ip, cs->ip_fd, lm->l_addr, &r, 1);
+        cs->ip_load_name = share_with_origin(lm, &e, cs->ip_origin_fd, cs->ip_fd, &r, 1);
     elf_names_free(&e);
     if (cs->ip == NULL) {
         load_error(c, "the vlcs interposer", dlerror());
@@ -396,7 +420,8 @@ struct item {
     int loader;   /* the item that first needed it, -1: the one asked for */
     char renamed[256];
     int dep[ELF_MAX_NEEDED]; /* per DT_NEEDED: the item it names, -1: process-wide */
-    int fd;
+    int fd;  /* its copy's memfd */
+    int ofd; /* its original's descriptor (held) */
     struct elf_rename *rn; /* what its copy changed: names, unique symbols' bindings */
     size_t nrn;
 };
@@ -436,7 +461,7 @@ static void *load_tree(vlcs_ctx *c, const char *real, const char *shown)
     }
     snprintf(items[0].origin, sizeof items[0].origin, "%s", real);
     items[0].existing = -1;
-    items[0].fd = -1;
+    items[0].fd = items[0].ofd = -1;
     items[0].loader = -1;
     n = 1;
     /* Breadth first: each item read, its names resolved as ld.so would
@@ -445,14 +470,12 @@ static void *load_tree(vlcs_ctx *c, const char *real, const char *shown)
         struct item *it = &items[i];
         if (it->existing >= 0) /* its tree is the context's already */
             continue;
-        int fd = open(it->origin, O_RDONLY | O_CLOEXEC);
-        if (fd < 0) {
-            snprintf(why, WHY_SIZE, "%s cannot be opened: %s", it->origin, strerror(errno));
-            code = VLCS_E_NOT_FOUND;
+        it->ofd = origin_hold(it->origin, why, WHY_SIZE);
+        if (it->ofd < 0) {
+            code = -it->ofd;
             break;
         }
-        code = elf_names_read(fd, it->origin, &it->names, why, WHY_SIZE);
-        close(fd);
+        code = elf_names_read(it->ofd, it->origin, &it->names, why, WHY_SIZE);
         if (code != VLCS_OK)
             break;
         const char *soname = elf_str(&it->names, it->names.soname);
@@ -489,7 +512,7 @@ static void *load_tree(vlcs_ctx *c, const char *real, const char *shown)
                 }
                 snprintf(items[n].origin, sizeof items[n].origin, "%s", dep);
                 items[n].existing = find_copy(cs, dep);
-                items[n].fd = -1;
+                items[n].fd = items[n].ofd = -1;
                 items[n].loader = (int)i;
                 n++;
             }
@@ -502,10 +525,7 @@ static void *load_tree(vlcs_ctx *c, const char *real, const char *shown)
         if (it->existing >= 0)
             continue;
         struct elf_rename *unique = NULL;
-        int ufd = open(it->origin, O_RDONLY | O_CLOEXEC);
-        size_t nunique = ufd >= 0 ? elf_unique_symbols(ufd, &it->names, &unique) : 0;
-        if (ufd >= 0)
-            close(ufd);
+        size_t nunique = elf_unique_symbols(it->ofd, &it->names, &unique);
         struct elf_rename *rn = it->rn = malloc((1 + ELF_MAX_NEEDED + nunique) * sizeof *rn);
         if (rn == NULL) {
             free(unique);
@@ -540,7 +560,7 @@ static void *load_tree(vlcs_ctx *c, const char *real, const char *shown)
         if (code != VLCS_OK)
             break;
         it->nrn = nr;
-        it->fd = elf_copy(it->origin, base_name(it->origin), rn, nr, why, WHY_SIZE);
+        it->fd = elf_copy(it->ofd, it->origin, base_name(it->origin), rn, nr, why, WHY_SIZE);
         if (it->fd < 0) {
             code = -it->fd;
             it->fd = -1;
@@ -603,6 +623,7 @@ static void *load_tree(vlcs_ctx *c, const char *real, const char *shown)
         struct copy *cp = &cs->copies[cs->ncopies];
         memset(cp, 0, sizeof *cp);
         cp->fd = it->fd;
+        cp->origin_fd = it->ofd;
         fd_path(cp->path, sizeof cp->path, it->fd);
         cp->origin = strdup(it->origin);
         cp->renamed = it->renamed[0] ? strdup(it->renamed) : NULL;
@@ -613,7 +634,7 @@ static void *load_tree(vlcs_ctx *c, const char *real, const char *shown)
             joined = false;
             break;
         }
-        it->fd = -1;
+        it->fd = it->ofd = -1;
         cs->ncopies++;
     }
     char rootpath[FD_PATH_SIZE];
@@ -635,6 +656,7 @@ static void *load_tree(vlcs_ctx *c, const char *real, const char *shown)
             struct copy *cp = &cs->copies[--cs->ncopies];
             owners_remove(cp->path);
             close(cp->fd);
+            origin_release(cp->origin_fd);
             free(cp->origin);
             free(cp->renamed);
         }
@@ -642,7 +664,7 @@ static void *load_tree(vlcs_ctx *c, const char *real, const char *shown)
     }
     cs->root_fds[cs->nroots++] = root;
     root = -1;
-    /* their code pages: the original file's, as a namespace's would be */
+    /* their read-only pages: the original file's, as a namespace's would be */
     for (size_t i = 0, k = first; i < n && k < cs->ncopies; i++) {
         struct item *it = &items[i];
         if (it->existing >= 0 || it->names.strtab == NULL)
@@ -650,8 +672,11 @@ static void *load_tree(vlcs_ctx *c, const char *real, const char *shown)
         struct copy *cp = &cs->copies[k++];
         void *ch = dlopen(cp->path, RTLD_LAZY | RTLD_NOLOAD);
         struct link_map *lm = NULL;
-        if (ch != NULL && dlinfo(ch, RTLD_DI_LINKMAP, &lm) == 0 && lm != NULL)
-            elf_share_pages(&it->names, it->origin, cp->fd, lm->l_addr, it->rn, it->nrn);
+        if (ch != NULL && dlinfo(ch, RTLD_DI_LINKMAP, &lm) == 0 && lm != NULL) {
+            cp->addr = lm->l_addr;
+            owners_loaded(cp->path, lm);
+            cp->load_name = share_with_origin(lm, &it->names, cp->origin_fd, cp->fd, it->rn, it->nrn);
+        }
         if (ch != NULL)
             dlclose(ch);
         cp->lm = lm;
@@ -663,6 +688,7 @@ out:
     for (size_t i = 0; i < n; i++) {
         if (items[i].fd >= 0)
             close(items[i].fd);
+        origin_release(items[i].ofd);
         if (items[i].names.strtab != NULL)
             elf_names_free(&items[i].names);
         free(items[i].rn);
@@ -764,19 +790,16 @@ static void *copy_dlopen(vlcs_ctx *c, const char *file, int mode, const void *ca
         return NULL;
     }
     pthread_mutex_lock(&cs->lock);
-    const char *from_path = NULL;
+    const struct copy *from = NULL;
     bool have_from = false;
     struct link_map *lm = object_at(caller);
-    for (size_t i = 0; lm != NULL && i < cs->ncopies && from_path == NULL; i++)
-        if (strcmp(lm->l_name, cs->copies[i].path) == 0)
-            from_path = cs->copies[i].origin;
-    if (from_path != NULL) {
-        int fd = open(from_path, O_RDONLY | O_CLOEXEC);
-        have_from =
-            fd >= 0 && elf_names_read(fd, from_path, &b->from, b->why, sizeof b->why) == VLCS_OK;
-        if (fd >= 0)
-            close(fd);
-    }
+    for (size_t i = 0; lm != NULL && i < cs->ncopies && from == NULL; i++)
+        if (lm == cs->copies[i].lm || strcmp(lm->l_name, cs->copies[i].path) == 0)
+            from = &cs->copies[i];
+    const char *from_path = from ? from->origin : NULL;
+    if (from != NULL)
+        have_from = elf_names_read(from->origin_fd, from_path, &b->from, b->why, sizeof b->why) ==
+                    VLCS_OK;
     void *h = NULL;
     struct elf_from chain = {&b->from, from_path};
     if (elf_resolve(file, &chain, have_from ? 1 : 0, b->real) == 0) {
@@ -825,7 +848,8 @@ size_t copies_objects(vlcs_ctx *c, struct link_map **out, size_t cap)
  * through libpython's forwarder, whose interpreter dict they get), and
  * read without any other lock held. */
 struct owner_rec {
-    char path[FD_PATH_SIZE];
+    char path[FD_PATH_SIZE]; /* its name while it loads */
+    const void *lm;          /* once loaded (it is named after its original then) */
     vlcs_ctx *ctx;
 };
 static pthread_mutex_t owners_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -838,10 +862,20 @@ static int owners_add(const char *path, vlcs_ctx *c)
     int rc = array_grow((void **)&owners, &capowners, nowners, sizeof *owners);
     if (rc == 0) {
         snprintf(owners[nowners].path, sizeof owners[nowners].path, "%s", path);
+        owners[nowners].lm = NULL;
         owners[nowners++].ctx = c;
     }
     pthread_mutex_unlock(&owners_lock);
     return rc;
+}
+
+static void owners_loaded(const char *path, const void *lm)
+{
+    pthread_mutex_lock(&owners_lock);
+    for (size_t i = 0; i < nowners; i++)
+        if (strcmp(owners[i].path, path) == 0)
+            owners[i].lm = lm;
+    pthread_mutex_unlock(&owners_lock);
 }
 
 static void owners_remove(const char *path)
@@ -863,7 +897,7 @@ vlcs_ctx *copies_owner(const void *link_map)
         return NULL;
     pthread_mutex_lock(&owners_lock);
     for (size_t i = 0; i < nowners && !found; i++)
-        if (strcmp(owners[i].path, m->l_name) == 0)
+        if (owners[i].lm == m || strcmp(owners[i].path, m->l_name) == 0)
             found = owners[i].ctx;
     pthread_mutex_unlock(&owners_lock);
     return found;
@@ -883,9 +917,12 @@ static int iterate_one(struct dl_phdr_info *info, size_t size, void *arg)
     const char *name = info->dlpi_name ? info->dlpi_name : "";
     if (strncmp(name, "/proc/", 6) == 0 && strstr(name, "/fd/") != NULL) {
         /* made by vlcs: this context's copies under their files' names;
-         * roots, interposers, forwarders and other contexts' copies not */
+         * roots, interposers, forwarders and other contexts' copies not
+         * (a loaded copy is named after its original's descriptor, which
+         * every context's copy of that file shares: known by its address) */
         for (size_t i = 0; i < it->cs->ncopies; i++)
-            if (strcmp(it->cs->copies[i].path, name) == 0) {
+            if ((it->cs->copies[i].addr != 0 && it->cs->copies[i].addr == info->dlpi_addr) ||
+                strcmp(it->cs->copies[i].path, name) == 0) {
                 struct dl_phdr_info shown = *info;
                 shown.dlpi_name = it->cs->copies[i].origin;
                 return it->cb(&shown, size < sizeof shown ? size : sizeof shown, it->data);

@@ -142,7 +142,6 @@ int elf_names_read(int fd, const char *path, struct elf_names *e, char *why, siz
     }
     e->strsz = strsz;
     /* .dynsym's extent: its section header (a stripped library keeps them) */
-    /* and its sections of code, the pages that may be shared (below) */
     ElfW(Shdr) sh;
     for (size_t i = 0; eh.e_shentsize == sizeof sh && i < eh.e_shnum && i < 4096; i++) {
         if (read_at(fd, &sh, sizeof sh, (off_t)(eh.e_shoff + i * sizeof sh)) != 0)
@@ -150,11 +149,6 @@ int elf_names_read(int fd, const char *path, struct elf_names *e, char *why, siz
         if (sh.sh_type == SHT_DYNSYM && sh.sh_entsize == sizeof(ElfW(Sym))) {
             e->dynsym_off = sh.sh_offset;
             e->ndynsym = sh.sh_size / sizeof(ElfW(Sym));
-        } else if ((sh.sh_flags & SHF_EXECINSTR) && sh.sh_type == SHT_PROGBITS &&
-                   !(sh.sh_flags & SHF_WRITE) && e->ncode < sizeof e->code / sizeof *e->code) {
-            e->code[e->ncode].off = sh.sh_offset;
-            e->code[e->ncode].addr = sh.sh_addr;
-            e->code[e->ncode++].size = sh.sh_size;
         }
     }
     if ((e->strtab = malloc(strsz + 1)) == NULL) {
@@ -372,14 +366,9 @@ static int copy_bytes(int in, int out, off_t size)
     return 0;
 }
 
-int elf_copy(const char *path, const char *label, const struct elf_rename *renames, size_t n,
-             char *why, size_t size)
+int elf_copy(int in, const char *path, const char *label, const struct elf_rename *renames,
+             size_t n, char *why, size_t size)
 {
-    int in = open(path, O_RDONLY | O_CLOEXEC);
-    if (in < 0) {
-        snprintf(why, size, "%s cannot be opened: %s", path, strerror(errno));
-        return -VLCS_E_NOT_FOUND;
-    }
     struct stat st;
     int out = -1, code = VLCS_E_SYSTEM;
     if (fstat(in, &st) != 0) {
@@ -400,12 +389,10 @@ int elf_copy(const char *path, const char *label, const struct elf_rename *renam
             goto fail;
         }
     }
-    close(in);
     return out;
 fail:
     if (out >= 0)
         close(out);
-    close(in);
     return -code;
 }
 
@@ -468,58 +455,107 @@ size_t elf_unique_symbols(int fd, const struct elf_names *e, struct elf_rename *
     return n;
 }
 
-/* ---- code pages shared with the file -------------------------------------- */
+/* ---- read-only pages shared with the file ------------------------------- */
 
-/* A loaded copy differs from its file in its renamed bytes only: the pages
- * of its code are mapped again from the original file, as a namespace's
- * copy would be, so that every context's copy shares the page cache's
- * pages; the memfd's bytes there are given back.  Returns the bytes now
- * shared. */
-size_t elf_share_pages(const struct elf_names *e, const char *origin, int copy_fd, uintptr_t base,
+static bool renamed_in(const struct elf_rename *renames, size_t n, uint64_t lo, uint64_t hi)
+{
+    for (size_t k = 0; k < n; k++) {
+        uint64_t s0 = renames[k].at, s1 = s0 + strlen(renames[k].to);
+        if (s0 < hi && s1 > lo)
+            return true;
+    }
+    return false;
+}
+
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23 /* Linux 5.14 */
+#endif
+
+/* Pages [at, at+len) of a loaded copy made its own (anonymous, copied on
+ * write by the kernel's fault path, so a thread of the copy writing there
+ * meanwhile loses nothing), whatever they are mapped from; prot is what
+ * they get back.  0 or -1. */
+static int own_pages(uintptr_t at, size_t len, int prot)
+{
+    if (len == 0)
+        return 0;
+    if (!(prot & PROT_WRITE) && mprotect((void *)at, len, prot | PROT_WRITE) != 0)
+        return -1;
+    int rc = madvise((void *)at, len, MADV_POPULATE_WRITE);
+    if (!(prot & PROT_WRITE) && mprotect((void *)at, len, prot) != 0)
+        rc = -1;
+    return rc;
+}
+
+/* A loaded copy differs from its file in its renamed bytes only.  Every
+ * page of its read-only segments (code, constants, symbol and unwind
+ * tables) but those holding a renamed byte is mapped again from the
+ * original file, as a namespace's copy would be, so that every context's
+ * copy shares the page cache's pages.  The rest, its writable segments
+ * (relocated, they are the copy's own in a namespace too) and its renamed
+ * pages, are made anonymous; then the memfd holds nothing another mapping
+ * reads and gives all its bytes back.  The copy is named after its
+ * original (copy_origins.c): what a debugger reads from a copy's file is
+ * the original's.  Returns the bytes now shared with the file. */
+size_t elf_share_pages(const struct elf_names *e, int origin_fd, int copy_fd, uintptr_t base,
                        const struct elf_rename *renames, size_t nrenames)
 {
-    if (e->textrel)
+    if (e->textrel) /* relocations wrote into its read-only segments */
         return 0;
-    long page = sysconf(_SC_PAGESIZE);
-    uint64_t mask = ~(uint64_t)(page - 1);
-    int fd = open(origin, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return 0;
-    size_t shared = 0;
-    /* Whole pages of code sections only: a debugger reads the other
-     * sections (.eh_frame, .dynsym, .rodata) from the file, which must keep
-     * them (older layouts put them in the code's segment); code it reads
-     * from memory.  Code is most of a library's bytes. */
-    for (size_t i = 0; i < e->ncode; i++) {
-        uint64_t lo = (e->code[i].off + (uint64_t)page - 1) & mask;
-        uint64_t hi = (e->code[i].off + e->code[i].size) & mask;
-        if (hi <= lo || (e->code[i].addr & (uint64_t)(page - 1)) != (e->code[i].off & (uint64_t)(page - 1)))
+    uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE), mask = ~(page - 1);
+    uint64_t relro_lo = 0, relro_hi = 0; /* what glibc made read-only after relocating */
+    for (size_t i = 0; i < e->nphdr; i++)
+        if (e->phdr[i].p_type == PT_GNU_RELRO) {
+            relro_lo = e->phdr[i].p_vaddr & mask;
+            relro_hi = (e->phdr[i].p_vaddr + e->phdr[i].p_memsz) & mask;
+        }
+    /* the writable segments first: until they are the copy's own, the
+     * memfd's pages are what they read */
+    bool owned = true;
+    for (size_t i = 0; i < e->nphdr && owned; i++) {
+        const ElfW(Phdr) *ph = &e->phdr[i];
+        if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_W))
             continue;
-        uint64_t vlo = e->code[i].addr + (lo - e->code[i].off); /* page-aligned too */
-        /* runs of pages between those holding a renamed byte */
+        uint64_t lo = ph->p_vaddr & mask, hi = (ph->p_vaddr + ph->p_filesz + page - 1) & mask;
+        uint64_t r0 = relro_lo > lo ? relro_lo : lo, r1 = relro_hi < hi ? relro_hi : hi;
+        if (r1 > r0)
+            owned = own_pages(base + lo, r0 - lo, PROT_READ | PROT_WRITE) == 0 &&
+                    own_pages(base + r0, r1 - r0, PROT_READ) == 0 &&
+                    own_pages(base + r1, hi - r1, PROT_READ | PROT_WRITE) == 0;
+        else
+            owned = own_pages(base + lo, hi - lo, PROT_READ | PROT_WRITE) == 0;
+    }
+    size_t shared = 0;
+    for (size_t i = 0; i < e->nphdr; i++) {
+        const ElfW(Phdr) *ph = &e->phdr[i];
+        if (ph->p_type != PT_LOAD || (ph->p_flags & PF_W) ||
+            (ph->p_vaddr & (page - 1)) != (ph->p_offset & (page - 1)))
+            continue;
+        /* whole pages, as ld.so mapped them: a first or last page's bytes
+         * of the next segment are the original's too */
+        uint64_t lo = ph->p_offset & mask, hi = (ph->p_offset + ph->p_filesz + page - 1) & mask;
+        uintptr_t at = base + (ph->p_vaddr & mask);
+        int prot = PROT_READ | (ph->p_flags & PF_X ? PROT_EXEC : 0);
         for (uint64_t a = lo; a < hi;) {
             uint64_t b = a;
-            bool kept = false;
-            while (b < hi && !kept) {
-                for (size_t k = 0; k < nrenames && !kept; k++) {
-                    uint64_t s0 = renames[k].at, s1 = s0 + strlen(renames[k].to);
-                    kept = s0 < b + (uint64_t)page && s1 > b;
-                }
-                if (!kept)
-                    b += (uint64_t)page;
-            }
+            while (b < hi && !renamed_in(renames, nrenames, b, b + page))
+                b += page;
             if (b > a) {
-                void *at = (void *)(base + vlo + (a - lo));
-                if (mmap(at, b - a, PROT_READ | PROT_EXEC, MAP_PRIVATE | MAP_FIXED, fd, (off_t)a) !=
-                    MAP_FAILED) {
-                    fallocate(copy_fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)a,
-                              (off_t)(b - a));
+                if (mmap((void *)(at + (a - lo)), b - a, prot, MAP_PRIVATE | MAP_FIXED, origin_fd,
+                         (off_t)a) != MAP_FAILED)
                     shared += b - a;
-                } /* else the copy's own pages stay: the same bytes */
+                else /* the memfd's pages stay: the same bytes */
+                    owned = false;
             }
-            a = kept ? b + (uint64_t)page : b;
+            if (b < hi) { /* a page with a renamed byte */
+                owned = owned && own_pages(at + (b - lo), page, prot) == 0;
+                b += page;
+            }
+            a = b;
         }
     }
-    close(fd);
+    struct stat st;
+    if (owned && fstat(copy_fd, &st) == 0)
+        fallocate(copy_fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 0, st.st_size);
     return shared;
 }

@@ -396,10 +396,6 @@ struct elf_names {
     ElfW(Phdr) phdr[64]; /* its program headers */
     size_t nphdr;
     uint64_t dynsym_off, ndynsym; /* .dynsym, from the section headers (0: none found) */
-    struct {
-        uint64_t off, addr, size;
-    } code[16]; /* sections of code (SHF_EXECINSTR), from the section headers */
-    size_t ncode;
     bool textrel; /* code that relocations write to: no page of it is the file's */
 };
 struct elf_rename {
@@ -415,12 +411,15 @@ struct elf_from { /* an object that needs a library, and its file */
 };
 /* chain: the object that needs name, then the object that loaded it, ... */
 HIDDEN int elf_resolve(const char *name, const struct elf_from *chain, size_t nchain, char *out);
-HIDDEN int elf_copy(const char *path, const char *label, const struct elf_rename *renames, size_t n,
-                    char *why, size_t size);
+HIDDEN int elf_copy(int fd, const char *path, const char *label, const struct elf_rename *renames,
+                    size_t n, char *why, size_t size);
 HIDDEN int elf_new_name(const char *old, unsigned long serial, char *out, size_t size);
 HIDDEN size_t elf_unique_symbols(int fd, const struct elf_names *e, struct elf_rename **out);
-HIDDEN size_t elf_share_pages(const struct elf_names *e, const char *origin, int copy_fd,
+HIDDEN size_t elf_share_pages(const struct elf_names *e, int origin_fd, int copy_fd,
                               uintptr_t base, const struct elf_rename *renames, size_t nrenames);
+/* copy_origins.c: one read-only descriptor per original file (or -VLCS_E_*) */
+HIDDEN int origin_hold(const char *real, char *why, size_t size);
+HIDDEN void origin_release(int fd);
 HIDDEN int copies_create(vlcs_ctx *c); /* with c->lock held */
 HIDDEN void *copies_load(vlcs_ctx *c, const char *path);
 HIDDEN int copies_unload(vlcs_ctx *c, char *why, size_t size);

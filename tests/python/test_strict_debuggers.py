@@ -139,9 +139,10 @@ def test_strict_mode_refused_raises_with_the_reason():
     importlib.util.find_spec("numpy") is None, reason="numpy is not installed (./run installs it)"
 )
 def test_gdb_attaches_to_a_process_whose_context_holds_copies():
-    # Copy mode: a context's numpy, OpenBLAS and libstdc++ are renamed copies
-    # in memfds; gdb reads their unwind tables and symbols from those files
-    # (holes punched there once made gdb fail an internal assertion).
+    # Copy mode: a context's numpy, OpenBLAS and libstdc++ are renamed copies,
+    # each named after its original file once loaded; gdb reads their unwind
+    # tables and symbols from there (holes punched in the copies' memfds,
+    # then their names, once made gdb fail an internal assertion).
     gdb = shutil.which("gdb")
     assert gdb, "gdb is installed by ./run (Debian package gdb)"
     # OpenBLAS's pool threads wait in the copy's code: gdb unwinds them there
@@ -181,5 +182,7 @@ def test_gdb_attaches_to_a_process_whose_context_holds_copies():
         _stop(proc)
     assert out.returncode == 0 and "internal-error" not in out.stderr, out.stderr[-3000:]
     assert "/fd/" in out.stdout  # the copies are listed
+    # a pool thread unwound through the OpenBLAS copy, its function named
+    assert "blas_thread_server" in out.stdout, out.stdout[-3000:]
     assert "main" in out.stdout or "Py_" in out.stdout, out.stdout[-3000:]
     assert proc.returncode == 0
