@@ -59,7 +59,7 @@ def _bench_scale(args: argparse.Namespace) -> int:
     from vlcs_bench import scale
 
     counts = scale.COUNTS if not args.quick else (1, 15, 32)
-    result = scale.run(counts=counts)
+    result = scale.run(counts=counts, quick=args.quick)
     print(json.dumps(result, indent=2) if args.json else scale.report(result))
     return 1 if any("error" in r for r in result["rows"]) else 0
 

@@ -7,20 +7,31 @@ stops at glibc's 15), a fresh process started by ``vlcs run`` makes the
 contexts from C (through ctypes: Python's own contexts keep a namespace),
 each on one CPU, and loads the library into each one.  Reported per row:
 milliseconds to create a context and load the library into it (median), the
-extra proportional set size (PSS) per context, the memory the copies' files
-hold beyond it (their renamed pages and data, in memfds), and a check that
+extra proportional set size (PSS) per context, the memory the copies'
+memfds still hold (once loaded a copy's read-only pages are its original
+file's and the rest its own, so only the roots' and the interposer's few
+pages stay), and a check that
 every copy sizes its pool from its own context (one thread).
+
+Then case 6's thread-unsafe workload at the machine's width: arpack-ng
+eigen-solves with one context per CPU, each with its own libarpack and
+OpenBLAS, against one copy shared behind a mutex (the one correct way to
+call it from several threads), in namespace mode (while the CPUs are at most
+15) and in copy mode.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import textwrap
 from typing import Any
 
 from vlcs._paths import program_path
+
+from vlcs_bench._build import build, vlcs_args
 
 COUNTS = (1, 15, 64, 256)
 LIBRARIES = {
@@ -40,7 +51,7 @@ _CHILD = textwrap.dedent(
         for line in open("/proc/self/smaps_rollup"):
             if line.startswith("Pss:"):
                 return int(line.split()[1])
-    def memfd_kib():  # copies' bytes kept in memory but not mapped
+    def memfd_kib():  # what copy mode's memfds hold
         total = 0
         for fd in os.listdir("/proc/self/fd"):
             try:
@@ -91,7 +102,42 @@ def _one(soname: str, getter: str, mode: int, n: int) -> dict[str, Any]:
     return json.loads(r.stdout)
 
 
-def run(counts: tuple[int, ...] = COUNTS, progress: bool = True) -> dict[str, Any]:
+def arpack(quick: bool = False, progress: bool = True) -> list[dict[str, Any]]:
+    """Case 6's arpack-ng solves, one context per CPU, in each mode that
+    holds that many contexts (kernels/arpack_many.cpp)."""
+    prog = build(
+        "arpack_many",
+        ["arpack_many.cpp"],
+        ["-std=c++17", "-O2", *vlcs_args()],
+        libs=("-lvlcs", "-ldl", "-lpthread", "-lm"),
+        compiler=os.environ.get("CXX", "c++"),
+    )
+    k = len(os.sched_getaffinity(0))
+    n, solves = (1000, 1) if quick else (1400, 3)
+    rows: list[dict[str, Any]] = []
+    for mode in MODES:
+        if mode == "namespace" and k > 15:
+            continue
+        if progress:
+            print(f"vlcs bench scale: arpack-ng, {k} contexts, {mode}", file=sys.stderr)
+        argv = [str(program_path("vlcs-run")), "--contexts", str(max(k, 16)), "--", str(prog)]
+        # one BLAS thread per solve on both sides: the base's copy too
+        env = {**os.environ, "VLCS_MODE": mode, "OPENBLAS_NUM_THREADS": "1"}
+        argv += [str(n), str(solves), str(k)]
+        r = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=900)
+        row: dict[str, Any] = {"mode": mode, "contexts": k}
+        if r.returncode != 0:
+            row["error"] = (r.stderr.strip().splitlines() or ["(no output)"])[-1]
+        else:
+            row |= json.loads(r.stdout)
+            row["speedup"] = row["one_copy_mutex_s"] / row["contexts_s"]
+        rows.append(row)
+    return rows
+
+
+def run(
+    counts: tuple[int, ...] = COUNTS, progress: bool = True, quick: bool = False
+) -> dict[str, Any]:
     rows: list[dict[str, Any]] = []
     for name, (soname, getter) in LIBRARIES.items():
         for n in counts:
@@ -102,7 +148,7 @@ def run(counts: tuple[int, ...] = COUNTS, progress: bool = True) -> dict[str, An
                     print(f"vlcs bench scale: {name}, {n} contexts, {mode}", file=sys.stderr)
                 row = {"library": name, "contexts": n, "mode": mode}
                 rows.append(row | _one(soname, getter, code, n))
-    return {"rows": rows}
+    return {"rows": rows, "arpack": arpack(quick, progress)}
 
 
 def report(result: dict[str, Any]) -> str:
@@ -110,7 +156,7 @@ def report(result: dict[str, Any]) -> str:
         "Contexts in one process: namespace mode (at most 15) against copy mode",
         "",
         "| library | contexts | mode | ms per context (create + load) | extra PSS per context "
-        "(KiB) | + copies' unmapped memory (KiB) | pool sizes seen |",
+        "(KiB) | + held by memfds (KiB) | pool sizes seen |",
         "|---|---|---|---|---|---|---|",
     ]
     for r in result["rows"]:
@@ -122,5 +168,23 @@ def report(result: dict[str, Any]) -> str:
             f"| {r['library']} | {r['contexts']} | {r['mode']} | {r['ms_per_context']:.2f} | "
             f"{r['pss_kib_per_context']:.0f} | {r['memfd_kib_per_context']:.0f} | "
             f"{r['pool_sizes']} |"
+        )
+    lines += [
+        "",
+        "Case 6 at the machine's width: arpack-ng solves, one context per CPU (each its own "
+        "libarpack and OpenBLAS, one thread) against one copy behind a mutex",
+        "",
+        "| contexts | mode | of them copies | ms per context (create + load) | one copy, mutex "
+        "(s) | contexts (s) | speed-up | every solve exact |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for r in result.get("arpack", []):
+        if "error" in r:
+            lines.append(f"| {r['contexts']} | {r['mode']} | error: {r['error']} |")
+            continue
+        lines.append(
+            f"| {r['contexts']} | {r['mode']} | {r['copies']} | {r['load_ms_per_context']:.1f} | "
+            f"{r['one_copy_mutex_s']:.3f} | {r['contexts_s']:.3f} | {r['speedup']:.2f}x | "
+            f"{r['exact']} |"
         )
     return "\n".join(lines)

@@ -1,4 +1,4 @@
-"""`vlcs bench core|strict|shim|python|imports|recycle` and `vlcs demo`: each prints what its
+"""`vlcs bench core|strict|shim|python|imports|recycle|scale` and `vlcs demo`: each prints what its
 schema promises, with one bound a user would notice if broken."""
 
 from __future__ import annotations
@@ -146,3 +146,29 @@ def test_bench_own_json_schema_and_every_way_computed_the_same():
         for way in ways.values():
             _numbers(way, "wall_s", "speedup", "start_s")
             assert way["same_result"] is True
+
+
+def test_bench_scale_json_rows_and_copies_bound():
+    r = vlcs_cmd("bench", "scale", "--quick", "--json")
+    assert r.returncode == 0, r.stderr
+    result = json.loads(r.stdout)
+    rows = result["rows"]
+    assert not [row for row in rows if "error" in row], rows
+    # every context's copy sized its pool from its own one CPU
+    assert {tuple(row["pool_sizes"]) for row in rows} == {(1,)}, rows
+    assert {(row["mode"], row["contexts"]) for row in rows} >= {("namespace", 15), ("copies", 32)}
+    for row in rows:
+        _numbers(row, "ms_per_context")
+    # The bound: a loaded copy's memfd gives its bytes back (a copy of
+    # OpenBLAS held 3.5 MiB there before its read-only pages were shared)
+    for row in rows:
+        if row["mode"] == "copies":
+            assert row["memfd_kib_per_context"] < 64, row
+    arpack = result["arpack"]
+    width = len(os.sched_getaffinity(0))
+    modes = ["namespace", "copies"] if width <= 15 else ["copies"]
+    assert [row["mode"] for row in arpack] == modes, arpack
+    for row in arpack:
+        assert row["exact"] is True and row["contexts"] == width, row
+        _numbers(row, "one_copy_mutex_s", "contexts_s", "load_ms_per_context")
+    assert arpack[-1]["copies"] == arpack[-1]["contexts"], arpack
