@@ -6,6 +6,8 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import subprocess
+import sys
 import types
 
 from conftest import ROOT, vlcs_cmd
@@ -228,3 +230,42 @@ def test_the_scientific_stack_passes():
     smoked = {e["package"]: e["smoke"] for e in doc if e["package"] in SMOKE}
     assert set(smoked.values()) == {"ok"}, smoked
     assert len(smoked) >= 3
+
+
+def test_copy_mode_mypyc_pybind11_and_cython_packages_pass():
+    # A copy is named after its original file's descriptor, which the base's
+    # object resolves to as well: the check knows a context's extension by
+    # the address of the object that defines it (a mypyc module's, in its
+    # group's shared library)
+    present = [p for p in ("tomli", "chardet", "scipy") if importlib.util.find_spec(p)]
+    assert "scipy" in present
+    env = {**os.environ, "VLCS_MODE": "copies"}
+    r = vlcs_cmd("check", "--json", *present, env=env)
+    doc = json.loads(r.stdout)
+    failed = {e["package"]: f"[{e['kind']}] {e['error']}" for e in doc if not e["ok"]}
+    assert not failed, failed
+    assert all(e["extension_modules"] > 0 for e in doc), doc
+
+
+COPY_OR_BASE = """
+import json, sys, numpy
+import vlcs
+from vlcs.check.child import _code_file, _copy_bases
+a = vlcs.VLC(cpus="0", name="a")
+def inside():
+    import numpy
+    return _code_file(sys.modules["numpy._core._multiarray_umath"])
+mine = a.submit(inside).result()
+base = _code_file(sys.modules["numpy._core._multiarray_umath"])
+bases = _copy_bases(a)
+print(json.dumps({"mode": a.mode, "mine": mine[1] in bases, "base": base[1] in bases}))
+"""
+
+
+def test_copy_mode_check_tells_a_context_s_copy_from_the_base_s_object():
+    env = {**os.environ, "VLCS_MODE": "copies"}
+    argv = [sys.executable, "-c", COPY_OR_BASE]
+    r = subprocess.run(argv, capture_output=True, text=True, env=env)
+    assert r.returncode == 0, r.stderr[-2000:]
+    got = json.loads(r.stdout)
+    assert got == {"mode": "copies", "mine": True, "base": False}, got

@@ -109,20 +109,36 @@ _dladdr = ctypes.CDLL(None).dladdr  # the base libc's: it finds objects of every
 _dladdr.argtypes = [ctypes.c_void_p, ctypes.POINTER(_DlInfo)]
 
 
-def _code_file(module: Any) -> str | None:
-    """The loaded object that defines module (its PyModuleDef), or None.
-    mypyc's compiled modules are made by their group's shared library
-    ("<hash>__mypyc") without loading the file their __file__ names."""
+def _code_file(module: Any) -> tuple[str, int] | None:
+    """The loaded object that defines module (its PyModuleDef): its name and
+    load address, or None.  mypyc's compiled modules are made by their
+    group's shared library ("<hash>__mypyc") without loading the file their
+    __file__ names."""
     from vlcs._isolation.extension import module_def
 
     d = module_def(module)
     info = _DlInfo()
     if d is None or not _dladdr(d, ctypes.byref(info)) or not info.dli_fname:
         return None
-    return os.fsdecode(info.dli_fname)
+    return os.fsdecode(info.dli_fname), info.dli_fbase or 0
 
 
-def _ext_modules() -> dict[str, tuple[str, str | None]]:
+def _copy_bases(ctx: Any) -> set[int]:
+    """Load addresses of a copy-mode context's copies.  A copy is named after
+    its original's descriptor, which every context's copy of that file (and
+    the base's own object) resolves to: only the address tells them apart."""
+    from vlcs._isolation.linkmap import _LinkMap
+    from vlcs._lib import lib
+
+    out = set()
+    for path in ctx.libraries():
+        h = lib().vlcs_ctx_loaded(ctx._h, os.fsencode(path))
+        if h:
+            out.add(ctypes.cast(h, ctypes.POINTER(_LinkMap)).contents.l_addr or 0)
+    return out
+
+
+def _ext_modules() -> dict[str, tuple[str, tuple[str, int] | None]]:
     """The calling owner's extension modules: name -> (file, the object that
     defines it) (run inside a context)."""
     out = {}
@@ -207,8 +223,10 @@ def child(pkg: str, share: Sequence[str] = ()) -> dict[str, Any]:
     if "a" in live:
         exts = a.submit(_ext_modules).result()
         mods = set(a.modules)
-        if a.mode == "copies":  # its copies' original files
+        copies = a.mode == "copies"
+        if copies:  # its copies' original files
             in_ns = {os.path.realpath(p) for p in a.libraries()}
+            bases = _copy_bases(a)
         else:
             in_ns = set(namespace_files(a._any_handle)) if a._any_handle else set()
         private = {n: f for n, (f, _) in exts.items() if n in mods}
@@ -239,11 +257,22 @@ def child(pkg: str, share: Sequence[str] = ()) -> dict[str, Any]:
             if n not in mods and (n == topname or n.startswith(topname + "."))
         ]
         res["extension_modules_all"] = len(private)
-        res["extensions_outside"] = sorted(
-            n
-            for n, f in private.items()
-            if os.path.realpath(f) not in in_ns and os.path.realpath(exts[n][1] or f) not in in_ns
-        )
+        if copies:  # the object that defines it is one of the context's copies
+            # (a module made without a PyModuleDef, as pybind11's submodules
+            # are, is known by its file only)
+            outside = [
+                n
+                for n, f in private.items()
+                if (exts[n][1][1] not in bases if exts[n][1] else os.path.realpath(f) not in in_ns)
+            ]
+        else:
+            outside = [
+                n
+                for n, f in private.items()
+                if os.path.realpath(f) not in in_ns
+                and os.path.realpath((exts[n][1] or (f, 0))[0]) not in in_ns
+            ]
+        res["extensions_outside"] = sorted(outside)
         res["context_info_packages"] = a.info().get("python_packages", [])
     res["not_private"] = same
 
