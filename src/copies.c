@@ -32,6 +32,7 @@
 struct copy {
     char *origin;  /* the original file's real path */
     char *renamed; /* its SONAME in the copy (NULL: it had none) */
+    char *soname;  /* the original's (NULL: none) */
     int fd;        /* the memfd */
     int origin_fd; /* the original's (copy_origins.c) */
     char path[FD_PATH_SIZE];
@@ -255,6 +256,7 @@ static void copyset_free(struct copyset *cs)
     for (size_t i = 0; i < cs->ncopies; i++) {
         free(cs->copies[i].origin);
         free(cs->copies[i].renamed);
+        free(cs->copies[i].soname);
         free(cs->copies[i].load_name);
         if (cs->copies[i].fd >= 0)
             close(cs->copies[i].fd);
@@ -324,6 +326,7 @@ static void *copy_dlopen(vlcs_ctx *c, const char *file, int mode, const void *ca
 static const char *dl_error(void);
 static int copy_iterate_phdr(vlcs_ctx *c, int (*cb)(struct dl_phdr_info *, size_t, void *),
                              void *data);
+static const char *object_file(vlcs_ctx *c, const void *lm);
 
 int copies_create(vlcs_ctx *c)
 {
@@ -397,6 +400,7 @@ int copies_create(vlcs_ctx *c)
     c->api.dlopen = copy_dlopen;
     c->api.dl_error = dl_error;
     c->api.iterate_phdr = copy_iterate_phdr;
+    c->api.object_file = object_file;
     if (bind == NULL || bind(&c->api) != 0) {
         set_error(VLCS_E_NOT_FOUND,
                   "Error loading into context '%s': %s was built for another version of vlcs",
@@ -430,6 +434,17 @@ static int find_copy(struct copyset *cs, const char *origin)
 {
     for (size_t i = 0; i < cs->ncopies; i++)
         if (strcmp(cs->copies[i].origin, origin) == 0)
+            return (int)i;
+    return -1;
+}
+
+/* ld.so takes a needed name that a loaded object has as its soname before
+ * it searches: oneMKL's libmkl_def.so.3, opened by path, needs
+ * libmkl_core.so.3, loaded already from a folder no search names. */
+static int find_soname(struct copyset *cs, const char *soname)
+{
+    for (size_t i = 0; i < cs->ncopies; i++)
+        if (cs->copies[i].soname != NULL && strcmp(cs->copies[i].soname, soname) == 0)
             return (int)i;
     return -1;
 }
@@ -496,7 +511,10 @@ static void *load_tree(vlcs_ctx *c, const char *real, const char *shown)
             size_t nchain = 0;
             for (int j = (int)i; j >= 0 && nchain < 64; j = items[j].loader)
                 chain[nchain++] = (struct elf_from){&items[j].names, items[j].origin};
-            if (elf_resolve(need, chain, nchain, dep) != 0) {
+            int known = find_soname(cs, need);
+            if (known >= 0) {
+                snprintf(dep, sizeof dep, "%s", cs->copies[known].origin);
+            } else if (elf_resolve(need, chain, nchain, dep) != 0) {
                 snprintf(why, WHY_SIZE, "%s needs %s, which cannot be found", it->origin, need);
                 code = VLCS_E_NOT_FOUND;
                 break;
@@ -627,10 +645,13 @@ static void *load_tree(vlcs_ctx *c, const char *real, const char *shown)
         fd_path(cp->path, sizeof cp->path, it->fd);
         cp->origin = strdup(it->origin);
         cp->renamed = it->renamed[0] ? strdup(it->renamed) : NULL;
+        const char *soname = elf_str(&it->names, it->names.soname);
+        cp->soname = soname != NULL ? strdup(soname) : NULL;
         if (cp->origin == NULL || (it->renamed[0] && cp->renamed == NULL) ||
-            owners_add(cp->path, c) != 0) {
+            (soname != NULL && cp->soname == NULL) || owners_add(cp->path, c) != 0) {
             free(cp->origin);
             free(cp->renamed);
+            free(cp->soname);
             joined = false;
             break;
         }
@@ -659,6 +680,7 @@ static void *load_tree(vlcs_ctx *c, const char *real, const char *shown)
             origin_release(cp->origin_fd);
             free(cp->origin);
             free(cp->renamed);
+            free(cp->soname);
         }
         goto out;
     }
@@ -944,6 +966,21 @@ static int copy_iterate_phdr(vlcs_ctx *c, int (*cb)(struct dl_phdr_info *, size_
     int rc = dl_iterate_phdr(iterate_one, &it);
     pthread_mutex_unlock(&it.cs->lock);
     return rc;
+}
+
+/* The original file of c's copy lm (also while it loads: its
+ * constructors may ask), for dladdr; NULL if lm is none of c's copies. */
+static const char *object_file(vlcs_ctx *c, const void *lm)
+{
+    struct copyset *cs = c->copyset;
+    const struct link_map *m = lm;
+    const char *found = NULL;
+    pthread_mutex_lock(&cs->lock);
+    for (size_t i = 0; i < cs->ncopies && found == NULL; i++)
+        if (cs->copies[i].lm == lm || strcmp(cs->copies[i].path, m->l_name) == 0)
+            found = cs->copies[i].origin;
+    pthread_mutex_unlock(&cs->lock);
+    return found;
 }
 
 /* Handles for the Python package (vlcs.h, VLCS_INTERNAL_API). */

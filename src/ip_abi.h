@@ -18,7 +18,7 @@
 #include <stddef.h>
 #include <sys/types.h>
 
-#define VLCS_IP_ABI_VERSION 8
+#define VLCS_IP_ABI_VERSION 9
 
 struct vlcs_ctx;
 
@@ -120,6 +120,10 @@ struct vlcs_ip_api {
     /* dl_iterate_phdr as a namespace of the context's would answer: its
      * copies (named by their original files), the process's glibc */
     int (*iterate_phdr)(struct vlcs_ctx *, int (*)(struct dl_phdr_info *, size_t, void *), void *);
+    /* the original file of the context's copy whose link map is lm, for
+     * dladdr (a copy is named /proc/PID/fd/N: oneMKL opens its kernels from
+     * the folder dladdr names); NULL: not one of its copies */
+    const char *(*object_file)(struct vlcs_ctx *, const void *lm);
 };
 
 /* A variable a program loaded into the namespace holds a copy of (an

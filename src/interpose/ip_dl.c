@@ -1,5 +1,6 @@
 /*
- * ip_dl.c - dlopen inside a namespace.
+ * ip_dl.c - dlopen inside a namespace; in copy mode, dlopen, dlerror,
+ * dl_iterate_phdr and dladdr as a namespace's would answer.
  *
  * glibc keeps a global scope for the base namespace only: dlopen with
  * RTLD_GLOBAL in a dlmopen namespace dereferences that namespace's missing
@@ -66,4 +67,40 @@ IP_EXPORT int dl_iterate_phdr(iterate_cb callback, void *data)
     int rc = next_dl_iterate_phdr(callback, data);
     __asm__ volatile("" ::: "memory"); /* keeps the call a call */
     return rc;
+}
+
+/*
+ * dladdr names a copy by its original file, as a namespace's object is
+ * named: libraries find their own folder from it (oneMKL opens
+ * libmkl_def.so.3 and its other kernels from the folder of libmkl_core).
+ */
+typedef int (*dladdr1_fn)(const void *, Dl_info *, void **, int);
+
+static int named_by_origin(const void *addr, Dl_info *info, void **extra, int flags)
+{
+    NEXT(dladdr1_fn, dladdr1);
+    int rc = next_dladdr1(addr, info, extra, flags);
+    const struct vlcs_ip_api *a = __atomic_load_n(&vlcs_ip, __ATOMIC_ACQUIRE);
+    if (rc == 0 || a == NULL || a->object_file == NULL) /* a namespace names it so */
+        return rc;
+    void *lm = NULL;
+    Dl_info again;
+    if (flags == RTLD_DL_LINKMAP)
+        lm = *extra;
+    else if (next_dladdr1(addr, &again, &lm, RTLD_DL_LINKMAP) == 0)
+        lm = NULL;
+    const char *file = lm != NULL ? a->object_file(a->ctx, lm) : NULL;
+    if (file != NULL)
+        info->dli_fname = file;
+    return rc;
+}
+
+IP_EXPORT int dladdr(const void *addr, Dl_info *info)
+{
+    return named_by_origin(addr, info, NULL, 0);
+}
+
+IP_EXPORT int dladdr1(const void *addr, Dl_info *info, void **extra, int flags)
+{
+    return named_by_origin(addr, info, extra, flags);
 }

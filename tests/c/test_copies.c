@@ -6,11 +6,13 @@
 #include "check.h"
 
 #include <dlfcn.h>
+#include <limits.h>
 #include <malloc.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -192,6 +194,15 @@ int main(int argc, char **argv)
         CHECK_EQ(2000 + i, *((addr_fn)dlsym(h, "singleton_value_addr"))(), "the same copy again");
         dlclose(h);
         dlclose(h);
+    }
+    /* dladdr names a copy by its original file, as a namespace's object */
+    char want[PATH_MAX], got[PATH_MAX];
+    CHECK(realpath(DLOPENER_LIB, want) != NULL, "realpath %s", DLOPENER_LIB);
+    for (int i = 0; i < N; i++) {
+        const char *own = ((const char *(*)(void))sym(x[i].dlopener, "dlopener_own_file"))();
+        CHECK(own != NULL && strncmp(own, "/proc/", 6) != 0 && realpath(own, got) != NULL &&
+                  strcmp(got, want) == 0,
+              "dladdr in context %d names %s", i, own ? own : "(null)");
     }
     void *missing = ((open_fn)sym(x[N - 1].dlopener, "dlopener_open"))("libvlcs_no_such.so", 0);
     CHECK(missing == NULL, "a missing library");

@@ -202,10 +202,14 @@ def _mkl_libs() -> list[str] | None:
 
 @needs_two
 @pytest.mark.skipif(_mkl_libs() is None, reason="oneMKL (pip install mkl) is not installed")
-def test_mkl_follows_the_lent_cpus(tmp_path):
+@pytest.mark.parametrize("mode", ["auto", "copies"])
+def test_mkl_follows_the_lent_cpus(tmp_path, mode):
     # A library linked against oneMKL's layered libraries with GNU OpenMP
     # threading, as MKL builds of numpy and applications are; loaded into an
-    # elastic context, MKL's own thread count follows its CPUs.
+    # elastic context, MKL's own thread count follows its CPUs.  In copy
+    # mode too: libmkl_core opens its kernels (libmkl_def.so.3) from the
+    # folder dladdr names for it, and they need libmkl_core.so.3 by a name
+    # no search path finds (ld.so takes the loaded object's soname).
     import os
     import subprocess
 
@@ -264,9 +268,12 @@ with b:
     out["regrown"] = mkl.MKL_Get_Max_Threads()
 out["pools"] = {{p["api"]: p["elastic"] for p in b.threadpools()}}
 out["base"] = [sorted(os.sched_getaffinity(0)), os.environ.get("OMP_DYNAMIC")]
+out["mode"] = b.mode
 print(json.dumps(out))
-"""
+""",
+        VLCS_MODE=mode,
     )
+    assert r["mode"] == ("copies" if mode == "copies" else "namespace")
     assert r["idle"] == 1, "loaded while idle: MKL sized to the home"
     assert r["grown"] == [2, [0, 1], True], "b borrows a's CPU: MKL at 2 threads, right product"
     assert r["shrunk"] == [1, [1], True, True], "a entered: MKL back to 1, every thread on CPU 1"
