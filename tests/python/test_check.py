@@ -12,7 +12,7 @@ import types
 
 from conftest import ROOT, vlcs_cmd
 
-KEYS = {"package", "ok", "submodules", "extension_modules", "smoke", "error", "kind", "fix"}
+KEYS = {"package", "ok", "mode", "submodules", "extension_modules", "smoke", "error", "kind", "fix"}
 
 
 def _env_with(path) -> dict[str, str]:
@@ -38,6 +38,7 @@ def test_numpy_json_passes():
     (e,) = doc
     assert KEYS <= set(e)
     assert e["package"] == "numpy" and e["ok"] is True
+    assert e["mode"] == "namespace"  # where context a's copies lived
     assert e["submodules"] > 50  # found without importing, tests left out
     assert e["extension_modules"] > 5  # numpy._core._multiarray_umath, ... in a's namespace
     assert e["smoke"] == "ok"  # linalg.norm equal in a, b and the base
@@ -244,7 +245,7 @@ def test_copy_mode_mypyc_pybind11_and_cython_packages_pass():
     doc = json.loads(r.stdout)
     failed = {e["package"]: f"[{e['kind']}] {e['error']}" for e in doc if not e["ok"]}
     assert not failed, failed
-    assert all(e["extension_modules"] > 0 for e in doc), doc
+    assert all(e["extension_modules"] > 0 and e["mode"] == "copies" for e in doc), doc
 
 
 COPY_OR_BASE = """

@@ -275,6 +275,7 @@ def child(pkg: str, share: Sequence[str] = ()) -> dict[str, Any]:
         res["extensions_outside"] = sorted(outside)
         res["context_info_packages"] = a.info().get("python_packages", [])
     res["not_private"] = same
+    res["modes"] = {k: c.mode for k, c in ctxs.items()}  # namespace or copies
 
     # 4. the smoke test, in both contexts at once, then in the base
     known = SMOKE.get(pkg)

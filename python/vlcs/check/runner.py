@@ -131,7 +131,17 @@ def format_entry(e: dict[str, Any]) -> str:
     return line
 
 
-_PUBLIC_KEYS = ("package", "ok", "submodules", "extension_modules", "smoke", "error", "kind", "fix")
+_PUBLIC_KEYS = (
+    "package",
+    "ok",
+    "mode",
+    "submodules",
+    "extension_modules",
+    "smoke",
+    "error",
+    "kind",
+    "fix",
+)
 
 
 def run(packages: Sequence[str], as_json: bool = False, timeout: float = DEFAULT_TIMEOUT) -> int:

@@ -93,6 +93,7 @@ def _verdict(pkg: str, run: dict[str, Any]) -> dict[str, Any]:
         "error": None,
         "kind": None,
         "fix": None,
+        "mode": None,
         "seconds": run["seconds"],
         "works_in_base": None,
         "culprits": [],
@@ -115,6 +116,7 @@ def _verdict(pkg: str, run: dict[str, Any]) -> dict[str, Any]:
             entry.update(kind="child", error=f"the child exited with {rc}: {tail[0]}")
         return entry
 
+    entry["mode"] = (res.get("modes") or {}).get("a")
     entry["submodules"] = res.get("submodules", 0)
     entry["extension_modules"] = len(res.get("extension_modules", []))
     base_err = (res.get("import") or {}).get("base")
