@@ -597,7 +597,32 @@ class VLC:
             "threadpools": self.threadpools(),
             "library_threads": self.thread_count,
             "mode": self.mode,
+            "copy_mode_caveats": self._copy_mode_caveats(),
         }
+
+    def _copy_mode_caveats(self) -> list[str]:
+        """What copy mode does not keep the context's own (docs/copy-mode.md),
+        as it applies to this context; empty in a namespace."""
+        if self.mode != "copies":
+            return []
+        out = []
+        libc_reads = sorted(
+            n
+            for n, v in self._env.items()
+            if (n in _LIBC_OWN_VARIABLES or n.startswith(("LC_", "MALLOC_", "GLIBC_")))
+            and v != os.environ.get(n)
+        )
+        if libc_reads:
+            out.append(
+                f"libc reads {', '.join(libc_reads)} itself, from the process's environment: "
+                "the context's value is seen by its libraries' getenv only"
+            )
+        if os.environ.get("LD_PRELOAD"):
+            out.append(
+                "a preloaded library (LD_PRELOAD) comes after the context's own libraries: "
+                "its replacements of libc functions other than malloc miss their calls"
+            )
+        return out
 
     def close(self) -> None:
         """Destroy the context: wait for the tasks given to ``submit``, give
@@ -721,6 +746,25 @@ def current() -> VLC | None:
     """The context the calling thread is in, or None."""
     h = lib().vlcs_current()
     return _contexts.get(h) if h else None
+
+
+# The environment variables glibc reads for itself (not through getenv
+# calls a copy makes): in copy mode the process's.
+_LIBC_OWN_VARIABLES = frozenset(
+    {
+        "TZ",
+        "TZDIR",
+        "LANG",
+        "LANGUAGE",
+        "LOCPATH",
+        "GCONV_PATH",
+        "NLSPATH",
+        "TMPDIR",
+        "HOSTALIASES",
+        "RES_OPTIONS",
+        "LOCALDOMAIN",
+    }
+)
 
 
 def info() -> dict[str, Any]:

@@ -174,6 +174,7 @@ def test_info_is_json_able_and_lists_contexts():
             "threadpools": [],
             "library_threads": 0,
             "mode": "namespace",  # a Python context's own namespace
+            "copy_mode_caveats": [],
         }
     ]
     assert data["cpus_usable"] == MACHINE

@@ -209,3 +209,23 @@ def test_a_copys_file_is_what_runs_and_its_memfd_holds_nothing():
     bad = [k for k, same in r["checked"].items() if not same]
     assert not bad, bad
     assert r["memfd_bytes"] < 256 * 1024, r  # roots and forwarders only: a few pages
+
+
+CAVEATS = """
+import json, vlcs
+a = vlcs.VLC(cpus="0", name="a", env={"TZ": "UTC-5", "VLCS_WHO": "a"})
+a.load("libm.so.6")
+mine = [c for c in vlcs.info()["contexts"] if c["name"] == "a"][0]
+print(json.dumps({"mode": mine["mode"], "caveats": mine["copy_mode_caveats"]}))
+"""
+
+
+def test_info_says_what_copy_mode_does_not_keep_the_context_s():
+    # libc reads TZ itself (localtime), from the process's environment: a
+    # copy-mode context's TZ reaches its libraries' getenv only, and info()
+    # says so; a namespace has its own libc, and nothing to say
+    r = run_code(CAVEATS, VLCS_MODE="copies", LD_PRELOAD="")
+    assert r["mode"] == "copies"
+    assert len(r["caveats"]) == 1 and r["caveats"][0].startswith("libc reads TZ itself"), r
+    r = run_code(CAVEATS, VLCS_MODE="namespace", LD_PRELOAD="")
+    assert r == {"mode": "namespace", "caveats": []}
