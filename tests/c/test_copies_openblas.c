@@ -3,6 +3,7 @@
  * what the base's copy computes, and goes away with its context. */
 #define _GNU_SOURCE
 #include "check.h"
+#include "gemm.h"
 
 #include <dlfcn.h>
 #include <sys/sysinfo.h>
@@ -10,24 +11,6 @@
 #define N 64
 
 typedef int (*nthreads_fn)(void);
-typedef void (*dgemm_fn)(const char *, const char *, const int *, const int *, const int *,
-                         const double *, const double *, const int *, const double *,
-                         const int *, const double *, double *, const int *);
-
-static void gemm(dgemm_fn f, int n, double *c)
-{
-    double *a = malloc(sizeof(double) * (size_t)n * (size_t)n);
-    double *b = malloc(sizeof(double) * (size_t)n * (size_t)n);
-    for (int i = 0; i < n * n; i++) {
-        a[i] = (i % 7) * 0.5;
-        b[i] = (i % 5) * 0.25;
-    }
-    double one = 1, zero = 0;
-    f("N", "N", &n, &n, &n, &one, a, &n, b, &n, &zero, c, &n);
-    free(a);
-    free(b);
-}
-
 int main(void)
 {
     if (get_nprocs() < 2) {
@@ -38,7 +21,7 @@ int main(void)
     CHECK(base != NULL, "%s", dlerror());
     int n = 128;
     double *want = calloc((size_t)n * n, sizeof(double)), *got = calloc((size_t)n * n, sizeof(double));
-    gemm((dgemm_fn)dlsym(base, "dgemm_"), n, want);
+    gemm_fixed((dgemm_fn)dlsym(base, "dgemm_"), n, want);
     int base_threads = ((nthreads_fn)dlsym(base, "openblas_get_num_threads"))();
 
     vlcs_ctx *c[N];
@@ -58,7 +41,7 @@ int main(void)
                  "sized from its context's CPUs");
         CHECK_EQ(0, vlcs_enter(c[i]), "enter");
         memset(got, 0, sizeof(double) * (size_t)n * n);
-        gemm(SYM(h[i], dgemm_fn, "dgemm_"), n, got);
+        gemm_fixed(SYM(h[i], dgemm_fn, "dgemm_"), n, got);
         CHECK_EQ(0, vlcs_leave(), "leave");
         for (int k = 0; k < n * n; k++)
             CHECK((got[k] - want[k]) * (got[k] - want[k]) < 1e-18, "context %d: product at %d", i, k);
@@ -70,7 +53,7 @@ int main(void)
     int destroyed = vlcs_strict_active() ? 1 : 0;
     for (int i = 0; i < N; i++)
         CHECK_EQ(destroyed, vlcs_ctx_destroy(c[i]), "destroy: pool stopped, copies unloaded");
-    gemm((dgemm_fn)dlsym(base, "dgemm_"), n, got);
+    gemm_fixed((dgemm_fn)dlsym(base, "dgemm_"), n, got);
     for (int k = 0; k < n * n; k++)
         CHECK(got[k] == want[k], "the base's product after");
     free(want);
