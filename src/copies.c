@@ -308,14 +308,15 @@ static void *deep_open(const char *path)
 /* A loaded copy's read-only pages mapped again from its original, and the
  * copy named after the original's descriptor (copy_origins.c).  Returns
  * the name glibc gave it: freed once the copy is gone, as another thread
- * may be reading it now (glibc frees the new one at dlclose). */
+ * may be reading it now (glibc frees the new one at dlclose).  *ok: its
+ * code is in place. */
 static char *share_with_origin(struct link_map *lm, const struct elf_names *e, int origin_fd,
-                               int copy_fd, const struct elf_rename *rn, size_t nrn)
+                               int copy_fd, const struct elf_rename *rn, size_t nrn, bool *ok)
 {
     char *name = malloc(FD_PATH_SIZE);
-    if (name == NULL) /* it keeps its memfd's pages and name */
+    *ok = elf_share_pages(e, origin_fd, copy_fd, lm->l_addr, rn, nrn) == 0;
+    if (name == NULL) /* it keeps its memfd's name */
         return NULL;
-    elf_share_pages(e, origin_fd, copy_fd, lm->l_addr, rn, nrn);
     fd_path(name, FD_PATH_SIZE, origin_fd);
     char *was = lm->l_name;
     __atomic_store_n(&lm->l_name, name, __ATOMIC_RELEASE);
@@ -372,7 +373,7 @@ int copies_create(vlcs_ctx *c)
         goto fail;
     }
     struct elf_rename r = {e.strtab_off + e.soname, renamed};
-    cs->ip_fd = elf_copy(cs->ip_origin_fd, ip, "interposer", &r, 1, why, sizeof why);
+    cs->ip_fd = elf_copy(cs->ip_origin_fd, ip, "interposer", &r, 1, NULL, why, sizeof why);
     if (cs->ip_fd < 0) {
         elf_names_free(&e);
         cs->ip_fd = -1;
@@ -385,7 +386,10 @@ int copies_create(vlcs_ctx *c)
     cs->ip = deep_open(path);
     struct link_map *lm = NULL;
     if (cs->ip != NULL && dlinfo(cs->ip, RTLD_DI_LINKMAP, &lm) == 0 && lm != NULL)
-        cs->ip_load_name = share_with_origin(lm, &e, cs->ip_origin_fd, cs->ip_fd, &r, 1);
+    {
+        bool ok;
+        cs->ip_load_name = share_with_origin(lm, &e, cs->ip_origin_fd, cs->ip_fd, &r, 1, &ok);
+    }
     elf_names_free(&e);
     if (cs->ip == NULL) {
         load_error(c, "the vlcs interposer", dlerror());
@@ -426,6 +430,7 @@ struct item {
     int dep[ELF_MAX_NEEDED]; /* per DT_NEEDED: the item it names, -1: process-wide */
     int fd;  /* its copy's memfd */
     int ofd; /* its original's descriptor (held) */
+    uintptr_t base; /* where its copy loaded */
     struct elf_rename *rn; /* what its copy changed: names, unique symbols' bindings */
     size_t nrn;
 };
@@ -451,6 +456,30 @@ static int find_soname(struct copyset *cs, const char *soname)
 
 #define MAX_TREE 256
 #define WHY_SIZE (PATH_MAX + 256)
+
+/* A lazy load's constructors, in the order ld.so runs them: each copy's
+ * after those of the copies it needs. */
+static void init_tree(struct item *items, int i, char *done)
+{
+    if (done[i])
+        return;
+    done[i] = 1;
+    struct item *it = &items[i];
+    if (it->existing >= 0) /* loaded before, its constructors run then */
+        return;
+    for (size_t k = 0; k < it->names.nneeded; k++)
+        if (it->dep[k] >= 0)
+            init_tree(items, it->dep[k], done);
+    if (it->base != 0)
+        elf_run_init(&it->names, it->base);
+}
+
+/* glibc gives a library's constructors argc and argv: libvlcs keeps them
+ * for the constructors of lazy copies, which it runs itself. */
+__attribute__((constructor)) static void keep_args(int argc, char **argv)
+{
+    elf_keep_args(argc, argv);
+}
 
 /* The copies of path's tree that the context lacks, made and loaded; the
  * handle of path's copy.  With cs->lock held; sets the error. */
@@ -537,6 +566,13 @@ static void *load_tree(vlcs_ctx *c, const char *real, const char *shown)
             it->dep[k] = (int)j;
         }
     }
+    /* Copies without their code (mapped from the original once loaded) and
+     * constructors run then, when nothing of any new copy's code runs in
+     * dlopen: most of a library's file is code, copied only to be given
+     * back (OpenBLAS: 33 of 36 MB). */
+    bool lazy = code == VLCS_OK;
+    for (size_t i = 0; i < n && lazy; i++)
+        lazy = items[i].existing >= 0 || elf_lazy_ok(items[i].ofd, &items[i].names);
     /* Every name a copy needs, rewritten to its dependency's new name. */
     for (size_t i = 0; i < n && code == VLCS_OK; i++) {
         struct item *it = &items[i];
@@ -578,7 +614,8 @@ static void *load_tree(vlcs_ctx *c, const char *real, const char *shown)
         if (code != VLCS_OK)
             break;
         it->nrn = nr;
-        it->fd = elf_copy(it->ofd, it->origin, base_name(it->origin), rn, nr, why, WHY_SIZE);
+        it->fd = elf_copy(it->ofd, it->origin, base_name(it->origin), rn, nr,
+                          lazy ? &it->names : NULL, why, WHY_SIZE);
         if (it->fd < 0) {
             code = -it->fd;
             it->fd = -1;
@@ -687,6 +724,7 @@ static void *load_tree(vlcs_ctx *c, const char *real, const char *shown)
     cs->root_fds[cs->nroots++] = root;
     root = -1;
     /* their read-only pages: the original file's, as a namespace's would be */
+    bool placed = true;
     for (size_t i = 0, k = first; i < n && k < cs->ncopies; i++) {
         struct item *it = &items[i];
         if (it->existing >= 0 || it->names.strtab == NULL)
@@ -695,13 +733,34 @@ static void *load_tree(vlcs_ctx *c, const char *real, const char *shown)
         void *ch = dlopen(cp->path, RTLD_LAZY | RTLD_NOLOAD);
         struct link_map *lm = NULL;
         if (ch != NULL && dlinfo(ch, RTLD_DI_LINKMAP, &lm) == 0 && lm != NULL) {
-            cp->addr = lm->l_addr;
+            cp->addr = it->base = lm->l_addr;
             owners_loaded(cp->path, lm);
-            cp->load_name = share_with_origin(lm, &it->names, cp->origin_fd, cp->fd, it->rn, it->nrn);
+            bool ok;
+            cp->load_name =
+                share_with_origin(lm, &it->names, cp->origin_fd, cp->fd, it->rn, it->nrn, &ok);
+            placed = placed && ok;
+        } else {
+            placed = false;
         }
         if (ch != NULL)
             dlclose(ch);
         cp->lm = lm;
+    }
+    if (lazy && !placed) {
+        set_error(VLCS_E_SYSTEM, "Error loading %s into context '%s': its code could not be "
+                  "mapped (out of memory?)", shown, c->name);
+        goto out;
+    }
+    if (lazy) { /* their code is in place: their constructors, dependencies first */
+        char *done = calloc(n, 1);
+        if (done != NULL)
+            init_tree(items, 0, done);
+        free(done);
+        if (done == NULL) {
+            set_error(VLCS_E_SYSTEM, "Error loading %s into context '%s': out of memory", shown,
+                      c->name);
+            goto out; /* unloaded with the context: its constructors never ran */
+        }
     }
     h = dlopen(cs->copies[first].path, RTLD_NOW | RTLD_NOLOAD);
 out:

@@ -112,10 +112,27 @@ int elf_names_read(int fd, const char *path, struct elf_names *e, char *why, siz
         snprintf(why, size, "%s: its dynamic section cannot be read", path);
         return VLCS_E_INVALID;
     }
-    uint64_t strtab = UINT64_MAX, strsz = 0;
+    uint64_t strtab = UINT64_MAX, strsz = 0, rela = 0, jmprel = 0;
     for (size_t i = 0; i < ndyn && dyn[i].d_tag != DT_NULL; i++) {
         uint64_t v = dyn[i].d_un.d_val;
         switch (dyn[i].d_tag) {
+        case DT_INIT:
+        case DT_INIT_ARRAY:
+        case DT_INIT_ARRAYSZ:
+            if (dyn[i].d_tag == DT_INIT)
+                e->init = v;
+            else if (dyn[i].d_tag == DT_INIT_ARRAY)
+                e->init_array = v;
+            else
+                e->init_arraysz = v;
+            if (e->ninit_tags < 3)
+                e->init_tags[e->ninit_tags] = dynph->p_offset + i * sizeof *dyn;
+            e->ninit_tags++;
+            break;
+        case DT_RELA: rela = v; break;
+        case DT_RELASZ: e->relasz = v; break;
+        case DT_JMPREL: jmprel = v; break;
+        case DT_PLTRELSZ: e->pltrelsz = v; break;
         case DT_STRTAB: strtab = v; break;
         case DT_STRSZ: strsz = v; break;
         case DT_SONAME: e->soname = v; break;
@@ -141,7 +158,11 @@ int elf_names_read(int fd, const char *path, struct elf_names *e, char *why, siz
         return VLCS_E_INVALID;
     }
     e->strsz = strsz;
-    /* .dynsym's extent: its section header (a stripped library keeps them) */
+    if ((rela && vaddr_offset(ph, eh.e_phnum, rela, &e->rela_off) != 0) ||
+        (jmprel && vaddr_offset(ph, eh.e_phnum, jmprel, &e->jmprel_off) != 0))
+        e->relasz = e->pltrelsz = 0, e->textrel = true; /* unreadable: never lazy (below) */
+    /* .dynsym's extent and the code sections': their section headers (a
+     * stripped library keeps them) */
     ElfW(Shdr) sh;
     for (size_t i = 0; eh.e_shentsize == sizeof sh && i < eh.e_shnum && i < 4096; i++) {
         if (read_at(fd, &sh, sizeof sh, (off_t)(eh.e_shoff + i * sizeof sh)) != 0)
@@ -149,6 +170,10 @@ int elf_names_read(int fd, const char *path, struct elf_names *e, char *why, siz
         if (sh.sh_type == SHT_DYNSYM && sh.sh_entsize == sizeof(ElfW(Sym))) {
             e->dynsym_off = sh.sh_offset;
             e->ndynsym = sh.sh_size / sizeof(ElfW(Sym));
+        } else if ((sh.sh_flags & SHF_EXECINSTR) && sh.sh_type == SHT_PROGBITS &&
+                   !(sh.sh_flags & SHF_WRITE) && e->ncode < sizeof e->code / sizeof *e->code) {
+            e->code[e->ncode].off = sh.sh_offset;
+            e->code[e->ncode++].size = sh.sh_size;
         }
     }
     if ((e->strtab = malloc(strsz + 1)) == NULL) {
@@ -353,21 +378,52 @@ static int resolve_in(const char *name, const struct elf_from *chain, size_t nch
 
 /* ---- the renamed copy ------------------------------------------------------ */
 
-static int copy_bytes(int in, int out, off_t size)
+/* Whole pages inside e's code sections, in file order: what a lazy copy
+ * leaves out. */
+static size_t code_holes(const struct elf_names *e, uint64_t page, uint64_t (*out)[2])
 {
-    off_t off = 0;
-    while (off < size) {
-        ssize_t n = sendfile(out, in, &off, (size_t)(size - off));
-        if (n < 0 && errno == EINTR)
+    size_t n = 0;
+    for (size_t i = 0; i < e->ncode; i++) {
+        uint64_t lo = (e->code[i].off + page - 1) & ~(page - 1);
+        uint64_t hi = (e->code[i].off + e->code[i].size) & ~(page - 1);
+        if (hi > lo) {
+            size_t k = n++;
+            while (k > 0 && out[k - 1][0] > lo) { /* sections in file order */
+                out[k][0] = out[k - 1][0];
+                out[k][1] = out[k - 1][1];
+                k--;
+            }
+            out[k][0] = lo;
+            out[k][1] = hi;
+        }
+    }
+    return n;
+}
+
+/* in's bytes [from, to) written at the same offsets of out (sendfile writes
+ * at out's own position) */
+static int copy_range(int in, int out, off_t from, off_t to)
+{
+    if (lseek(out, from, SEEK_SET) != from)
+        return -1;
+    while (from < to) {
+        off_t at = from;
+        ssize_t k = sendfile(out, in, &at, (size_t)(to - from));
+        if (k < 0 && errno == EINTR)
             continue;
-        if (n <= 0)
+        if (k <= 0)
             return -1;
+        from += k;
     }
     return 0;
 }
 
+/* A tag no loader reads (DT_LOOS: the OS range, none of glibc's): a lazy
+ * copy's constructors' entries, which ld.so then does not run. */
+#define DT_VLCS_LATER 0x6000000d
+
 int elf_copy(int in, const char *path, const char *label, const struct elf_rename *renames,
-             size_t n, char *why, size_t size)
+             size_t n, const struct elf_names *lazy, char *why, size_t size)
 {
     struct stat st;
     int out = -1, code = VLCS_E_SYSTEM;
@@ -378,7 +434,26 @@ int elf_copy(int in, const char *path, const char *label, const struct elf_renam
     char name[96];
     snprintf(name, sizeof name, "vlcs-copy:%s", label);
     out = memfd_create(name, MFD_CLOEXEC);
-    if (out < 0 || copy_bytes(in, out, st.st_size) != 0) {
+    int copied = -1;
+    if (out >= 0 && lazy != NULL) {
+        uint64_t holes[16][2];
+        size_t nh = code_holes(lazy, (uint64_t)sysconf(_SC_PAGESIZE), holes);
+        off_t at = 0;
+        copied = ftruncate(out, st.st_size);
+        for (size_t i = 0; i < nh && copied == 0; i++) {
+            copied = copy_range(in, out, at, (off_t)holes[i][0]);
+            at = (off_t)holes[i][1] > at ? (off_t)holes[i][1] : at;
+        }
+        if (copied == 0)
+            copied = copy_range(in, out, at, st.st_size);
+        const ElfW(Sxword) later = DT_VLCS_LATER;
+        for (size_t i = 0; i < lazy->ninit_tags && copied == 0; i++)
+            if (pwrite(out, &later, sizeof later, (off_t)lazy->init_tags[i]) != sizeof later)
+                copied = -1;
+    } else if (out >= 0) {
+        copied = copy_range(in, out, 0, st.st_size);
+    }
+    if (out < 0 || copied != 0) {
         snprintf(why, size, "a copy of %s cannot be made in memory: %s", path, strerror(errno));
         goto fail;
     }
@@ -455,6 +530,69 @@ size_t elf_unique_symbols(int fd, const struct elf_names *e, struct elf_rename *
     return n;
 }
 
+/* ---- a copy whose code comes later ---------------------------------------- */
+
+/* Whether a copy of e may leave out its code until it is loaded: nothing
+ * of its code may run inside dlopen, which ld.so's relocation does for an
+ * IFUNC resolver (STT_GNU_IFUNC symbols, IRELATIVE relocations); nor may
+ * relocations write into it (TEXTREL). */
+bool elf_lazy_ok(int fd, const struct elf_names *e)
+{
+#if defined(__x86_64__)
+    const uint32_t irelative = R_X86_64_IRELATIVE;
+#else
+    const uint32_t irelative = R_AARCH64_IRELATIVE;
+#endif
+    if (e->textrel || e->ncode == 0 || e->dynsym_off == 0 || e->ninit_tags > 3 ||
+        (e->init_array != 0) != (e->init_arraysz != 0))
+        return false;
+    ElfW(Sym) syms[512];
+    for (uint64_t i = 0; i < e->ndynsym; i += 512) {
+        size_t k = e->ndynsym - i < 512 ? (size_t)(e->ndynsym - i) : 512;
+        if (read_at(fd, syms, k * sizeof *syms, (off_t)(e->dynsym_off + i * sizeof *syms)) != 0)
+            return false;
+        for (size_t j = 0; j < k; j++)
+            if (ELF64_ST_TYPE(syms[j].st_info) == STT_GNU_IFUNC && syms[j].st_shndx != SHN_UNDEF)
+                return false;
+    }
+    const uint64_t tables[2][2] = {{e->rela_off, e->relasz}, {e->jmprel_off, e->pltrelsz}};
+    ElfW(Rela) rel[512];
+    for (int t = 0; t < 2; t++)
+        for (uint64_t at = 0; at + sizeof *rel <= tables[t][1]; at += sizeof rel) {
+            size_t k = (size_t)((tables[t][1] - at) / sizeof *rel);
+            k = k < 512 ? k : 512;
+            if (read_at(fd, rel, k * sizeof *rel, (off_t)(tables[t][0] + at)) != 0)
+                return false;
+            for (size_t j = 0; j < k; j++)
+                if (ELF64_R_TYPE(rel[j].r_info) == irelative)
+                    return false;
+        }
+    return true;
+}
+
+static int kept_argc;
+static char **kept_argv;
+
+void elf_keep_args(int argc, char **argv)
+{
+    kept_argc = argc;
+    kept_argv = argv;
+}
+
+/* A lazy copy's constructors, as ld.so's call_init runs them: DT_INIT,
+ * then DT_INIT_ARRAY in order, each given argc, argv and the environment. */
+void elf_run_init(const struct elf_names *e, uintptr_t base)
+{
+    extern char **environ;
+    typedef void (*init_fn)(int, char **, char **);
+    if (e->init != 0)
+        ((init_fn)(base + e->init))(kept_argc, kept_argv, environ);
+    init_fn *array = (init_fn *)(base + e->init_array);
+    for (uint64_t i = 0; e->init_array != 0 && i < e->init_arraysz / sizeof *array; i++)
+        if (array[i] != NULL && array[i] != (init_fn)-1)
+            array[i](kept_argc, kept_argv, environ);
+}
+
 /* ---- read-only pages shared with the file ------------------------------- */
 
 static bool renamed_in(const struct elf_rename *renames, size_t n, uint64_t lo, uint64_t hi)
@@ -496,11 +634,13 @@ static int own_pages(uintptr_t at, size_t len, int prot)
  * pages, are made anonymous; then the memfd holds nothing another mapping
  * reads and gives all its bytes back.  The copy is named after its
  * original (copy_origins.c): what a debugger reads from a copy's file is
- * the original's.  Returns the bytes now shared with the file. */
-size_t elf_share_pages(const struct elf_names *e, int origin_fd, int copy_fd, uintptr_t base,
-                       const struct elf_rename *renames, size_t nrenames)
+ * the original's.  A page that cannot be mapped so is written into the
+ * memfd (a lazy copy's code is not there yet).  Returns 0, or -1 when a
+ * page is neither. */
+int elf_share_pages(const struct elf_names *e, int origin_fd, int copy_fd, uintptr_t base,
+                    const struct elf_rename *renames, size_t nrenames)
 {
-    if (e->textrel) /* relocations wrote into its read-only segments */
+    if (e->textrel) /* relocations wrote into its read-only segments; never lazy */
         return 0;
     uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE), mask = ~(page - 1);
     uint64_t relro_lo = 0, relro_hi = 0; /* what glibc made read-only after relocating */
@@ -525,7 +665,7 @@ size_t elf_share_pages(const struct elf_names *e, int origin_fd, int copy_fd, ui
         else
             owned = own_pages(base + lo, hi - lo, PROT_READ | PROT_WRITE) == 0;
     }
-    size_t shared = 0;
+    int rc = 0;
     for (size_t i = 0; i < e->nphdr; i++) {
         const ElfW(Phdr) *ph = &e->phdr[i];
         if (ph->p_type != PT_LOAD || (ph->p_flags & PF_W) ||
@@ -542,10 +682,11 @@ size_t elf_share_pages(const struct elf_names *e, int origin_fd, int copy_fd, ui
                 b += page;
             if (b > a) {
                 if (mmap((void *)(at + (a - lo)), b - a, prot, MAP_PRIVATE | MAP_FIXED, origin_fd,
-                         (off_t)a) != MAP_FAILED)
-                    shared += b - a;
-                else /* the memfd's pages stay: the same bytes */
+                         (off_t)a) == MAP_FAILED) { /* the memfd's pages stay, the file's bytes */
                     owned = false;
+                    if (copy_range(origin_fd, copy_fd, (off_t)a, (off_t)b) != 0)
+                        rc = -1;
+                }
             }
             if (b < hi) { /* a page with a renamed byte */
                 owned = owned && own_pages(at + (b - lo), page, prot) == 0;
@@ -557,5 +698,5 @@ size_t elf_share_pages(const struct elf_names *e, int origin_fd, int copy_fd, ui
     struct stat st;
     if (owned && fstat(copy_fd, &st) == 0)
         fallocate(copy_fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 0, st.st_size);
-    return shared;
+    return rc;
 }

@@ -397,6 +397,16 @@ struct elf_names {
     size_t nphdr;
     uint64_t dynsym_off, ndynsym; /* .dynsym, from the section headers (0: none found) */
     bool textrel; /* code that relocations write to: no page of it is the file's */
+    struct {
+        uint64_t off, size;
+    } code[16]; /* file extents of its code sections (SHF_EXECINSTR) */
+    size_t ncode;
+    /* its constructors: DT_INIT, DT_INIT_ARRAY and its size (0: none), and
+     * where their dynamic entries' tags are in the file */
+    uint64_t init, init_array, init_arraysz;
+    uint64_t init_tags[3];
+    size_t ninit_tags;
+    uint64_t rela_off, relasz, jmprel_off, pltrelsz; /* its relocations (0: none) */
 };
 struct elf_rename {
     uint64_t at;    /* file offset */
@@ -411,12 +421,18 @@ struct elf_from { /* an object that needs a library, and its file */
 };
 /* chain: the object that needs name, then the object that loaded it, ... */
 HIDDEN int elf_resolve(const char *name, const struct elf_from *chain, size_t nchain, char *out);
+/* lazy: a copy without its code pages (read as zeros until elf_share_pages
+ * maps the original's) whose constructors ld.so does not run: elf_run_init
+ * runs them once the code is in place; only for a file elf_lazy_ok passes */
 HIDDEN int elf_copy(int fd, const char *path, const char *label, const struct elf_rename *renames,
-                    size_t n, char *why, size_t size);
+                    size_t n, const struct elf_names *lazy, char *why, size_t size);
+HIDDEN bool elf_lazy_ok(int fd, const struct elf_names *e);
+HIDDEN void elf_run_init(const struct elf_names *e, uintptr_t base);
+HIDDEN void elf_keep_args(int argc, char **argv);
 HIDDEN int elf_new_name(const char *old, unsigned long serial, char *out, size_t size);
 HIDDEN size_t elf_unique_symbols(int fd, const struct elf_names *e, struct elf_rename **out);
-HIDDEN size_t elf_share_pages(const struct elf_names *e, int origin_fd, int copy_fd,
-                              uintptr_t base, const struct elf_rename *renames, size_t nrenames);
+HIDDEN int elf_share_pages(const struct elf_names *e, int origin_fd, int copy_fd, uintptr_t base,
+                           const struct elf_rename *renames, size_t nrenames);
 /* copy_origins.c: one read-only descriptor per original file (or -VLCS_E_*) */
 HIDDEN int origin_hold(const char *real, char *why, size_t size);
 HIDDEN void origin_release(int fd);

@@ -117,6 +117,20 @@ int main(int argc, char **argv)
     CHECK(copies >= N - 15, "only %d of %d contexts are in copy mode", copies, N);
     printf("%d contexts, %d in copy mode\n", N, copies);
 
+    /* Constructors as ld.so runs them (a copy loaded without its code has
+     * them run by vlcs once the code is mapped): the dependency's first,
+     * DT_INIT before DT_INIT_ARRAY, argc, argv and the environment given. */
+    for (int i = 0; i < N; i++)
+        CHECK(((int_fn)sym(x[i].uses, "uses_constructors_seen"))() == 7, "constructors in %d", i);
+
+    /* An IFUNC resolver runs inside dlopen: that copy holds its code from
+     * the start (a copy without it would run zeros). */
+    for (int i = N - 2; i < N; i++) {
+        void *f = vlcs_ctx_load(x[i].c, IFUNC_LIB);
+        CHECK(f != NULL, "load the IFUNC library into %d: %s", i, vlcs_error());
+        CHECK(((int_fn)sym(f, "ifunc_answer"))() == 7, "the IFUNC in %d", i);
+    }
+
     /* Private globals, the dependency's too: one bump each. */
     for (int i = 0; i < N; i++) {
         CHECK_EQ(1, ((int_fn)sym(x[i].uses, "uses_bump"))(), "first bump in each context");
