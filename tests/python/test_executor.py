@@ -168,7 +168,8 @@ def test_dask_workers_run_annotated_tasks_in_contexts():
 
 
 def test_more_workers_than_glibc_has_namespaces_hold_copies():
-    r = run_case("many_workers", "pool_scenarios.py")
+    # auto mode (also when the suite runs with VLCS_MODE=copies): namespaces first
+    r = run_case("many_workers", "pool_scenarios.py", VLCS_MODE="auto")
     assert r["workers"] == 24
     assert r["copy_mode_workers"] >= 24 - 15 and r["modes"] == ["copies", "namespace"]
     assert r["numpys"] == 25  # each worker's own, and the base's

@@ -59,13 +59,15 @@ def run_code(code: str, timeout: float = 300, **env: str) -> dict:
     return json.loads(p.stdout.strip().splitlines()[-1])
 
 
-def run_case(name: str, script: str = "scenarios.py") -> dict:
-    """The JSON report of case name of script, run in a fresh interpreter."""
+def run_case(name: str, script: str = "scenarios.py", **env: str) -> dict:
+    """The JSON report of case name of script, run in a fresh interpreter
+    with env added to the environment."""
     p = subprocess.run(
         [sys.executable, os.path.join(HERE, script), name],
         capture_output=True,
         text=True,
         timeout=600,
+        env={**os.environ, **env},
     )
     assert p.returncode == 0, f"scenario {name} failed ({p.returncode}):\n{p.stderr[-4000:]}"
     return json.loads(p.stdout.strip().splitlines()[-1])

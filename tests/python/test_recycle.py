@@ -103,7 +103,8 @@ def test_a_context_that_imported_numpy_keeps_its_namespace_and_says_so():
             "base_distinct": base_np is not np,
             "another_context_works": m2.cos(0.0) == 1.0,
         }))
-        """
+        """,
+        VLCS_MODE="auto",  # a namespace (also when the suite runs in copy mode)
     )
     assert len(r["warnings"]) == 1, r["warnings"]
     category, message = r["warnings"][0]
