@@ -267,15 +267,24 @@ def dask_case() -> dict:
 
 def many_workers_case() -> dict:
     """More workers than glibc has namespaces: those past them hold renamed
-    copies (copy mode), each with its own numpy."""
+    copies (copy mode), each with its own numpy, and run case 6's
+    thread-unsafe work (ARPACK through scipy, HDF5 through h5py) at once."""
+    import tempfile
+
     import numpy as np  # noqa: F401
 
     before = dict(sys.modules)
-    n = 24
+    n = 32
     started_r, started_w = os.pipe()
     go_r, go_w = os.pipe()
+    folder = tempfile.mkdtemp()
     with vlcs.ContextPoolExecutor(n, env={"OPENBLAS_NUM_THREADS": "1"}) as pool:
-        futures = [pool.submit(pool_tasks.worker_facts, started_w, go_r) for _ in range(n)]
+        futures = [
+            pool.submit(
+                pool_tasks.worker_facts, started_w, go_r, os.path.join(folder, f"{k}.h5"), k
+            )
+            for k in range(n)
+        ]
         for _ in range(n):  # every worker holds one task: one per worker
             os.read(started_r, 1)
         os.write(go_w, b"g" * n)
@@ -289,6 +298,7 @@ def many_workers_case() -> dict:
         "numpys": len({f["numpy"] for f in facts} | {id(np)}),
         "dots": sorted({f["dot"] for f in facts}),
         "threads": sorted({f["threads"] for f in facts}),
+        "eigsh_h5_exact": sorted({f["eigsh_h5_exact"] for f in facts}),
     }
     try:
         vlcs.ContextPoolExecutor(16, python="own")

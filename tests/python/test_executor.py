@@ -167,13 +167,16 @@ def test_dask_workers_run_annotated_tasks_in_contexts():
     base_untouched(r)
 
 
+@needs("h5py")
 def test_more_workers_than_glibc_has_namespaces_hold_copies():
     # auto mode (also when the suite runs with VLCS_MODE=copies): namespaces first
     r = run_case("many_workers", "pool_scenarios.py", VLCS_MODE="auto")
-    assert r["workers"] == 24
-    assert r["copy_mode_workers"] >= 24 - 15 and r["modes"] == ["copies", "namespace"]
-    assert r["numpys"] == 25  # each worker's own, and the base's
+    assert r["workers"] == 32
+    assert r["copy_mode_workers"] >= 32 - 15 and r["modes"] == ["copies", "namespace"]
+    assert r["numpys"] == 33  # each worker's own, and the base's
     assert r["dots"] == [285.0] and r["threads"] == [1]
+    # 32 ARPACK solves and HDF5 round trips at once, each on its own copies
+    assert r["eigsh_h5_exact"] == [True]
     # a Python of its own per worker needs a namespace: still at most 15
     assert "at most 15" in r["own_sixteen"]
     assert r["contexts_left"] == 0

@@ -76,10 +76,11 @@ def handshake(started_fd: int, go_fd: int) -> bytes:
     return os.read(go_fd, 1)
 
 
-def worker_facts(started_fd: int, go_fd: int) -> dict:
-    """Its context, its numpy and a product computed with it, once every
-    worker runs one (the caller reads a start from each, then lets all go:
-    pipes, no sleeps)."""
+def worker_facts(started_fd: int, go_fd: int, h5_path: str, k: int) -> dict:
+    """Its context, its numpy and a product computed with it, and case 6's
+    thread-unsafe work (an ARPACK eigen-solve, an HDF5 round trip), once
+    every worker runs one (the caller reads a start from each, then lets
+    all go: pipes, no sleeps)."""
     import numpy
     import vlcs
 
@@ -92,7 +93,29 @@ def worker_facts(started_fd: int, go_fd: int) -> dict:
         "numpy": id(numpy),
         "dot": float(numpy.arange(10.0) @ numpy.arange(10.0)),
         "threads": ctx.threadpools()[0]["num_threads"],
+        "eigsh_h5_exact": _eigsh_h5_exact(h5_path, 1.0 + k),
     }
+
+
+def _eigsh_h5_exact(path: str, scale: float) -> bool:
+    """ARPACK's four largest eigenvalues of a scaled 1-D Laplacian (known:
+    scale * (2 - 2 cos(j pi / (n + 1)))), written to HDF5 with gzip and read
+    back: both libraries keep process-wide state, one call at a time per copy."""
+    import h5py
+    import numpy as np
+    import scipy.sparse as sp
+    import scipy.sparse.linalg as sla
+
+    n = 400
+    ones = np.ones(n - 1)
+    a = sp.diags([-ones, 2 * np.ones(n), -ones], [-1, 0, 1]) * scale
+    vals = np.sort(sla.eigsh(a, k=4, which="LA", return_eigenvectors=False))
+    want = np.sort(scale * (2 - 2 * np.cos(np.arange(n - 3, n + 1) * np.pi / (n + 1))))
+    with h5py.File(path, "w") as f:
+        f.create_dataset("vals", data=vals, compression="gzip")
+    with h5py.File(path, "r") as f:
+        back = f["vals"][:]
+    return bool(np.allclose(vals, want, rtol=1e-8)) and bool((back == vals).all())
 
 
 def h5_job(path: str, seed: int) -> dict:
