@@ -310,3 +310,45 @@ def test_pool_semantics_systemexit_and_cancel_futures():
     assert "max_tasks_per_child does not go with python='own'" in r["refused"], r
     assert r["system_exit"] == 3 and r["after_exit"] == 5, r  # the worker goes on
     assert r["first"] == "released" and r["cancelled"] == 5, r
+
+
+@needs_two
+def test_a_context_pool_of_own_pythons_reuses_each_runtime():
+    # ContextPool(python="own"): each pooled context a runtime of its own,
+    # made once; pool.submit pickles the task there, and the next request on
+    # that context finds the module state its last request left (reuse)
+    r = run(
+        """
+        import json, sys, vlcs, own_tasks
+        pool = vlcs.ContextPool(cpus=["0", "1"], python="own", name="req")
+        pool.submit(own_tasks.set_mark, "kept").result()
+        marks = [pool.submit(own_tasks.mark_and_runtime, i).result() for i in range(4)]
+        with pool.context() as ctx:
+            refused = ""
+            try:
+                with ctx:
+                    pass
+            except Exception as e:
+                refused = str(e)
+            direct = ctx.submit(own_tasks.identity, 5).result()
+        stats = pool.stats()
+        pool.close()
+        print(json.dumps({
+            "runtimes": sorted({m[1] for m in marks}),
+            "base_modules": id(sys.modules),
+            "marks": sorted({m[0] for m in marks}),
+            "refused": refused,
+            "direct": direct,
+            "stats": stats,
+            "closed": all(c is None for c in pool._slots),
+        }))
+        """
+    )
+    # one pooled context served every request (the one used last is taken
+    # first): one runtime, not the base's, with the mark set there
+    assert len(r["runtimes"]) == 1 and r["base_modules"] not in r["runtimes"], r
+    assert r["marks"] == ["kept"], r
+    assert "submit" in r["refused"], r
+    assert r["direct"] == 5
+    assert r["stats"]["python"] == "own" and r["stats"]["made"] == 1, r
+    assert r["closed"]

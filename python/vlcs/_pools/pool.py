@@ -31,6 +31,7 @@ from typing import Any
 from vlcs._context import VLC, current
 from vlcs._errors import ContextBusyError, ContextDestroyedError
 from vlcs._isolation.threads import starting_in_base
+from vlcs._own import PYTHONS
 
 CpuList = str | Iterable[int]
 
@@ -71,6 +72,11 @@ class ContextPool:
     places: instead of one CPU list for every context, cpus (default: the
     process's) split among the size contexts along the machine's topology
     ("l3", "numa", "core"...), as ``ContextPoolExecutor(places=)`` does.
+    python: "shared" (the process's interpreter) or "own": each context a
+    CPython runtime of its own, its GIL too (at most 15: each takes a linker
+    namespace); :meth:`submit` then pickles the task into the context's
+    runtime, as ``ContextPoolExecutor(python="own")`` does, and
+    ``with ctx:`` on a handed-out context is refused (use ``ctx.submit``).
     """
 
     def __init__(
@@ -82,9 +88,13 @@ class ContextPool:
         reset: Callable[[VLC], Any] | None = None,
         name: str = "pool",
         places: str | None = None,
+        python: str = "shared",
     ) -> None:
         if size is not None and (not isinstance(size, int) or isinstance(size, bool) or size < 1):
             raise ValueError(f"size must be an int >= 1; got {size!r}")
+        if python not in PYTHONS:
+            raise ValueError(f"python must be one of {', '.join(PYTHONS)}; got {python!r}")
+        self._python = python
         if places is not None:  # cpus split among the contexts along the topology
             from vlcs._pools.executor import _homes as _split_homes
             from vlcs._pools.executor import _ids
@@ -131,7 +141,9 @@ class ContextPool:
             return ctx
 
     def _make(self, slot: int) -> VLC:
-        ctx = VLC(cpus=self._homes[slot], env=self._env, name=f"{self._name}-{slot}")
+        ctx = VLC(
+            cpus=self._homes[slot], env=self._env, name=f"{self._name}-{slot}", python=self._python
+        )
         self._slot_of[id(ctx)] = slot
         return ctx
 
@@ -216,6 +228,9 @@ class ContextPool:
             return ex.submit(self._run, fn, args, kwargs)
 
     def _run(self, fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        if self._python == "own":  # into the context's runtime, by pickle
+            with self.context() as ctx:
+                return ctx.submit(fn, *args, **kwargs).result()
         with self.context() as ctx, ctx:
             return fn(*args, **kwargs)
 
@@ -228,6 +243,7 @@ class ContextPool:
                 "idle": len(self._idle),
                 "in_use": len(self._busy),
                 "uses": self._uses,
+                "python": self._python,
             }
 
     def close(self) -> None:
