@@ -385,11 +385,9 @@ int copies_create(vlcs_ctx *c)
     dlerror();
     cs->ip = deep_open(path);
     struct link_map *lm = NULL;
+    bool placed; /* a full copy: its own pages stay where they are not */
     if (cs->ip != NULL && dlinfo(cs->ip, RTLD_DI_LINKMAP, &lm) == 0 && lm != NULL)
-    {
-        bool ok;
-        cs->ip_load_name = share_with_origin(lm, &e, cs->ip_origin_fd, cs->ip_fd, &r, 1, &ok);
-    }
+        cs->ip_load_name = share_with_origin(lm, &e, cs->ip_origin_fd, cs->ip_fd, &r, 1, &placed);
     elf_names_free(&e);
     if (cs->ip == NULL) {
         load_error(c, "the vlcs interposer", dlerror());
