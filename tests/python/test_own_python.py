@@ -162,7 +162,7 @@ def test_arrays_cross_back_as_views_and_live_as_long_as_the_callers_views():
         import gc, json, resource, numpy as np, vlcs, own_tasks
         a = vlcs.VLC(name="a", python="own")
         a.submit(own_tasks.held).result()  # the runtime started
-        size = 256 << 20
+        size = 1 << 30  # 1 GiB
         x = np.ones(size, dtype=np.uint8)
         before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
         y = a.submit(own_tasks.identity, x).result()  # there and back
@@ -185,7 +185,7 @@ def test_arrays_cross_back_as_views_and_live_as_long_as_the_callers_views():
     assert r["same_x"] and r["same_z"], r  # no copy either way
     assert r["z_sum"] == 64 << 20 and r["written"] == 7, r
     # the worker's own 64 MiB and its numpy, no more: a copy of x would add
-    # 256 MiB, one of z 64 MiB
+    # 1024 MiB, one of z 64 MiB
     assert r["grew_mib"] < 112, r
     assert r["held_while_used"] == 2 and r["held_after"] == 0, r
     assert r["lent_after"] == 0, r
