@@ -3,7 +3,7 @@
 vlcs run [--contexts N | --static-tls BYTES] -- PROGRAM [ARGS...]
 vlcs info [--cflags] [--libs] [--json]
 vlcs shim LIBRARY -o DIR [--json]
-vlcs check PKG [PKG...] [--json] [--timeout S]
+vlcs check PKG [PKG...] [--json] [--timeout S] [--python own]
 vlcs tune TASKS.toml [--cpus LIST] [--method smart|grid] [--step N | --places core|l3...]
           [--overlap] [--repeats N] [--timeout S] [--out DIR] [--dask ADDRESS] [--json]
 vlcs bench all [--quick] [--cases N,M] [--out DIR] [--json]   (package vlcs-bench)
@@ -228,7 +228,7 @@ def _shim(args: argparse.Namespace) -> int:
 def _check(args: argparse.Namespace) -> int:
     from vlcs.check import run
 
-    return run(args.packages, as_json=args.json, timeout=args.timeout)
+    return run(args.packages, as_json=args.json, timeout=args.timeout, python=args.python)
 
 
 def _tune(args: argparse.Namespace) -> int:
@@ -393,6 +393,12 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--json", action="store_true", help="print one JSON document")
     c.add_argument(
         "--timeout", type=float, default=300.0, metavar="S", help="seconds per package (300)"
+    )
+    c.add_argument(
+        "--python",
+        choices=("shared", "own"),
+        default="shared",
+        help="own: in contexts with a CPython runtime of their own each (python='own')",
     )
     c.set_defaults(func=_check)
 

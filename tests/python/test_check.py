@@ -271,3 +271,19 @@ def test_copy_mode_check_tells_a_context_s_copy_from_the_base_s_object():
     assert r.returncode == 0, r.stderr[-2000:]
     got = json.loads(r.stdout)
     assert got == {"mode": "copies", "mine": True, "base": False}, got
+
+
+def test_python_own_checks_a_package_in_runtimes_of_its_own():
+    # vlcs check --python own: the package in two contexts with a CPython of
+    # their own each (tasks and results by pickle), then in the base
+    r = vlcs_cmd("check", "--python", "own", "--json", "tomli", "numpy")
+    assert r.returncode == 0, r.stdout + r.stderr
+    doc = json.loads(r.stdout)
+    assert [e["package"] for e in doc] == ["tomli", "numpy"]
+    for e in doc:
+        assert e["ok"] is True and e["python"] == "own" and e["mode"] == "namespace", e
+        assert e["extension_modules"] > 0 and e["smoke"] == "ok", e
+    text = vlcs_cmd("check", "--python", "own", "tomli")
+    assert text.stdout.startswith("PASS tomli (") and "a Python of its own" in text.stdout
+    bad = vlcs_cmd("check", "--python", "mine", "tomli")
+    assert bad.returncode == 2 and "--python" in bad.stderr

@@ -154,6 +154,89 @@ def _ext_modules() -> dict[str, tuple[str, tuple[str, int] | None]]:
     return out
 
 
+def _import_report(owner: str, names: Sequence[str]) -> dict[str, Any]:
+    """_import_all as plain data (None: imported), for a runtime of its own
+    to send back."""
+    return {n: None if _is_module(m) else m for n, m in _import_all(owner, names).items()}
+
+
+def _own_facts(pkg: str) -> dict[str, Any]:
+    """What a runtime of its own holds of pkg: its extension modules (name ->
+    file) and its module table's identity."""
+    top = pkg.partition(".")[0]
+    exts = {n: f for n, (f, _) in _ext_modules().items() if n == top or n.startswith(top + ".")}
+    return {"extensions": exts, "modules_id": id(sys.modules)}
+
+
+def child_own(pkg: str) -> dict[str, Any]:
+    """``vlcs check --python own``: pkg in two contexts with a CPython of
+    their own each (tasks and results cross by pickle), then in the base.
+    Their module tables, and what their extension modules load, are their
+    own by construction; the check is whether the package imports and
+    works there as in the base."""
+    import vlcs
+
+    # the tasks by module and name: run as ``python -m``, this file is
+    # __main__, whose functions would cross by value (with their globals)
+    tasks = importlib.import_module("vlcs.check.child")
+
+    res: dict[str, Any] = {"package": pkg, "shared": [], "python": "own"}
+    cpus = sorted(os.sched_getaffinity(0))
+    ctxs = {
+        "a": vlcs.VLC(cpus=str(cpus[0]), name="a", python="own"),
+        "b": vlcs.VLC(cpus=str(cpus[1] if len(cpus) > 1 else cpus[0]), name="b", python="own"),
+    }
+    _stage("importing the package in runtimes a and b at once")
+    futs = {k: c.submit(tasks._import_report, k, [pkg]) for k, c in ctxs.items()}
+    top: dict[str, Any] = {k: f.result()[pkg] for k, f in futs.items()}
+    _stage("importing the package in the base")
+    base_top = _import_all("base", [pkg])[pkg]
+    top["base"] = None if _is_module(base_top) else base_top
+    res["import"] = top
+    if top["base"] is not None:
+        return res
+    names = _discover(base_top)
+    res["discovered"] = len(names)
+    _stage(f"importing {len(names)} submodules in runtimes a and b at once")
+    live = {k: c for k, c in ctxs.items() if top[k] is None}
+    futs = {k: c.submit(tasks._import_report, k, names) for k, c in live.items()}
+    subs = {k: f.result() for k, f in futs.items()}
+    _stage(f"importing {len(names)} submodules in the base")
+    base_subs = _import_all("base", names)
+    ok_base = [n for n in names if _is_module(base_subs[n])]
+    res["submodules"] = len(ok_base)
+    res["skipped_failing_in_base"] = len(names) - len(ok_base)
+    res["submodule_errors"] = {
+        n: {k: subs[k][n] for k in live if subs[k][n] is not None}
+        for n in ok_base
+        if any(subs[k][n] is not None for k in live)
+    }
+    _stage("checking the runtimes' extension modules")
+    if "a" in live:
+        facts = ctxs["a"].submit(tasks._own_facts, pkg).result()
+        res["extension_modules"] = sorted(facts["extensions"])
+        res["extension_modules_all"] = len(facts["extensions"])
+        # a runtime of its own: never the base's module table
+        res["not_private"] = ["sys.modules (a)"] if facts["modules_id"] == id(sys.modules) else []
+    else:
+        res["not_private"] = []
+    res["modes"] = {k: c.mode for k, c in ctxs.items()}
+    known = SMOKE.get(pkg)
+    if known is not None and len(live) == 2:
+        fn, per_cpu = known
+        _stage("smoke test in runtimes a and b at once")
+        futs = {k: c.submit(tasks._run_smoke, fn) for k, c in ctxs.items()}
+        smoke = {k: f.result() for k, f in futs.items()}
+        _stage("smoke test in the base")
+        smoke["base"] = _run_smoke(fn)
+        if per_cpu:
+            a, b = ctxs["a"], ctxs["b"]
+            smoke["expected"] = {"a": len(a.cpus), "b": len(b.cpus), "base": os.cpu_count()}
+        res["smoke"] = smoke
+    _stage("done")
+    return res
+
+
 def _run_smoke(fn: Callable[[], Any]) -> dict[str, Any]:
     try:
         return {"value": plain(fn())}
@@ -294,11 +377,11 @@ def child(pkg: str, share: Sequence[str] = ()) -> dict[str, Any]:
     return res
 
 
-def _child_main(pkg: str, out: str, share: Sequence[str]) -> int:
+def _child_main(pkg: str, out: str, share: Sequence[str], python: str = "shared") -> int:
     import faulthandler
 
     faulthandler.enable()  # a crash prints where each thread was, for the parent
-    res = child(pkg, share)
+    res = child_own(pkg) if python == "own" else child(pkg, share)
     Path(out).write_text(json.dumps(res, default=repr))
     sys.stdout.flush()
     sys.stderr.flush()
@@ -313,8 +396,9 @@ def main_child(argv: Sequence[str] | None = None) -> int:
     p.add_argument("package")
     p.add_argument("--result", required=True)
     p.add_argument("--share", action="append", default=[])
+    p.add_argument("--python", choices=("shared", "own"), default="shared")
     args = p.parse_args(argv)
-    return _child_main(args.package, args.result, args.share)
+    return _child_main(args.package, args.result, args.share, args.python)
 
 
 if __name__ == "__main__":

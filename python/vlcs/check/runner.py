@@ -23,11 +23,14 @@ DEFAULT_TIMEOUT = 300.0
 """Seconds one package's child may run (each run: the check, then a share trial)."""
 
 
-def _run_child(pkg: str, timeout: float, share: Sequence[str] = ()) -> dict[str, Any]:
+def _run_child(
+    pkg: str, timeout: float, share: Sequence[str] = (), python: str = "shared"
+) -> dict[str, Any]:
     """Run the child for pkg; returns {result, returncode, stderr, timed_out, seconds}."""
     with tempfile.TemporaryDirectory(prefix="vlcs-check-") as tmp:
         out = os.path.join(tmp, "result.json")
         argv = [sys.executable, "-m", "vlcs.check.child", pkg, "--result", out]
+        argv += ["--python", python]
         for s in share:
             argv += ["--share", s]
         t0 = time.monotonic()
@@ -70,15 +73,18 @@ def check_package(
     *,
     try_share: bool = True,
     progress: Callable[[str], None] | None = None,
+    python: str = "shared",
 ) -> dict[str, Any]:
     """Check one package (a child process; then, where it fails in contexts
     but not in the base, a second child with ``vlcs.share`` to test the fix).
+    python="own": in two contexts with a CPython runtime of their own each
+    (``vlcs.share`` is no fix there: nothing is tried).
 
     >>> check_package("numpy")["ok"]   # doctest: +SKIP
     True
     """
-    entry = _verdict(pkg, _run_child(pkg, timeout))
-    if entry["ok"] or not try_share or entry["kind"] in ("base", "child"):
+    entry = _verdict(pkg, _run_child(pkg, timeout, python=python))
+    if python == "own" or entry["ok"] or not try_share or entry["kind"] in ("base", "child"):
         return entry
     names = _share_names(pkg, entry)
     call = "vlcs.share(" + ", ".join(repr(n) for n in names) + ")"
@@ -98,7 +104,10 @@ def check_package(
 
 
 def check_packages(
-    packages: Sequence[str], timeout: float = DEFAULT_TIMEOUT, progress: bool = True
+    packages: Sequence[str],
+    timeout: float = DEFAULT_TIMEOUT,
+    progress: bool = True,
+    python: str = "shared",
 ) -> list[dict[str, Any]]:
     """Check each package in turn; progress on stderr."""
     out = []
@@ -109,7 +118,7 @@ def check_packages(
 
     for i, pkg in enumerate(packages, 1):
         say(f"checking {pkg} ({i}/{len(packages)})...")
-        out.append(check_package(pkg, timeout, progress=say if progress else None))
+        out.append(check_package(pkg, timeout, progress=say if progress else None, python=python))
     return out
 
 
@@ -118,7 +127,8 @@ def format_entry(e: dict[str, Any]) -> str:
     if e["ok"]:
         line = (
             f"PASS {e['package']} ({e['submodules']} submodules, "
-            f"{e['extension_modules']} extension modules, smoke: {e['smoke']})"
+            f"{e['extension_modules']} extension modules, smoke: {e['smoke']}"
+            + (", a Python of its own)" if e.get("python") == "own" else ")")
         )
         if e.get("note"):
             line += f"\n     note: {e['note']}"
@@ -134,6 +144,7 @@ def format_entry(e: dict[str, Any]) -> str:
 _PUBLIC_KEYS = (
     "package",
     "ok",
+    "python",
     "mode",
     "submodules",
     "extension_modules",
@@ -144,7 +155,12 @@ _PUBLIC_KEYS = (
 )
 
 
-def run(packages: Sequence[str], as_json: bool = False, timeout: float = DEFAULT_TIMEOUT) -> int:
+def run(
+    packages: Sequence[str],
+    as_json: bool = False,
+    timeout: float = DEFAULT_TIMEOUT,
+    python: str = "shared",
+) -> int:
     """``vlcs check``: 0 when every package passes, 1 when one fails, 2 for a
     usage error (none given, one not installed)."""
     if not packages:
@@ -158,7 +174,10 @@ def run(packages: Sequence[str], as_json: bool = False, timeout: float = DEFAULT
         for p in missing:
             print(f"vlcs check: {p}: not installed: pip install {pip_name(p)}", file=sys.stderr)
         return 2
-    entries = check_packages(packages, timeout)
+    if python not in ("shared", "own"):
+        print(f"vlcs check: --python takes shared or own; got {python!r}", file=sys.stderr)
+        return 2
+    entries = check_packages(packages, timeout, python=python)
     if as_json:
         keep = [
             {
@@ -183,5 +202,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("packages", nargs="*", metavar="PKG")
     p.add_argument("--json", action="store_true")
     p.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT)
+    p.add_argument("--python", choices=("shared", "own"), default="shared")
     args = p.parse_args(argv)
-    return run(args.packages, args.json, args.timeout)
+    return run(args.packages, args.json, args.timeout, args.python)

@@ -93,6 +93,7 @@ def _verdict(pkg: str, run: dict[str, Any]) -> dict[str, Any]:
         "error": None,
         "kind": None,
         "fix": None,
+        "python": "shared",
         "mode": None,
         "seconds": run["seconds"],
         "works_in_base": None,
@@ -116,6 +117,7 @@ def _verdict(pkg: str, run: dict[str, Any]) -> dict[str, Any]:
             entry.update(kind="child", error=f"the child exited with {rc}: {tail[0]}")
         return entry
 
+    entry["python"] = res.get("python", "shared")
     entry["mode"] = (res.get("modes") or {}).get("a")
     entry["submodules"] = res.get("submodules", 0)
     entry["extension_modules"] = len(res.get("extension_modules", []))
