@@ -352,3 +352,54 @@ def test_a_context_pool_of_own_pythons_reuses_each_runtime():
     assert r["direct"] == 5
     assert r["stats"]["python"] == "own" and r["stats"]["made"] == 1, r
     assert r["closed"]
+
+
+def test_ctrl_c_storms_reach_the_caller_never_a_worker():
+    # Only the base handles signals: Ctrl-C interrupts the caller waiting for
+    # a result; a storm of them while a worker's task runs leaves that task
+    # (and its runtime) running, and the pool goes on
+    r = run(
+        """
+        import json, os, signal, threading, numpy as np, vlcs, own_tasks
+        def storm(n):
+            for _ in range(n):
+                os.kill(os.getpid(), signal.SIGINT)
+        out = {}
+        with vlcs.ContextPoolExecutor(max_workers=2, python="own") as pool:
+            token = np.zeros(2, dtype=np.int64)
+            busy = pool.submit(own_tasks.wait_for, token)
+            while token[1] == 0:  # the task runs in its worker's runtime
+                pass
+            t = threading.Thread(target=storm, args=(1,))
+            try:
+                t.start()
+                busy.result()
+            except KeyboardInterrupt:
+                out["interrupted"] = True
+            t.join()
+            out["running_after_ctrl_c"] = busy.running()
+            seen = []
+            signal.signal(signal.SIGINT, lambda s, f: seen.append(s))
+            t = threading.Thread(target=storm, args=(300,))
+            t.start()
+            during = pool.submit(own_tasks.identity, 7).result()  # the other worker
+            t.join()
+            signal.signal(signal.SIGINT, signal.default_int_handler)
+            out["storm_handled_by_base"] = len(seen) > 0
+            out["during"] = during
+            out["running_after_storm"] = busy.running()
+            token[0] = 1
+            out["busy"] = busy.result()
+            out["after"] = pool.submit(own_tasks.identity, 9).result()
+        print(json.dumps(out))
+        """
+    )
+    assert r == {
+        "interrupted": True,
+        "running_after_ctrl_c": True,
+        "storm_handled_by_base": True,
+        "during": 7,
+        "running_after_storm": True,
+        "busy": "released",
+        "after": 9,
+    }, r
