@@ -660,6 +660,10 @@ VLCS_API void *vlcs_stack_find(void **handles, unsigned long n);
 VLCS_API void *vlcs_ctx_scope(vlcs_ctx *ctx);
 VLCS_API void *vlcs_ctx_loaded(vlcs_ctx *ctx, const char *path);
 VLCS_API const char *vlcs_ctx_object(vlcs_ctx *ctx, unsigned long i);
+/* ... and the i-th "NAME=value" of a copy-mode context's environment (the
+ * process's libc holds the process's: a Python of its own reads its
+ * os.environ from there); NULL past the last, or for a namespace. */
+VLCS_API const char *vlcs_ctx_env_entry(vlcs_ctx *ctx, unsigned long i);
 
 /**
  * A read-only descriptor of path as code inside the context sees it: the

@@ -50,6 +50,11 @@ struct copyset {
     size_t ncopies, capcopies;
     int *root_fds;
     size_t nroots, caproots;
+    /* vlcs_ctx_set_global_library (a Python of its own): that library is
+     * copied even if it is a service's, and every root lists its copy
+     * instead of the services' forwarders */
+    char *global_real;
+    int global_copy; /* index in copies, -1 until loaded */
 
     /* the context's environment: what the process's was when the context
      * got its copies, with its changes; the strings vlcs made are freed
@@ -72,6 +77,14 @@ static bool glibc_own(const char *name);
 static bool process_wide(const char *name)
 {
     return services_has(name) || glibc_own(name);
+}
+
+/* process_wide, but the context's own global library is its own copy */
+static bool process_wide_in(const struct copyset *cs, const char *name)
+{
+    if (cs->global_real != NULL && strcmp(base_name(name), base_name(cs->global_real)) == 0)
+        return false;
+    return process_wide(name);
 }
 
 static bool glibc_own(const char *name)
@@ -268,6 +281,7 @@ static void copyset_free(struct copyset *cs)
         close(cs->ip_fd);
     origin_release(cs->ip_origin_fd);
     free(cs->ip_load_name);
+    free(cs->global_real);
     for (size_t i = 0; i < cs->nowned; i++)
         free(cs->owned[i]);
     free(cs->owned);
@@ -344,7 +358,16 @@ int copies_create(vlcs_ctx *c)
     pthread_mutexattr_destroy(&ma);
     pthread_mutex_init(&cs->env_lock, NULL);
     cs->ip_fd = cs->ip_origin_fd = -1;
+    cs->global_copy = -1;
     c->copyset = cs;
+    if (c->global_lib != NULL) {
+        char real[PATH_MAX];
+        if (realpath(c->global_lib, real) == NULL || (cs->global_real = strdup(real)) == NULL) {
+            set_error(VLCS_E_NOT_FOUND, "Error loading into context '%s': its global library "
+                      "%s cannot be found", c->name, c->global_lib);
+            goto fail;
+        }
+    }
     raise_fd_limit();
     if (env_start(c) != 0) {
         set_error(VLCS_E_SYSTEM, "Error loading into context '%s': out of memory", c->name);
@@ -531,7 +554,7 @@ static void *load_tree(vlcs_ctx *c, const char *real, const char *shown)
         for (size_t k = 0; k < it->names.nneeded; k++) {
             const char *need = elf_str(&it->names, it->names.needed[k]);
             it->dep[k] = -1;
-            if (process_wide(need))
+            if (process_wide_in(cs, need))
                 continue;
             char dep[PATH_MAX];
             struct elf_from chain[64];
@@ -641,9 +664,17 @@ static void *load_tree(vlcs_ctx *c, const char *real, const char *shown)
     fd_path(paths[nn], sizeof *paths, cs->ip_fd);
     needed[nn] = paths[nn];
     nn++;
-    size_t nsvc = services_paths(paths + nn, MAX_SERVICES);
-    for (size_t k = 0; k < nsvc; k++, nn++)
-        needed[nn] = paths[nn];
+    if (cs->global_real != NULL) { /* its own global library, no services */
+        if (cs->global_copy >= 0) {
+            snprintf(paths[nn], sizeof *paths, "%s", cs->copies[cs->global_copy].path);
+            needed[nn] = paths[nn];
+            nn++;
+        }
+    } else {
+        size_t nsvc = services_paths(paths + nn, MAX_SERVICES);
+        for (size_t k = 0; k < nsvc; k++, nn++)
+            needed[nn] = paths[nn];
+    }
     for (size_t i = 0; i < n; i++)
         if (items[i].existing < 0 && items[i].fd >= 0) {
             fd_path(paths[nn], sizeof *paths, items[i].fd);
@@ -760,6 +791,8 @@ static void *load_tree(vlcs_ctx *c, const char *real, const char *shown)
             goto out; /* unloaded with the context: its constructors never ran */
         }
     }
+    if (cs->global_real != NULL && cs->global_copy < 0)
+        cs->global_copy = find_copy(cs, cs->global_real);
     h = dlopen(cs->copies[first].path, RTLD_NOW | RTLD_NOLOAD);
 out:
     if (root >= 0)
@@ -789,9 +822,9 @@ static void *glibc_scope(vlcs_ctx *c)
 
 void *copies_load(vlcs_ctx *c, const char *path)
 {
-    void *h = glibc_own(path)      ? glibc_scope(c)
-              : process_wide(path) ? dlopen(path, RTLD_NOW | RTLD_LOCAL) /* a service */
-                                   : NULL;
+    void *h = glibc_own(path)                      ? glibc_scope(c)
+              : process_wide_in(c->copyset, path) ? dlopen(path, RTLD_NOW | RTLD_LOCAL) /* a service */
+                                                  : NULL;
     if (h != NULL) {
         if (ns_note_handle(c, h) == 0)
             return h;
@@ -857,7 +890,7 @@ static void *copy_dlopen(vlcs_ctx *c, const char *file, int mode, const void *ca
     struct copyset *cs = c->copyset;
     if (glibc_own(file))
         return glibc_scope(c);
-    if (process_wide(file))
+    if (process_wide_in(cs, file))
         return dlopen(file, mode & ~RTLD_GLOBAL);
     /* on the heap: see load_tree */
     struct {
@@ -1010,7 +1043,8 @@ static int iterate_one(struct dl_phdr_info *info, size_t size, void *arg)
     }
     /* of the base's objects, what a namespace of its own has too: the
      * program, the vDSO, glibc's libraries */
-    if (name[0] == '\0' || strncmp(base_name(name), "linux-vdso", 10) == 0 || process_wide(name))
+    if (name[0] == '\0' || strncmp(base_name(name), "linux-vdso", 10) == 0 ||
+        process_wide_in(it->cs, name))
         return it->cb(info, size, it->data);
     return 0;
 }
@@ -1104,6 +1138,23 @@ VLCS_API const char *vlcs_ctx_object(vlcs_ctx *h, unsigned long i)
     }
     pthread_mutex_unlock(&c->lock);
     return origin;
+}
+
+VLCS_API const char *vlcs_ctx_env_entry(vlcs_ctx *h, unsigned long i)
+{
+    vlcs_ctx *c = ctx_get(h, "listing its environment");
+    if (c == NULL)
+        return NULL;
+    const char *entry = NULL;
+    pthread_mutex_lock(&c->lock);
+    if (c->copy_mode) { /* strings vlcs keeps while the context lives */
+        pthread_mutex_lock(&c->copyset->env_lock);
+        if (i < c->copyset->nenv)
+            entry = c->copyset->env[i];
+        pthread_mutex_unlock(&c->copyset->env_lock);
+    }
+    pthread_mutex_unlock(&c->lock);
+    return entry;
 }
 
 int copies_unload(vlcs_ctx *c, char *why, size_t size)

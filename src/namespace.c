@@ -139,7 +139,7 @@ VLCS_API int vlcs_ctx_set_global_library(vlcs_ctx *ctx, const char *path)
         free(copy);
         return ctx_gone(ctx, "setting its global library");
     }
-    if (c->has_ns) {
+    if (c->has_ns || c->copy_mode) {
         pthread_mutex_unlock(&c->lock);
         free(copy);
         set_error(VLCS_E_INVALID,

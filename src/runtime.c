@@ -429,11 +429,10 @@ static int ctx_place(vlcs_ctx *c)
     }
     /* What only a namespace of its own has: its own libc's streams, its
      * own global scope. */
-    bool needs_ns = c->global_lib != NULL || c->stdio_set[0] || c->stdio_set[1] || c->stdio_set[2];
+    bool needs_ns = c->stdio_set[0] || c->stdio_set[1] || c->stdio_set[2];
     if (mode == VLCS_MODE_COPIES && needs_ns) {
-        set_error(VLCS_E_INVALID, "Error loading into context '%s': %s needs a namespace of its "
-                  "own, and the context is in copy mode", c->name,
-                  c->global_lib ? "a global library" : "vlcs_ctx_set_stdio");
+        set_error(VLCS_E_INVALID, "Error loading into context '%s': vlcs_ctx_set_stdio needs a "
+                  "namespace of its own, and the context is in copy mode", c->name);
         return -1;
     }
     if (mode == VLCS_MODE_COPIES)

@@ -176,12 +176,9 @@ class VLC:
         if not handle:
             fail()
         self._handle: int | None = handle
-        # A Python of its own is a libpython in a namespace of its own; other
-        # contexts take one while glibc has one free, then copies
-        # (docs/copy-mode.md).
-        if python == "own" and lib().vlcs_ctx_set_mode(handle, _MODE_NAMESPACE) != 0:
-            lib().vlcs_ctx_destroy(handle)
-            fail()
+        # Contexts take a namespace while glibc has one free, then copies
+        # (docs/copy-mode.md); a Python of its own too: its libpython a copy
+        # of its own, which every later load of the context sees first.
         self._closing = False
         self._name: str = lib().vlcs_ctx_name(handle).decode()
         self._lock = threading.Lock()

@@ -47,6 +47,8 @@ class _Context(Protocol):
     def _handle(self) -> int | None: ...
     @property
     def name(self) -> str: ...
+    @property
+    def mode(self) -> str | None: ...
     def getenv(self, name: str) -> str | None: ...
     def setenv(self, name: str, value: str) -> None: ...
     def unsetenv(self, name: str) -> None: ...
@@ -65,6 +67,10 @@ import ctypes, itertools, os, pickle, sys, weakref
 sys.executable = {executable!r}
 # dlopen(NULL), ctypes' default, is the process's program: the host's C API
 ctypes.pythonapi = ctypes.PyDLL({libpython!r})
+if {environ!r} is not None:  # copy mode: libc's environ is the process's
+    os.environ._data.clear()
+    for _name, _value in {environ!r}.items():
+        os.environ._data[os.environ.encodekey(_name)] = os.environ.encodevalue(_value)
 for _name, _value in {restore!r}.items():
     if _value is None:
         os.environ.pop(_name, None)
@@ -161,6 +167,16 @@ def _views(triples: list[tuple[int, int, bool]], owner: _Owner) -> list[memoryvi
     return out
 
 
+def _context_environ(ctx: _Context) -> dict[str, str]:
+    """A copy-mode context's environment, as its runtime's os.environ starts."""
+    out, i = {}, 0
+    while (entry := lib().vlcs_ctx_env_entry(ctx._h, i)) is not None:
+        name, _, value = os.fsdecode(entry).partition("=")
+        out[name] = value
+        i += 1
+    return out
+
+
 def libpython() -> str:
     """This interpreter's shared libpython, which own runtimes are copies of."""
     if not sysconfig.get_config_var("Py_ENABLE_SHARED"):
@@ -227,10 +243,14 @@ class Runtime:
                     ctx.unsetenv(name)
                 else:
                     ctx.setenv(name, value)
+            environ = _context_environ(ctx) if ctx.mode == "copies" else None
             boot = "\n".join(
                 [
                     _BOOTSTRAP.format(
-                        executable=sys.executable, restore=restore, libpython=libpython()
+                        executable=sys.executable,
+                        restore=restore,
+                        libpython=libpython(),
+                        environ=environ,
                     ),
                     _shared_source(),
                 ]

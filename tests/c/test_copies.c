@@ -313,6 +313,22 @@ int main(int argc, char **argv)
     int n = ((int_fn)dlsym(base_single, "singleton_bump"))();
     CHECK_EQ(n + 1, ((int_fn)sym(plugin, "plugin_bump"))(), "the plugin bumps the service's counter");
     CHECK_EQ(0, vlcs_ctx_destroy(sc), "destroy");
+
+    /* A global library of its own (a Python of its own: libpython), even a
+     * service's: the context's own copy, which later loads see first. */
+    vlcs_ctx *gc = vlcs_ctx_create("own-global");
+    CHECK_EQ(0, vlcs_ctx_set_mode(gc, VLCS_MODE_COPIES), "mode");
+    CHECK_EQ(0, vlcs_ctx_set_global_library(gc, SINGLETON_LIB), "global library");
+    void *gs = vlcs_ctx_load(gc, SINGLETON_LIB);
+    CHECK(gs != NULL, "load the global library: %s", vlcs_error());
+    CHECK(((addr_fn)sym(gs, "singleton_value_addr"))() != base_value, "its own copy");
+    void *gp = vlcs_ctx_load(gc, PLUGIN_SINGLETON_LIB);
+    CHECK(gp != NULL, "a plugin in it: %s", vlcs_error());
+    CHECK_EQ(1, ((int_fn)sym(gp, "plugin_bump"))(), "the plugin bumps the context's copy");
+    CHECK_EQ(2, ((int_fn)sym(gs, "singleton_bump"))(), "the same copy");
+    CHECK_EQ(n + 2, ((int_fn)dlsym(base_single, "singleton_bump"))(), "the service's untouched");
+    CHECK_EQ(-1, vlcs_ctx_set_global_library(gc, SINGLETON_LIB), "set after a load");
+    CHECK_EQ(0, vlcs_ctx_destroy(gc), "destroy");
     printf("ok\n");
     return 0;
 }

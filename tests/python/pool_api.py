@@ -159,7 +159,7 @@ BAD = [
     ({"env": [{}], "max_workers": 2}, ValueError, "one per worker"),
     ({"initializer": 3}, TypeError, "callable"),
     ({"max_tasks_per_child": 0}, ValueError, ">= 1"),
-    ({"max_workers": 16, "python": "own"}, vlcs.VlcsLimitError, "at most 15"),
+    ({"python": "mine"}, ValueError, "shared, own"),
 ]
 
 

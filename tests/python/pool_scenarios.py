@@ -300,10 +300,6 @@ def many_workers_case() -> dict:
         "threads": sorted({f["threads"] for f in facts}),
         "eigsh_h5_exact": sorted({f["eigsh_h5_exact"] for f in facts}),
     }
-    try:
-        vlcs.ContextPoolExecutor(16, python="own")
-    except vlcs.VlcsLimitError as e:
-        out["own_sixteen"] = str(e)
     out["contexts_left"] = len(vlcs.info()["contexts"])
     out.update(_base_facts(before))
     return out

@@ -177,7 +177,5 @@ def test_more_workers_than_glibc_has_namespaces_hold_copies():
     assert r["dots"] == [285.0] and r["threads"] == [1]
     # 32 ARPACK solves and HDF5 round trips at once, each on its own copies
     assert r["eigsh_h5_exact"] == [True]
-    # a Python of its own per worker needs a namespace: still at most 15
-    assert "at most 15" in r["own_sixteen"]
     assert r["contexts_left"] == 0
     base_untouched(r)

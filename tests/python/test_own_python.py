@@ -403,3 +403,33 @@ def test_ctrl_c_storms_reach_the_caller_never_a_worker():
         "busy": "released",
         "after": 9,
     }, r
+
+
+def test_twenty_workers_with_a_python_of_their_own_past_the_namespaces():
+    # Past glibc's namespaces (fewer without vlcs run: each namespace's libc
+    # takes static TLS), a worker's runtime is a renamed copy of libpython
+    # sharing the process's libc, with its own numpy and its own environment
+    r = run(
+        """
+        import json, sys, numpy as np, vlcs, own_tasks
+        n = 20
+        envs = [{"OWN_MARK": f"w{i}"} for i in range(n)]
+        with vlcs.ContextPoolExecutor(n, python="own", env=envs) as pool:
+            # one task per worker's context, each on its own runtime
+            who = [c.submit(own_tasks.who) for c in pool.contexts]
+            work = [c.submit(own_tasks.numpy_work, 10) for c in pool.contexts]
+            who, work = [f.result() for f in who], [f.result() for f in work]
+            modes = sorted(c.mode for c in pool.contexts)
+        print(json.dumps({
+            "runtimes": len({w["sys_modules"] for w in who} | {id(sys.modules)}),
+            "marks": sorted({w["env"] for w in who}),
+            "numpys": len({w["numpy"] for w in work} | {id(np)}),
+            "traces": sorted({w["trace"] for w in work}),
+            "copies": modes.count("copies"),
+            "base": float(np.arange(4.0).sum()),
+        }))
+        """
+    )
+    assert r["runtimes"] == 21 and r["numpys"] == 21, r  # each its own, and the base's
+    assert r["marks"] == sorted(f"w{i}" for i in range(20)), r  # each its own os.environ
+    assert r["traces"] == [261525.0] and r["copies"] >= 5 and r["base"] == 6.0, r

@@ -53,8 +53,8 @@ from concurrent.futures.process import BrokenProcessPool
 from typing import Any, NamedTuple
 
 from vlcs._context import VLC, _parse_list
-from vlcs._errors import Limit, VlcsLimitError
 from vlcs._errors import RemoteTraceback as _RemoteTraceback
+from vlcs._errors import VlcsLimitError
 from vlcs._isolation import views as _views
 from vlcs._isolation.imports import share as _share
 from vlcs._isolation.threads import base_thread
@@ -376,7 +376,7 @@ class ContextPoolExecutor(concurrent.futures.Executor):
     max_workers: how many workers (contexts), by default one per CPU of
         ``cpus``.  The first 15 get linker namespaces of their own (fewer
         without ``vlcs run``), the others renamed copies of their libraries
-        (copy mode, docs/copy-mode.md); with ``python="own"``, at most 15.
+        (copy mode, docs/copy-mode.md), ``python="own"`` too.
     mp_context: accepted for drop-in use and ignored (there are no processes).
     initializer, initargs: run as ``initializer(*initargs)`` in each
         worker's context before its first task (the workers start with the
@@ -446,14 +446,6 @@ class ContextPoolExecutor(concurrent.futures.Executor):
             raise TypeError("initializer must be a callable")
         homes, every = _homes(cpus, max_workers, places)
         n = len(homes)
-        if python == "own" and n > _MAX_NAMESPACES:
-            raise VlcsLimitError(
-                f"ContextPoolExecutor(max_workers={n}, python='own'): a Python of its own "
-                f"lives in a linker namespace, and glibc allows at most {_MAX_NAMESPACES} "
-                f"(16, one the base's); use max_workers={_MAX_NAMESPACES} or fewer, or "
-                f"python='shared' beyond that",
-                limit=Limit.NAMESPACES,
-            )
         if env is None or isinstance(env, Mapping):
             envs: list[Mapping[str, str]] = [env or {}] * n
         else:

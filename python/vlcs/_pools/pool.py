@@ -73,8 +73,8 @@ class ContextPool:
     process's) split among the size contexts along the machine's topology
     ("l3", "numa", "core"...), as ``ContextPoolExecutor(places=)`` does.
     python: "shared" (the process's interpreter) or "own": each context a
-    CPython runtime of its own, its GIL too (at most 15: each takes a linker
-    namespace); :meth:`submit` then pickles the task into the context's
+    CPython runtime of its own, its GIL too (past glibc's 15 namespaces, a
+    renamed copy of libpython); :meth:`submit` then pickles the task into the context's
     runtime, as ``ContextPoolExecutor(python="own")`` does, and
     ``with ctx:`` on a handed-out context is refused (use ``ctx.submit``).
     """
