@@ -162,9 +162,23 @@ def _import_report(owner: str, names: Sequence[str]) -> dict[str, Any]:
 
 def _own_facts(pkg: str) -> dict[str, Any]:
     """What a runtime of its own holds of pkg: its extension modules (name ->
-    file) and its module table's identity."""
+    file) and its module table's identity.  A module whose __name__ is not
+    its key counts when its file is the package's (websockets.speedups
+    calls itself websocket.speedups); not an alias of another package's
+    (Cython enters the standard library's math as cython.cimports.libc.math)."""
     top = pkg.partition(".")[0]
-    exts = {n: f for n, (f, _) in _ext_modules().items() if n == top or n.startswith(top + ".")}
+    root = sys.modules.get(top)
+    dirs = tuple(os.path.realpath(d) + os.sep for d in getattr(root, "__path__", ()) or ())
+    exts = {}
+    for n, m in list(sys.modules.items()):
+        f = getattr(m, "__file__", None)
+        if not (n == top or n.startswith(top + ".")) or not isinstance(f, str):
+            continue
+        if not f.endswith(tuple(EXTENSION_SUFFIXES)):
+            continue
+        if getattr(m, "__name__", n) != n and not os.path.realpath(f).startswith(dirs or ("\0",)):
+            continue
+        exts[n] = f
     return {"extensions": exts, "modules_id": id(sys.modules)}
 
 
