@@ -396,7 +396,7 @@ int copies_create(vlcs_ctx *c)
         goto fail;
     }
     struct elf_rename r = {e.strtab_off + e.soname, renamed};
-    cs->ip_fd = elf_copy(cs->ip_origin_fd, ip, "interposer", &r, 1, NULL, why, sizeof why);
+    cs->ip_fd = elf_copy(cs->ip_origin_fd, ip, "interposer", &r, 1, &e, false, why, sizeof why);
     if (cs->ip_fd < 0) {
         elf_names_free(&e);
         cs->ip_fd = -1;
@@ -635,8 +635,8 @@ static void *load_tree(vlcs_ctx *c, const char *real, const char *shown)
         if (code != VLCS_OK)
             break;
         it->nrn = nr;
-        it->fd = elf_copy(it->ofd, it->origin, base_name(it->origin), rn, nr,
-                          lazy ? &it->names : NULL, why, WHY_SIZE);
+        it->fd = elf_copy(it->ofd, it->origin, base_name(it->origin), rn, nr, &it->names, lazy,
+                          why, WHY_SIZE);
         if (it->fd < 0) {
             code = -it->fd;
             it->fd = -1;

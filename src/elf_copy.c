@@ -422,8 +422,42 @@ static int copy_range(int in, int out, off_t from, off_t to)
  * copy's constructors' entries, which ld.so then does not run. */
 #define DT_VLCS_LATER 0x6000000d
 
+/* in's bytes that a loader reads, at the same offsets of out: the first
+ * page (the headers) and each PT_LOAD's file range, less the holes (in
+ * file order).  Debug information and the section headers are not: ld.so
+ * never reads them, and a debugger reads them from the original (a loaded
+ * copy is named after it). */
+static int copy_loaded(int in, int out, const struct elf_names *e, uint64_t page,
+                       const uint64_t (*holes)[2], size_t nh, uint64_t size)
+{
+    for (size_t i = 0; i <= e->nphdr; i++) {
+        uint64_t lo = 0, hi = page;
+        if (i < e->nphdr) {
+            if (e->phdr[i].p_type != PT_LOAD)
+                continue;
+            lo = e->phdr[i].p_offset & ~(page - 1);
+            hi = (e->phdr[i].p_offset + e->phdr[i].p_filesz + page - 1) & ~(page - 1);
+        }
+        hi = hi < size ? hi : size;
+        for (uint64_t a = lo; a < hi;) {
+            size_t k = 0;
+            while (k < nh && holes[k][1] <= a)
+                k++;
+            if (k < nh && holes[k][0] <= a) { /* inside a hole */
+                a = holes[k][1];
+                continue;
+            }
+            uint64_t b = k < nh && holes[k][0] < hi ? holes[k][0] : hi;
+            if (copy_range(in, out, (off_t)a, (off_t)b) != 0)
+                return -1;
+            a = b;
+        }
+    }
+    return 0;
+}
+
 int elf_copy(int in, const char *path, const char *label, const struct elf_rename *renames,
-             size_t n, const struct elf_names *lazy, char *why, size_t size)
+             size_t n, const struct elf_names *e, bool lazy, char *why, size_t size)
 {
     struct stat st;
     int out = -1, code = VLCS_E_SYSTEM;
@@ -435,23 +469,17 @@ int elf_copy(int in, const char *path, const char *label, const struct elf_renam
     snprintf(name, sizeof name, "vlcs-copy:%s", label);
     out = memfd_create(name, MFD_CLOEXEC);
     int copied = -1;
-    if (out >= 0 && lazy != NULL) {
-        uint64_t holes[16][2];
-        size_t nh = code_holes(lazy, (uint64_t)sysconf(_SC_PAGESIZE), holes);
-        off_t at = 0;
+    if (out >= 0) {
+        uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE), holes[16][2];
+        size_t nh = lazy ? code_holes(e, page, holes) : 0;
         copied = ftruncate(out, st.st_size);
-        for (size_t i = 0; i < nh && copied == 0; i++) {
-            copied = copy_range(in, out, at, (off_t)holes[i][0]);
-            at = (off_t)holes[i][1] > at ? (off_t)holes[i][1] : at;
-        }
         if (copied == 0)
-            copied = copy_range(in, out, at, st.st_size);
+            copied = copy_loaded(in, out, e, page, (const uint64_t(*)[2])holes, nh,
+                                 (uint64_t)st.st_size);
         const ElfW(Sxword) later = DT_VLCS_LATER;
-        for (size_t i = 0; i < lazy->ninit_tags && copied == 0; i++)
-            if (pwrite(out, &later, sizeof later, (off_t)lazy->init_tags[i]) != sizeof later)
+        for (size_t i = 0; lazy && i < e->ninit_tags && copied == 0; i++)
+            if (pwrite(out, &later, sizeof later, (off_t)e->init_tags[i]) != sizeof later)
                 copied = -1;
-    } else if (out >= 0) {
-        copied = copy_range(in, out, 0, st.st_size);
     }
     if (out < 0 || copied != 0) {
         snprintf(why, size, "a copy of %s cannot be made in memory: %s", path, strerror(errno));

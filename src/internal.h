@@ -421,11 +421,12 @@ struct elf_from { /* an object that needs a library, and its file */
 };
 /* chain: the object that needs name, then the object that loaded it, ... */
 HIDDEN int elf_resolve(const char *name, const struct elf_from *chain, size_t nchain, char *out);
-/* lazy: a copy without its code pages (read as zeros until elf_share_pages
- * maps the original's) whose constructors ld.so does not run: elf_run_init
- * runs them once the code is in place; only for a file elf_lazy_ok passes */
+/* A copy of what ld.so reads of the file (its headers, its PT_LOAD ranges);
+ * lazy: without its code pages either (zeros until elf_share_pages maps
+ * the original's), its constructors hidden from ld.so (elf_run_init runs
+ * them once the code is in place); only for a file elf_lazy_ok passes */
 HIDDEN int elf_copy(int fd, const char *path, const char *label, const struct elf_rename *renames,
-                    size_t n, const struct elf_names *lazy, char *why, size_t size);
+                    size_t n, const struct elf_names *e, bool lazy, char *why, size_t size);
 HIDDEN bool elf_lazy_ok(int fd, const struct elf_names *e);
 HIDDEN void elf_run_init(const struct elf_names *e, uintptr_t base);
 HIDDEN void elf_keep_args(int argc, char **argv);
