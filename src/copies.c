@@ -79,6 +79,14 @@ static bool process_wide(const char *name)
     return services_has(name) || glibc_own(name);
 }
 
+/* glibc's libraries as the context sees them (its interposer first), not
+ * libvlcs: code in the context that opens libvlcs (a Python of its own
+ * importing vlcs) gets the process's one. */
+static bool glibc_scoped(const char *name)
+{
+    return glibc_own(name) && strncmp(base_name(name), "libvlcs.so", 10) != 0;
+}
+
 /* process_wide, but the context's own global library is its own copy */
 static bool process_wide_in(const struct copyset *cs, const char *name)
 {
@@ -822,7 +830,7 @@ static void *glibc_scope(vlcs_ctx *c)
 
 void *copies_load(vlcs_ctx *c, const char *path)
 {
-    void *h = glibc_own(path)                      ? glibc_scope(c)
+    void *h = glibc_scoped(path)                   ? glibc_scope(c)
               : process_wide_in(c->copyset, path) ? dlopen(path, RTLD_NOW | RTLD_LOCAL) /* a service */
                                                   : NULL;
     if (h != NULL) {
@@ -888,7 +896,7 @@ static void *copy_dlopen(vlcs_ctx *c, const char *file, int mode, const void *ca
 {
     (void)mode; /* RTLD_GLOBAL would put a copy into the base's global scope */
     struct copyset *cs = c->copyset;
-    if (glibc_own(file))
+    if (glibc_scoped(file))
         return glibc_scope(c);
     if (process_wide_in(cs, file))
         return dlopen(file, mode & ~RTLD_GLOBAL);

@@ -111,3 +111,11 @@ def wait_for(token) -> str:
     while token[0] == 0:
         pass
     return "released"
+
+
+def vlcs_in_worker() -> str:
+    """vlcs imported by the worker's runtime: libvlcs is the process's one."""
+    import vlcs
+    from vlcs._lib import lib
+
+    return f"{vlcs.__version__} {lib().vlcs_version().decode()}"

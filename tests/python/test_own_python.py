@@ -420,6 +420,9 @@ def test_twenty_workers_with_a_python_of_their_own_past_the_namespaces():
             work = [c.submit(own_tasks.numpy_work, 10) for c in pool.contexts]
             who, work = [f.result() for f in who], [f.result() for f in work]
             modes = sorted(c.mode for c in pool.contexts)
+            # a task importing vlcs in a worker past the namespaces
+            last = pool.contexts[-1]
+            in_worker = last.submit(own_tasks.vlcs_in_worker).result(), last.mode
         print(json.dumps({
             "runtimes": len({w["sys_modules"] for w in who} | {id(sys.modules)}),
             "marks": sorted({w["env"] for w in who}),
@@ -427,9 +430,11 @@ def test_twenty_workers_with_a_python_of_their_own_past_the_namespaces():
             "traces": sorted({w["trace"] for w in work}),
             "copies": modes.count("copies"),
             "base": float(np.arange(4.0).sum()),
+            "vlcs": [in_worker[0] == own_tasks.vlcs_in_worker(), in_worker[1]],
         }))
         """
     )
     assert r["runtimes"] == 21 and r["numpys"] == 21, r  # each its own, and the base's
     assert r["marks"] == sorted(f"w{i}" for i in range(20)), r  # each its own os.environ
     assert r["traces"] == [261525.0] and r["copies"] >= 5 and r["base"] == 6.0, r
+    assert r["vlcs"] == [True, "copies"], r  # libvlcs opened there is the process's
