@@ -154,6 +154,43 @@ def _ext_modules() -> dict[str, tuple[str, tuple[str, int] | None]]:
     return out
 
 
+def _submodule_errors(
+    subs: dict[str, dict[str, Any]], owners: Sequence[str], ok_base: Sequence[str]
+) -> dict[str, dict[str, Any]]:
+    """Submodule -> owner -> its failure, for those that import in the base
+    but fail in a context.  An outcome is a module, None (imported, said by
+    a runtime of its own) or a failure's description."""
+
+    def failed(x: Any) -> bool:
+        return x is not None and not _is_module(x)
+
+    return {
+        n: {k: subs[k][n] for k in owners if failed(subs[k][n])}
+        for n in ok_base
+        if any(failed(subs[k][n]) for k in owners)
+    }
+
+
+def _smoke(pkg: str, ctxs: dict[str, Any], where: str) -> dict[str, Any] | None:
+    """The package's smoke test (where vlcs knows one) in both contexts at
+    once, then in the base; None if it has none.  The task by module and
+    name (a runtime of its own takes it by pickle)."""
+    known = SMOKE.get(pkg)
+    if known is None:
+        return None
+    fn, per_cpu = known
+    tasks = importlib.import_module("vlcs.check.child")
+    _stage(f"smoke test in {where} a and b at once")
+    futs = {k: c.submit(tasks._run_smoke, fn) for k, c in ctxs.items()}
+    smoke = {k: f.result() for k, f in futs.items()}
+    _stage("smoke test in the base")
+    smoke["base"] = _run_smoke(fn)
+    if per_cpu:
+        a, b = ctxs["a"], ctxs["b"]
+        smoke["expected"] = {"a": len(a.cpus), "b": len(b.cpus), "base": os.cpu_count()}
+    return smoke
+
+
 def _import_report(owner: str, names: Sequence[str]) -> dict[str, Any]:
     """_import_all as plain data (None: imported), for a runtime of its own
     to send back."""
@@ -220,11 +257,7 @@ def child_own(pkg: str) -> dict[str, Any]:
     ok_base = [n for n in names if _is_module(base_subs[n])]
     res["submodules"] = len(ok_base)
     res["skipped_failing_in_base"] = len(names) - len(ok_base)
-    res["submodule_errors"] = {
-        n: {k: subs[k][n] for k in live if subs[k][n] is not None}
-        for n in ok_base
-        if any(subs[k][n] is not None for k in live)
-    }
+    res["submodule_errors"] = _submodule_errors(subs, list(live), ok_base)
     _stage("checking the runtimes' extension modules")
     if "a" in live:
         facts = ctxs["a"].submit(tasks._own_facts, pkg).result()
@@ -235,17 +268,7 @@ def child_own(pkg: str) -> dict[str, Any]:
     else:
         res["not_private"] = []
     res["modes"] = {k: c.mode for k, c in ctxs.items()}
-    known = SMOKE.get(pkg)
-    if known is not None and len(live) == 2:
-        fn, per_cpu = known
-        _stage("smoke test in runtimes a and b at once")
-        futs = {k: c.submit(tasks._run_smoke, fn) for k, c in ctxs.items()}
-        smoke = {k: f.result() for k, f in futs.items()}
-        _stage("smoke test in the base")
-        smoke["base"] = _run_smoke(fn)
-        if per_cpu:
-            a, b = ctxs["a"], ctxs["b"]
-            smoke["expected"] = {"a": len(a.cpus), "b": len(b.cpus), "base": os.cpu_count()}
+    if len(live) == 2 and (smoke := _smoke(pkg, ctxs, "runtimes")) is not None:
         res["smoke"] = smoke
     _stage("done")
     return res
@@ -300,11 +323,7 @@ def child(pkg: str, share: Sequence[str] = ()) -> dict[str, Any]:
     ok_base = [n for n in names if _is_module(subs["base"][n])]
     res["submodules"] = len(ok_base)
     res["skipped_failing_in_base"] = len(names) - len(ok_base)
-    res["submodule_errors"] = {
-        n: {k: subs[k][n] for k in live if not _is_module(subs[k][n])}
-        for n in ok_base
-        if any(not _is_module(subs[k][n]) for k in live)
-    }
+    res["submodule_errors"] = _submodule_errors(subs, list(live), ok_base)
 
     # 3. private copies; extension modules in the context's namespace
     _stage("checking the copies and the extension modules")
@@ -375,17 +394,7 @@ def child(pkg: str, share: Sequence[str] = ()) -> dict[str, Any]:
     res["modes"] = {k: c.mode for k, c in ctxs.items()}  # namespace or copies
 
     # 4. the smoke test, in both contexts at once, then in the base
-    known = SMOKE.get(pkg)
-    if known is not None and len(live) == 2:
-        fn, per_cpu = known
-        _stage("smoke test in contexts a and b at once")
-        futs = {k: c.submit(_run_smoke, fn) for k, c in ctxs.items()}
-        smoke = {k: f.result() for k, f in futs.items()}
-        _stage("smoke test in the base")
-        smoke["base"] = _run_smoke(fn)
-        if per_cpu:
-            expected = {"a": len(a.cpus), "b": len(b.cpus), "base": os.cpu_count()}
-            smoke["expected"] = expected
+    if len(live) == 2 and (smoke := _smoke(pkg, ctxs, "contexts")) is not None:
         res["smoke"] = smoke
     _stage("done")
     return res
