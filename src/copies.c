@@ -52,8 +52,9 @@ struct copyset {
     size_t nroots, caproots;
     /* vlcs_ctx_set_global_library (a Python of its own): that library is
      * copied even if it is a service's, and every root lists its copy
-     * instead of the services' forwarders (its real path) */
+     * instead of the services' forwarders */
     char *global_real;
+    int global_copy; /* index in copies, -1 until loaded */
 
     /* the context's environment: what the process's was when the context
      * got its copies, with its changes; the strings vlcs made are freed
@@ -365,6 +366,7 @@ int copies_create(vlcs_ctx *c)
     pthread_mutexattr_destroy(&ma);
     pthread_mutex_init(&cs->env_lock, NULL);
     cs->ip_fd = cs->ip_origin_fd = -1;
+    cs->global_copy = -1;
     c->copyset = cs;
     if (c->global_lib != NULL) {
         char real[PATH_MAX];
@@ -458,8 +460,6 @@ struct item {
     int fd;  /* its copy's memfd */
     int ofd; /* its original's descriptor (held) */
     uintptr_t base; /* where its copy loaded */
-    struct elf_rename *unique; /* its unique symbols' bindings to rewrite */
-    size_t nunique;
     struct elf_rename *rn; /* what its copy changed: names, unique symbols' bindings */
     size_t nrn;
 };
@@ -468,18 +468,6 @@ static int find_copy(struct copyset *cs, const char *origin)
 {
     for (size_t i = 0; i < cs->ncopies; i++)
         if (strcmp(cs->copies[i].origin, origin) == 0)
-            return (int)i;
-    return -1;
-}
-
-/* Which of the context's copies the object lm is, or -1: known by its link
- * map once loaded (named after its original then), by the name it loads
- * under before (its constructors may ask). */
-static int copy_of(struct copyset *cs, const void *lm)
-{
-    const struct link_map *m = lm;
-    for (size_t i = 0; m != NULL && i < cs->ncopies; i++)
-        if (cs->copies[i].lm == lm || strcmp(cs->copies[i].path, m->l_name) == 0)
             return (int)i;
     return -1;
 }
@@ -612,28 +600,26 @@ static void *load_tree(vlcs_ctx *c, const char *real, const char *shown)
      * dlopen: most of a library's file is code, copied only to be given
      * back (OpenBLAS: 33 of 36 MB). */
     bool lazy = code == VLCS_OK;
-    for (size_t i = 0; i < n && code == VLCS_OK; i++) {
-        struct item *it = &items[i];
-        if (it->existing >= 0)
-            continue;
-        bool ifunc;
-        it->nunique = elf_unique_symbols(it->ofd, &it->names, &it->unique, &ifunc);
-        lazy = lazy && elf_lazy_ok(it->ofd, &it->names, ifunc);
-    }
+    for (size_t i = 0; i < n && lazy; i++)
+        lazy = items[i].existing >= 0 || elf_lazy_ok(items[i].ofd, &items[i].names);
     /* Every name a copy needs, rewritten to its dependency's new name. */
     for (size_t i = 0; i < n && code == VLCS_OK; i++) {
         struct item *it = &items[i];
         if (it->existing >= 0)
             continue;
-        struct elf_rename *rn = it->rn = malloc((1 + ELF_MAX_NEEDED + it->nunique) * sizeof *rn);
+        struct elf_rename *unique = NULL;
+        size_t nunique = elf_unique_symbols(it->ofd, &it->names, &unique);
+        struct elf_rename *rn = it->rn = malloc((1 + ELF_MAX_NEEDED + nunique) * sizeof *rn);
         if (rn == NULL) {
+            free(unique);
             snprintf(why, WHY_SIZE, "out of memory");
             code = VLCS_E_SYSTEM;
             break;
         }
         size_t nr = 0;
-        for (size_t k = 0; k < it->nunique; k++)
-            rn[nr++] = it->unique[k];
+        for (size_t k = 0; k < nunique; k++)
+            rn[nr++] = unique[k];
+        free(unique);
         if (it->renamed[0])
             rn[nr++] = (struct elf_rename){it->names.strtab_off + it->names.soname, it->renamed};
         for (size_t k = 0; k < it->names.nneeded && code == VLCS_OK; k++) {
@@ -687,9 +673,8 @@ static void *load_tree(vlcs_ctx *c, const char *real, const char *shown)
     needed[nn] = paths[nn];
     nn++;
     if (cs->global_real != NULL) { /* its own global library, no services */
-        int global = find_copy(cs, cs->global_real); /* -1: this load makes it */
-        if (global >= 0) {
-            snprintf(paths[nn], sizeof *paths, "%s", cs->copies[global].path);
+        if (cs->global_copy >= 0) {
+            snprintf(paths[nn], sizeof *paths, "%s", cs->copies[cs->global_copy].path);
             needed[nn] = paths[nn];
             nn++;
         }
@@ -814,6 +799,8 @@ static void *load_tree(vlcs_ctx *c, const char *real, const char *shown)
             goto out; /* unloaded with the context: its constructors never ran */
         }
     }
+    if (cs->global_real != NULL && cs->global_copy < 0)
+        cs->global_copy = find_copy(cs, cs->global_real);
     h = dlopen(cs->copies[first].path, RTLD_NOW | RTLD_NOLOAD);
 out:
     if (root >= 0)
@@ -824,7 +811,6 @@ out:
         origin_release(items[i].ofd);
         if (items[i].names.strtab != NULL)
             elf_names_free(&items[i].names);
-        free(items[i].unique);
         free(items[i].rn);
     }
     free(items);
@@ -924,9 +910,12 @@ static void *copy_dlopen(vlcs_ctx *c, const char *file, int mode, const void *ca
         return NULL;
     }
     pthread_mutex_lock(&cs->lock);
+    const struct copy *from = NULL;
     bool have_from = false;
-    int at = copy_of(cs, object_at(caller));
-    const struct copy *from = at >= 0 ? &cs->copies[at] : NULL;
+    struct link_map *lm = object_at(caller);
+    for (size_t i = 0; lm != NULL && i < cs->ncopies && from == NULL; i++)
+        if (lm == cs->copies[i].lm || strcmp(lm->l_name, cs->copies[i].path) == 0)
+            from = &cs->copies[i];
     const char *from_path = from ? from->origin : NULL;
     if (from != NULL)
         have_from = elf_names_read(from->origin_fd, from_path, &b->from, b->why, sizeof b->why) ==
@@ -1083,9 +1072,12 @@ static int copy_iterate_phdr(vlcs_ctx *c, int (*cb)(struct dl_phdr_info *, size_
 static const char *object_file(vlcs_ctx *c, const void *lm)
 {
     struct copyset *cs = c->copyset;
+    const struct link_map *m = lm;
+    const char *found = NULL;
     pthread_mutex_lock(&cs->lock);
-    int at = copy_of(cs, lm);
-    const char *found = at >= 0 ? cs->copies[at].origin : NULL;
+    for (size_t i = 0; i < cs->ncopies && found == NULL; i++)
+        if (cs->copies[i].lm == lm || strcmp(cs->copies[i].path, m->l_name) == 0)
+            found = cs->copies[i].origin;
     pthread_mutex_unlock(&cs->lock);
     return found;
 }

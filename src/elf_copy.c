@@ -160,7 +160,7 @@ int elf_names_read(int fd, const char *path, struct elf_names *e, char *why, siz
     e->strsz = strsz;
     if ((rela && vaddr_offset(ph, eh.e_phnum, rela, &e->rela_off) != 0) ||
         (jmprel && vaddr_offset(ph, eh.e_phnum, jmprel, &e->jmprel_off) != 0))
-        e->relocs_unknown = true; /* never lazy (elf_lazy_ok) */
+        e->relasz = e->pltrelsz = 0, e->textrel = true; /* unreadable: never lazy (below) */
     /* .dynsym's extent and the code sections': their section headers (a
      * stripped library keeps them) */
     ElfW(Shdr) sh;
@@ -521,10 +521,8 @@ int elf_new_name(const char *old, unsigned long serial, char *out, size_t size)
  * the scope: every context's copy would share the first one's (torch's
  * dispatcher registered each copy's kernels twice).  In a copy they become
  * STB_GLOBAL: resolved in the context's own scope, as in a namespace of its
- * own.  Returns the bytes to rewrite (*out, malloc'd), 0 if none; *ifunc:
- * whether it defines an STT_GNU_IFUNC symbol (elf_lazy_ok), found in the
- * same reading of .dynsym. */
-size_t elf_unique_symbols(int fd, const struct elf_names *e, struct elf_rename **out, bool *ifunc)
+ * own.  Returns the bytes to rewrite (*out, malloc'd), 0 if none. */
+size_t elf_unique_symbols(int fd, const struct elf_names *e, struct elf_rename **out)
 {
     static const char global[16][2] = {
 #define G(t) {(char)ELF64_ST_INFO(STB_GLOBAL, t), 0}
@@ -533,18 +531,13 @@ size_t elf_unique_symbols(int fd, const struct elf_names *e, struct elf_rename *
 #undef G
     };
     *out = NULL;
-    *ifunc = e->dynsym_off == 0; /* no symbols read: assume one */
     size_t n = 0, cap = 0;
     ElfW(Sym) chunk[512];
     for (uint64_t i = 0; i < e->ndynsym; i += 512) {
         size_t k = e->ndynsym - i < 512 ? (size_t)(e->ndynsym - i) : 512;
-        if (read_at(fd, chunk, k * sizeof *chunk, (off_t)(e->dynsym_off + i * sizeof *chunk)) != 0) {
-            *ifunc = true;
+        if (read_at(fd, chunk, k * sizeof *chunk, (off_t)(e->dynsym_off + i * sizeof *chunk)) != 0)
             break;
-        }
         for (size_t j = 0; j < k; j++) {
-            if (ELF64_ST_TYPE(chunk[j].st_info) == STT_GNU_IFUNC && chunk[j].st_shndx != SHN_UNDEF)
-                *ifunc = true;
             if (ELF64_ST_BIND(chunk[j].st_info) != STB_GNU_UNIQUE)
                 continue;
             if (n == cap) {
@@ -553,7 +546,6 @@ size_t elf_unique_symbols(int fd, const struct elf_names *e, struct elf_rename *
                 if (grown == NULL) { /* the copy keeps them: shared, as before */
                     free(*out);
                     *out = NULL;
-                    *ifunc = true; /* not all read */
                     return 0;
                 }
                 *out = grown;
@@ -570,18 +562,27 @@ size_t elf_unique_symbols(int fd, const struct elf_names *e, struct elf_rename *
 
 /* Whether a copy of e may leave out its code until it is loaded: nothing
  * of its code may run inside dlopen, which ld.so's relocation does for an
- * IFUNC resolver (STT_GNU_IFUNC symbols: ifunc, from elf_unique_symbols;
- * IRELATIVE relocations); nor may relocations write into it (TEXTREL). */
-bool elf_lazy_ok(int fd, const struct elf_names *e, bool ifunc)
+ * IFUNC resolver (STT_GNU_IFUNC symbols, IRELATIVE relocations); nor may
+ * relocations write into it (TEXTREL). */
+bool elf_lazy_ok(int fd, const struct elf_names *e)
 {
 #if defined(__x86_64__)
     const uint32_t irelative = R_X86_64_IRELATIVE;
 #else
     const uint32_t irelative = R_AARCH64_IRELATIVE;
 #endif
-    if (ifunc || e->textrel || e->relocs_unknown || e->ncode == 0 || e->ninit_tags > 3 ||
+    if (e->textrel || e->ncode == 0 || e->dynsym_off == 0 || e->ninit_tags > 3 ||
         (e->init_array != 0) != (e->init_arraysz != 0))
         return false;
+    ElfW(Sym) syms[512];
+    for (uint64_t i = 0; i < e->ndynsym; i += 512) {
+        size_t k = e->ndynsym - i < 512 ? (size_t)(e->ndynsym - i) : 512;
+        if (read_at(fd, syms, k * sizeof *syms, (off_t)(e->dynsym_off + i * sizeof *syms)) != 0)
+            return false;
+        for (size_t j = 0; j < k; j++)
+            if (ELF64_ST_TYPE(syms[j].st_info) == STT_GNU_IFUNC && syms[j].st_shndx != SHN_UNDEF)
+                return false;
+    }
     const uint64_t tables[2][2] = {{e->rela_off, e->relasz}, {e->jmprel_off, e->pltrelsz}};
     ElfW(Rela) rel[512];
     for (int t = 0; t < 2; t++)

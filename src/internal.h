@@ -407,7 +407,6 @@ struct elf_names {
     uint64_t init_tags[3];
     size_t ninit_tags;
     uint64_t rela_off, relasz, jmprel_off, pltrelsz; /* its relocations (0: none) */
-    bool relocs_unknown; /* named by its dynamic section, outside its segments */
 };
 struct elf_rename {
     uint64_t at;    /* file offset */
@@ -428,12 +427,11 @@ HIDDEN int elf_resolve(const char *name, const struct elf_from *chain, size_t nc
  * them once the code is in place); only for a file elf_lazy_ok passes */
 HIDDEN int elf_copy(int fd, const char *path, const char *label, const struct elf_rename *renames,
                     size_t n, const struct elf_names *e, bool lazy, char *why, size_t size);
-HIDDEN bool elf_lazy_ok(int fd, const struct elf_names *e, bool ifunc);
+HIDDEN bool elf_lazy_ok(int fd, const struct elf_names *e);
 HIDDEN void elf_run_init(const struct elf_names *e, uintptr_t base);
 HIDDEN void elf_keep_args(int argc, char **argv);
 HIDDEN int elf_new_name(const char *old, unsigned long serial, char *out, size_t size);
-HIDDEN size_t elf_unique_symbols(int fd, const struct elf_names *e, struct elf_rename **out,
-                                 bool *ifunc);
+HIDDEN size_t elf_unique_symbols(int fd, const struct elf_names *e, struct elf_rename **out);
 HIDDEN int elf_share_pages(const struct elf_names *e, int origin_fd, int copy_fd, uintptr_t base,
                            const struct elf_rename *renames, size_t nrenames);
 /* copy_origins.c: one read-only descriptor per original file (or -VLCS_E_*) */
