@@ -664,6 +664,13 @@ VLCS_API const char *vlcs_ctx_object(vlcs_ctx *ctx, unsigned long i);
  * process's libc holds the process's: a Python of its own reads its
  * os.environ from there); NULL past the last, or for a namespace. */
 VLCS_API const char *vlcs_ctx_env_entry(vlcs_ctx *ctx, unsigned long i);
+/* ... and: its destroy also drops the references its libraries took with
+ * dlopen themselves and never gave back, so that all of them unload.  Only
+ * for code that can no longer run: a Python of the context's own once
+ * finalised (CPython never closes an extension module).  What is marked
+ * not to be unloaded still stays, and destroy names it.  0, or -1 with
+ * vlcs_error(). */
+VLCS_API int vlcs_ctx_drop_library_opens(vlcs_ctx *ctx);
 
 /**
  * A read-only descriptor of path as code inside the context sees it: the

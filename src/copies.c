@@ -1082,6 +1082,11 @@ static const char *object_file(vlcs_ctx *c, const void *lm)
     return found;
 }
 
+const char *copies_file(vlcs_ctx *c, const void *lm)
+{
+    return c->copy_mode ? object_file(c, lm) : NULL;
+}
+
 /* Handles for the Python package (vlcs.h, VLCS_INTERNAL_API). */
 VLCS_API void *vlcs_ctx_scope(vlcs_ctx *h)
 {
@@ -1165,11 +1170,20 @@ VLCS_API const char *vlcs_ctx_env_entry(vlcs_ctx *h, unsigned long i)
     return entry;
 }
 
+static void *reopen_copy(vlcs_ctx *c, const char *path)
+{
+    (void)c;
+    return dlopen(path, RTLD_LAZY | RTLD_NOLOAD);
+}
+
 int copies_unload(vlcs_ctx *c, char *why, size_t size)
 {
     struct copyset *cs = c->copyset;
     if (ctx_close_libraries(c, why, size) != 0)
         return -1;
+    if (c->drop_opens) /* the last made first: it may hold those before */
+        for (size_t i = cs->ncopies; i-- > 0;)
+            drop_opens(reopen_copy, c, cs->copies[i].path);
     /* Anything still loaded is held by someone else: its memfd stays. */
     char left[512] = "";
     size_t nleft = 0, used = 0;

@@ -274,6 +274,7 @@ struct vlcs_ctx {
     void *ns_start[16]; /* the objects the namespace was created with (struct link_map *) */
     size_t nns_start;
     char *keep; /* vlcs_ctx_keep_loaded's reason: the namespace stays on destroy */
+    bool drop_opens; /* vlcs_ctx_drop_library_opens: destroy drops the libraries' own dlopens */
     char *global_lib; /* vlcs_ctx_set_global_library: in the namespace's global
                          scope from its start, in place of the services */
 
@@ -443,6 +444,7 @@ HIDDEN int copies_unload(vlcs_ctx *c, char *why, size_t size);
 struct link_map;
 HIDDEN size_t copies_objects(vlcs_ctx *c, struct link_map **out, size_t cap);
 HIDDEN vlcs_ctx *copies_owner(const void *link_map); /* the copy-mode context holding it */
+HIDDEN const char *copies_file(vlcs_ctx *c, const void *link_map); /* a copy's original, or NULL */
 HIDDEN int copies_setenv(vlcs_ctx *c, const char *name, const char *value);
 HIDDEN const char *copies_getenv(vlcs_ctx *c, const char *name);
 /* unload.c: nothing of the context's libraries runs or is kept for a thread
@@ -474,6 +476,7 @@ HIDDEN void ns_note_ended(vlcs_ctx *c, pid_t tid);
 /* Called without c->lock, once c is marked destroyed.  0: the namespace is
  * gone (glibc may reuse it); -1: it stays, with the reason in why. */
 HIDDEN int ns_unload(vlcs_ctx *c, char *why, size_t size);
+HIDDEN void drop_opens(void *(*reopen)(vlcs_ctx *, const char *), vlcs_ctx *c, const char *name);
 HIDDEN int ns_key_create(vlcs_ctx *c, pthread_key_t *key, void (*dtor)(void *));
 HIDDEN int ns_key_delete(vlcs_ctx *c, pthread_key_t key);
 

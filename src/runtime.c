@@ -619,6 +619,21 @@ VLCS_API int vlcs_ctx_keep_loaded(vlcs_ctx *h, const char *reason)
     return 0;
 }
 
+VLCS_API int vlcs_ctx_drop_library_opens(vlcs_ctx *h)
+{
+    vlcs_ctx *c = ctx_get(h, "dropping its libraries' own references");
+    if (c == NULL)
+        return -1;
+    pthread_mutex_lock(&c->lock);
+    if (!ctx_still(c, h)) {
+        pthread_mutex_unlock(&c->lock);
+        return ctx_gone(h, "dropping its libraries' own references");
+    }
+    c->drop_opens = true;
+    pthread_mutex_unlock(&c->lock);
+    return 0;
+}
+
 VLCS_API int vlcs_ctx_destroy(vlcs_ctx *h)
 {
     vlcs_ctx *c = ctx_get(h, "destroying a context");

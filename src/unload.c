@@ -14,7 +14,10 @@
  *      kernel has reaped it;
  *   4. the keys its libraries created are deleted: no thread exit calls
  *      their destructors any more;
- *   5. every handle vlcs loaded is closed, and the namespace's first object.
+ *   5. every handle vlcs loaded is closed, and the namespace's first object;
+ *      with vlcs_ctx_drop_library_opens, the libraries' own dlopen
+ *      references too (a finalised Python of the context's own: CPython
+ *      never closes an extension module, and nothing of it runs any more).
  *
  * A step that cannot be done leaves the namespace loaded, as every
  * destroyed context did before, and the reason names the libraries.
@@ -202,7 +205,9 @@ static void name_running(vlcs_ctx *c, char *out, size_t size)
     size_t nn = 0;
     for (size_t i = 0; i < n; i++) {
         struct link_map *lm = object_at(starts[i]);
+        const char *origin = lm != NULL ? copies_file(c, lm) : NULL; /* a copy: its original */
         const char *name = starts[i] == NULL                ? "adopted (vlcs_thread_adopt)"
+                           : origin != NULL                 ? base_name(origin)
                            : lm != NULL && lm->l_name[0] ? base_name(lm->l_name)
                                                          : "an unknown library";
         size_t j = 0;
@@ -288,6 +293,60 @@ static size_t name_remaining(vlcs_ctx *c, char *out, size_t size)
     return n;
 }
 
+/* The direct references of the object opened as name, dropped until it
+ * unloads or holds none (a dependency of another, or marked not to be
+ * unloaded: glibc's dlclose then returns 0 and changes nothing, hence the
+ * bound).  Each time through a fresh RTLD_NOLOAD handle, as the last
+ * dlclose may have unloaded the object the one before named. */
+void drop_opens(void *(*reopen)(vlcs_ctx *, const char *), vlcs_ctx *c, const char *name)
+{
+    for (int i = 0; i < 4096; i++) {
+        void *h = reopen(c, name);
+        if (h == NULL)
+            break;
+        dlclose(h); /* the reference just taken */
+        if (dlclose(h) != 0)
+            break; /* "shared object not open": none of its own left */
+    }
+    (void)dlerror();
+}
+
+static void *reopen_in_ns(vlcs_ctx *c, const char *name)
+{
+    return dlmopen(c->lmid, name, RTLD_LAZY | RTLD_NOLOAD);
+}
+
+/* The libraries' own references to the namespace's objects other than its
+ * first ones (names copied first: dropping one may unload others). */
+static void drop_ns_opens(vlcs_ctx *c)
+{
+    struct link_map *lm = NULL;
+    if (dlinfo(c->ip_handle, RTLD_DI_LINKMAP, &lm) != 0 || lm == NULL)
+        return;
+    while (lm->l_prev)
+        lm = lm->l_prev;
+    char **names = NULL;
+    size_t n = 0, cap = 0;
+    for (; lm; lm = lm->l_next) {
+        bool start = false;
+        for (size_t i = 0; i < c->nns_start && !start; i++)
+            start = c->ns_start[i] == lm;
+        char *name = start || !lm->l_name[0] ? NULL : strdup(lm->l_name);
+        if (name == NULL)
+            continue;
+        if (array_grow((void **)&names, &cap, n, sizeof *names) != 0) {
+            free(name);
+            break; /* out of memory: those dropped so far, the rest stays and is named */
+        }
+        names[n++] = name;
+    }
+    for (size_t i = n; i-- > 0;) { /* the last loaded first: it may hold those before */
+        drop_opens(reopen_in_ns, c, names[i]);
+        free(names[i]);
+    }
+    free(names);
+}
+
 /* Steps 1 to 4: nothing of the context's libraries runs or is kept for a
  * thread any more; what is left is closing them. */
 static int ctx_quiesce(vlcs_ctx *c, char *why, size_t size)
@@ -320,6 +379,8 @@ int ns_unload(vlcs_ctx *c, char *why, size_t size)
 {
     if (ctx_close_libraries(c, why, size) != 0)
         return -1;
+    if (c->drop_opens)
+        drop_ns_opens(c);
     char left[512];
     size_t nleft = name_remaining(c, left, sizeof left);
     if (nleft > 0) {

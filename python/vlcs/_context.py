@@ -635,6 +635,11 @@ class VLC:
         why: reuse such contexts with :class:`vlcs.ContextPool`.  Raises
         ContextBusyError, and changes nothing, while a thread is inside.
 
+        A context with a Python of its own (``python="own"``) finalises it
+        first (its atexit handlers run) and then unloads it with every
+        extension module it imported; only while the caller still has views
+        of a result's memory does the runtime live on, to the process's end.
+
         >>> import contextlib, vlcs
         >>> with contextlib.closing(vlcs.VLC(cpus="0")) as ctx:
         ...     ctx.load("libm.so.6").cos.restype = None
@@ -653,6 +658,10 @@ class VLC:
             if ex is not None:
                 ex.shutdown(wait=True)  # its tasks still use the context
             h = self._h
+            if self._own is not None and self._own.started and self._own.finish():
+                # nothing of the runtime runs any more: the extension modules
+                # it opened (and CPython never closes) go with the rest
+                check(lib().vlcs_ctx_drop_library_opens(h))
             check(lib().vlcs_ctx_keep_loaded(h, self._keep_reason()))
             rc = lib().vlcs_ctx_destroy(h)
             if rc < 0:
@@ -684,7 +693,10 @@ class VLC:
     def _keep_reason(self) -> bytes | None:
         """Why the namespace must stay loaded, or None."""
         if self._own is not None and self._own.started:
-            return b"it holds a Python of its own, which lives until the process ends"
+            return (
+                b"it holds a Python of its own, which lives until the process ends "
+                b"(the caller still has views of a result's memory)"
+            )
         if self._any_handle is None:
             return None
         parts = []

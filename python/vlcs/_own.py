@@ -11,10 +11,13 @@ same way.  The host calls the runtime's C API through ctypes, which lets go
 of the host's GIL: runtimes run Python at once, as processes do.
 
 The runtime is made at the first task, with the caller's ``sys.path`` and
-flags; it has no signal handlers (the process's stay the base's) and lives
-until the process ends (a runtime that imported extension modules cannot be
-unloaded), when its atexit handlers run.  A child forked from the process
-cannot use it (it says so).
+flags; it has no signal handlers (the process's stay the base's).  Closing
+the context finalises it (``Py_FinalizeEx``: its atexit handlers run, its
+output is flushed) and unloads it with everything it loaded, the extension
+modules CPython never closes included; while the caller still has views of
+a result's memory it is left running instead, until the process ends, when
+its atexit handlers run.  A child forked from the process cannot use it (it
+says so).
 """
 
 from __future__ import annotations
@@ -212,6 +215,11 @@ class Runtime:
         # the runtime's results no view here uses any more (appended by
         # finalizers, at any time: a deque, never swapped)
         self._dropped: collections.deque[int] = collections.deque()
+        # the runtime's results the caller still has views of (their memory
+        # is the runtime's: it cannot be finalised while one lives)
+        self._viewed: set[int] = set()
+        self._calls = 0  # tasks running now
+        self._finished = False
         check(lib().vlcs_ctx_set_global_library(ctx._h, libpython().encode()))
 
     @property
@@ -222,6 +230,8 @@ class Runtime:
         with self._lock:
             if self._api is not None:
                 return self._api
+            if self._finished:
+                raise VlcsError(f"the Python of context {self._ctx.name!r} was finalised")
             ctx = self._ctx
             handle = lib().vlcs_ctx_load(ctx._h, libpython().encode())
             if not handle:
@@ -276,8 +286,49 @@ class Runtime:
             _started.add(self)
             return api
 
+    def _view_gone(self, token: int) -> None:
+        """The caller's last view of a result is gone (a finalizer: any thread)."""
+        self._viewed.discard(token)
+        self._dropped.append(token)
+
+    def finish(self) -> bool:
+        """Finalise the runtime, on this thread: its atexit handlers run and
+        its output is flushed, as at a process's exit.  False, and nothing
+        done, while the caller has views of a result's memory (or a task
+        runs, or this is a forked child): it then lives until the process
+        ends.  The context, destroyed next, unloads what it loaded."""
+        with self._lock:
+            api = self._api
+            if api is None:
+                return True
+            if self._viewed or self._calls or self._pid != os.getpid():
+                return False
+            self._api = None
+            self._finished = True
+            _started.discard(self)
+            check(lib().vlcs_enter(self._ctx._h))
+            try:
+                api["PyGILState_Ensure"]()  # the thread state finalising ends with it
+                api["PyRun_SimpleString"](_THREADS_AT_FINALIZE)
+                api["Py_FinalizeEx"]()
+            finally:
+                lib().vlcs_leave()
+            self._lent.clear()  # the runtime's views of them went with it
+            return True
+
     def call(self, fn: Callable[..., Any], args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> Any:
         """fn(*args, **kwargs) run by the context's runtime, on this thread."""
+        with self._lock:
+            self._calls += 1
+        try:
+            return self._call(fn, args, kwargs)
+        finally:
+            with self._lock:
+                self._calls -= 1
+
+    def _call(
+        self, fn: Callable[..., Any], args: tuple[Any, ...], kwargs: Mapping[str, Any]
+    ) -> Any:
         api = self._start()
         if self._pid != os.getpid():
             raise VlcsError(
@@ -310,7 +361,8 @@ class Runtime:
                 self._lent.pop(t, None)
         owner = _Owner()
         if token:
-            weakref.finalize(owner, self._dropped.append, token)
+            self._viewed.add(token)
+            weakref.finalize(owner, self._view_gone, token)
         outcome = pickle.loads(data, buffers=_views(triples, owner))
         del owner
         if outcome[0] == "ok":
@@ -320,6 +372,27 @@ class Runtime:
             exc = VlcsError(f"a task in context {self._ctx.name!r} failed")
         raise exc from RemoteTraceback(tb)
 
+
+# Run before Py_FinalizeEx.  threading's own _shutdown waits for the thread
+# that first imported threading in the runtime to end, unless that is the
+# finalising thread (bpo-1596321): here it is a host thread that lives on.
+# This one does the rest of its work: threading's atexit calls (executors
+# joining their workers), then every other non-daemon thread joined.
+_THREADS_AT_FINALIZE = b"""
+import sys as _s
+_t = _s.modules.get("threading")
+if _t is not None:
+    def _vlcs_shutdown(_t=_t):
+        _t._SHUTTING_DOWN = True
+        for _f in reversed(getattr(_t, "_threading_atexits", [])):
+            _f()
+        _me = _t.current_thread()
+        for _th in _t.enumerate():
+            if _th is not _me and _th is not _t._main_thread and not _th.daemon:
+                _th.join()
+    _t._shutdown = _vlcs_shutdown
+del _s, _t
+"""
 
 _started: weakref.WeakSet[Runtime] = weakref.WeakSet()
 
@@ -372,6 +445,7 @@ def _run_task(api: dict[str, Any], request: bytes) -> bytes:
 _P = ctypes.c_void_p
 _SIGNATURES: dict[str, tuple[Any, ...]] = {
     "Py_InitializeEx": (None, ctypes.c_int),
+    "Py_FinalizeEx": (ctypes.c_int,),
     "PyEval_SaveThread": (_P,),
     "PyGILState_Ensure": (ctypes.c_int,),
     "PyGILState_Release": (None, ctypes.c_int),

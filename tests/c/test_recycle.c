@@ -6,6 +6,7 @@
  *
  * Rounds: argv[1], else VLCS_SOAK_ROUNDS, else a short run for ctest. */
 #define _GNU_SOURCE
+#define VLCS_INTERNAL_API /* vlcs_ctx_drop_library_opens */
 #include "check.h"
 
 #include <dirent.h>
@@ -217,6 +218,23 @@ int main(int argc, char **argv)
     CHECK(strstr(vlcs_error(), "libvlcs_runpath_target.so stays loaded") != NULL,
           "names what stays: %s", vlcs_error());
     CHECK_ERRC(VLCS_E_DESTROYED, vlcs_enter(k));
+
+    /* ... unless the caller knows that nothing of it runs any more (a
+     * finalised Python of the context's own): then all of it unloads. */
+    const int modes[] = {VLCS_MODE_NAMESPACE, VLCS_MODE_COPIES};
+    for (int m = 0; m < 2; m++) {
+        vlcs_ctx *d = vlcs_ctx_create("drops");
+        CHECK_EQ(0, vlcs_ctx_set_mode(d, modes[m]), "mode");
+        void *op = vlcs_ctx_load(d, DLOPENER_LIB);
+        CHECK(op != NULL, "load dlopener");
+        CHECK(SYM(op, void *(*)(const char *, int), "dlopener_open")("libvlcs_runpath_target.so",
+                                                                    0) != NULL,
+              "the library opens its own");
+        CHECK_EQ(0, vlcs_ctx_drop_library_opens(d), "drop");
+        int rc = vlcs_ctx_destroy(d);
+        CHECK(rc == 0, "mode %d: all of it unloaded: %s", modes[m], vlcs_error());
+        CHECK_ERRC(VLCS_E_DESTROYED, vlcs_ctx_drop_library_opens(d));
+    }
 
     /* An OpenMP pool of another, still running, thread: named, kept. */
     vlcs_ctx *o = vlcs_ctx_create("omp-elsewhere");

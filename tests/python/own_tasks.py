@@ -119,3 +119,17 @@ def vlcs_in_worker() -> str:
     from vlcs._lib import lib
 
     return f"{vlcs.__version__} {lib().vlcs_version().decode()}"
+
+
+TASKS_RUN = 0
+
+
+def count_and_numpy(n: int) -> tuple:
+    """How many tasks this runtime has run, this one included, and a small
+    GEMM's trace from its numpy."""
+    global TASKS_RUN
+    import numpy as np
+
+    TASKS_RUN += 1
+    a = np.arange(n * n, dtype=float).reshape(n, n)
+    return TASKS_RUN, float(np.trace(a @ a))

@@ -52,12 +52,13 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures.process import BrokenProcessPool
 from typing import Any, NamedTuple
 
-from vlcs._context import VLC, _parse_list
+from vlcs._context import _MODE_COPIES, VLC, _parse_list
 from vlcs._errors import RemoteTraceback as _RemoteTraceback
 from vlcs._errors import VlcsLimitError
 from vlcs._isolation import views as _views
 from vlcs._isolation.imports import share as _share
 from vlcs._isolation.threads import base_thread
+from vlcs._lib import check, lib
 from vlcs._own import PYTHONS
 from vlcs._trace import mark as _mark
 
@@ -387,7 +388,13 @@ class ContextPoolExecutor(concurrent.futures.Executor):
     max_tasks_per_child: after that many tasks a worker's context is closed
         and a fresh one made (its modules imported afresh).  A context that
         imported extension modules keeps its namespace (or its copies), so
-        each renewal keeps that memory for the rest of the process.
+        each renewal keeps that memory for the rest of the process; with
+        ``python="own"`` the worker's runtime is finalised (its atexit
+        handlers run) and unloaded with what it imported (its workers are
+        copy-mode contexts, docs/copy-mode.md), unless a library keeps a
+        thread of its own running (pyarrow) or marks itself not to be
+        unloaded (OpenSSL's libcrypto, through hashlib), or the caller
+        still has views of a result's memory.
     cpus: the CPUs of the pool, split evenly among the workers (a CPU list
         like "0-3" or CPU ids; default: every CPU the process may use), or
         one CPU list per worker (["0", "1"]); places like "numa:0" too.
@@ -426,11 +433,6 @@ class ContextPoolExecutor(concurrent.futures.Executor):
     ) -> None:
         if python not in PYTHONS:
             raise ValueError(f"python must be one of {', '.join(PYTHONS)}; got {python!r}")
-        if python == "own" and max_tasks_per_child is not None:
-            raise ValueError(
-                "max_tasks_per_child does not go with python='own' yet: a worker's runtime lives "
-                "until the process ends, so fresh ones would use up the process's namespaces"
-            )
         if max_workers is not None and (
             not isinstance(max_workers, int) or isinstance(max_workers, bool)
         ):
@@ -488,6 +490,11 @@ class ContextPoolExecutor(concurrent.futures.Executor):
             cpus=self._homes[i], env=self._envs[i], name=f"{self._name}-{i}", python=self._python
         )
         try:
+            if self._python == "own" and self._max_tasks_per_child is not None:
+                # renewed runtimes are unloaded whole only as copies: in a
+                # namespace, libstdc++ and whatever binds its unique symbols
+                # (numpy's core) stay for good
+                check(lib().vlcs_ctx_set_mode(ctx._h, _MODE_COPIES))
             if self._elastic is not None:
                 ctx.set_elastic(self._elastic)
             # the namespace now, so that a pool that does not fit says so here
