@@ -400,7 +400,7 @@ _started: weakref.WeakSet[Runtime] = weakref.WeakSet()
 @atexit.register
 def _at_exit() -> None:
     """The runtimes' atexit handlers, and their output flushed, as each
-    would at its own exit (they are never finalised: see the module)."""
+    would at its own exit (those still running: see the module)."""
     for rt in list(_started):
         if rt._pid != os.getpid() or rt._api is None:
             continue
