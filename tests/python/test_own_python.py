@@ -6,6 +6,7 @@ Each case runs in a fresh interpreter."""
 from __future__ import annotations
 
 import importlib.util
+import sys
 import textwrap
 from pathlib import Path
 
@@ -311,13 +312,16 @@ def test_max_tasks_per_child_renews_the_runtime_and_unloads_the_old_one(tmp_path
         print(json.dumps(out))
         """
     )
-    assert r["handler_ran_at_renewal"], r  # finalised: its atexit handlers ran
     assert r["counts"] == [1, 2] * 10, r  # each runtime ran two tasks, then a fresh one
     assert set(r["traces"]) == {r["base_trace"]}, r
-    # every renewed runtime, numpy and OpenBLAS included, was unloaded: a kept
-    # one adds over 100 mappings each time
-    maps = r["maps"]
-    assert maps[-1] - maps[2] <= 7 * 10, maps
+    if sys.version_info >= (3, 13):  # not finalised there (vlcs._own.FINALISES)
+        assert not r["handler_ran_at_renewal"], r
+    else:
+        assert r["handler_ran_at_renewal"], r  # finalised: its atexit handlers ran
+        # every renewed runtime, numpy and OpenBLAS included, was unloaded: a
+        # kept one adds over 100 mappings each time
+        maps = r["maps"]
+        assert maps[-1] - maps[2] <= 7 * 10, maps
     assert r["kept_sum"] == 1000.0, r  # the second runtime's memory, still there
 
 
