@@ -270,20 +270,30 @@ static int wait_threads(vlcs_ctx *c, char *why, size_t size)
  * glibc will not unload).  Found through the first object, before closing
  * it: glibc's dlmopen into a namespace number no longer in use returns an
  * error with its loader lock still held. */
-static size_t name_remaining(vlcs_ctx *c, char *out, size_t size)
+static struct link_map *ns_head(vlcs_ctx *c)
 {
     struct link_map *lm = NULL;
-    size_t n = 0, used = 0;
-    out[0] = '\0';
     if (dlinfo(c->ip_handle, RTLD_DI_LINKMAP, &lm) != 0 || lm == NULL)
-        return 0;
+        return NULL;
     while (lm->l_prev)
         lm = lm->l_prev;
-    for (; lm; lm = lm->l_next) {
-        bool start = false;
-        for (size_t i = 0; i < c->nns_start && !start; i++)
-            start = c->ns_start[i] == lm;
-        if (start)
+    return lm;
+}
+
+static bool ns_started_with(const vlcs_ctx *c, const struct link_map *lm)
+{
+    for (size_t i = 0; i < c->nns_start; i++)
+        if (c->ns_start[i] == lm)
+            return true;
+    return false;
+}
+
+static size_t name_remaining(vlcs_ctx *c, char *out, size_t size)
+{
+    size_t n = 0, used = 0;
+    out[0] = '\0';
+    for (struct link_map *lm = ns_head(c); lm; lm = lm->l_next) {
+        if (ns_started_with(c, lm))
             continue;
         n++;
         if (used < size)
@@ -320,18 +330,10 @@ static void *reopen_in_ns(vlcs_ctx *c, const char *name)
  * first ones (names copied first: dropping one may unload others). */
 static void drop_ns_opens(vlcs_ctx *c)
 {
-    struct link_map *lm = NULL;
-    if (dlinfo(c->ip_handle, RTLD_DI_LINKMAP, &lm) != 0 || lm == NULL)
-        return;
-    while (lm->l_prev)
-        lm = lm->l_prev;
     char **names = NULL;
     size_t n = 0, cap = 0;
-    for (; lm; lm = lm->l_next) {
-        bool start = false;
-        for (size_t i = 0; i < c->nns_start && !start; i++)
-            start = c->ns_start[i] == lm;
-        char *name = start || !lm->l_name[0] ? NULL : strdup(lm->l_name);
+    for (struct link_map *lm = ns_head(c); lm; lm = lm->l_next) {
+        char *name = ns_started_with(c, lm) || !lm->l_name[0] ? NULL : strdup(lm->l_name);
         if (name == NULL)
             continue;
         if (array_grow((void **)&names, &cap, n, sizeof *names) != 0) {

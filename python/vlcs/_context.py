@@ -658,13 +658,9 @@ class VLC:
             if ex is not None:
                 ex.shutdown(wait=True)  # its tasks still use the context
             h = self._h
-            own = self._own
-            if own is not None and own.started and self.mode == "copies" and own.finish():
+            if self._own is not None and self._own.started and self._own.finish():
                 # nothing of the runtime runs any more: the extension modules
-                # it opened (and CPython never closes) go with the rest.  In a
-                # namespace, libstdc++ and what binds its unique symbols stay
-                # whatever is done, and finalising such runtimes crashed 3.13
-                # (2 runs in 3 of the 20-worker test): those live on.
+                # it opened (and CPython never closes) go with the rest
                 check(lib().vlcs_ctx_drop_library_opens(h))
             check(lib().vlcs_ctx_keep_loaded(h, self._keep_reason()))
             rc = lib().vlcs_ctx_destroy(h)

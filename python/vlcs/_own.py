@@ -300,13 +300,22 @@ class Runtime:
         """Finalise the runtime, on this thread: its atexit handlers run and
         its output is flushed, as at a process's exit.  False, and nothing
         done, while the caller has views of a result's memory (or a task
-        runs, or this is a forked child): it then lives until the process
-        ends.  The context, destroyed next, unloads what it loaded."""
+        runs, or this is a forked child), or for a runtime in a namespace
+        (libstdc++ and what binds its unique symbols stay loaded whatever is
+        done, and finalising such runtimes crashed 3.13: 2 runs in 3 of the
+        20-worker test): it then lives until the process ends.  The
+        context, destroyed next, unloads what it loaded."""
         with self._lock:
             api = self._api
             if api is None:
                 return True
-            if self._viewed or self._calls or self._pid != os.getpid() or not FINALISES:
+            if (
+                self._viewed
+                or self._calls
+                or self._pid != os.getpid()
+                or not FINALISES
+                or self._ctx.mode != "copies"
+            ):
                 return False
             self._api = None
             self._finished = True

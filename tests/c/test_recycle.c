@@ -132,6 +132,20 @@ static void rounds_flat(const char *what, long rounds, bool blas_too, long heap_
     CHECK(after.maps - before.maps <= 4, "%s: mappings grew by %ld", what, after.maps - before.maps);
 }
 
+/* A context whose library opened another itself and never closed it. */
+static vlcs_ctx *opened_its_own(const char *name, int mode)
+{
+    vlcs_ctx *c = vlcs_ctx_create(name);
+    CHECK(c != NULL, "create %s", name);
+    CHECK_EQ(0, vlcs_ctx_set_mode(c, mode), "mode");
+    void *opener = vlcs_ctx_load(c, DLOPENER_LIB);
+    CHECK(opener != NULL, "load dlopener");
+    CHECK(SYM(opener, void *(*)(const char *, int), "dlopener_open")("libvlcs_runpath_target.so",
+                                                                      0) != NULL,
+          "the library opens its own");
+    return c;
+}
+
 static pthread_barrier_t ran, done;
 
 static void *omp_elsewhere(void *arg)
@@ -208,12 +222,7 @@ int main(int argc, char **argv)
 
     /* A library that opened another itself and never closed it: the
      * namespace stays, named; the context is destroyed all the same. */
-    vlcs_ctx *k = vlcs_ctx_create("keeps");
-    void *opener = vlcs_ctx_load(k, DLOPENER_LIB);
-    CHECK(opener != NULL, "load dlopener");
-    CHECK(SYM(opener, void *(*)(const char *, int), "dlopener_open")("libvlcs_runpath_target.so",
-                                                                      0) != NULL,
-          "the library opens its own");
+    vlcs_ctx *k = opened_its_own("keeps", VLCS_MODE_AUTO);
     CHECK_EQ(1, vlcs_ctx_destroy(k), "destroyed, namespace kept");
     CHECK(strstr(vlcs_error(), "libvlcs_runpath_target.so stays loaded") != NULL,
           "names what stays: %s", vlcs_error());
@@ -223,13 +232,7 @@ int main(int argc, char **argv)
      * finalised Python of the context's own): then all of it unloads. */
     const int modes[] = {VLCS_MODE_NAMESPACE, VLCS_MODE_COPIES};
     for (int m = 0; m < 2; m++) {
-        vlcs_ctx *d = vlcs_ctx_create("drops");
-        CHECK_EQ(0, vlcs_ctx_set_mode(d, modes[m]), "mode");
-        void *op = vlcs_ctx_load(d, DLOPENER_LIB);
-        CHECK(op != NULL, "load dlopener");
-        CHECK(SYM(op, void *(*)(const char *, int), "dlopener_open")("libvlcs_runpath_target.so",
-                                                                    0) != NULL,
-              "the library opens its own");
+        vlcs_ctx *d = opened_its_own("drops", modes[m]);
         CHECK_EQ(0, vlcs_ctx_drop_library_opens(d), "drop");
         int rc = vlcs_ctx_destroy(d);
         CHECK(rc == 0, "mode %d: all of it unloaded: %s", modes[m], vlcs_error());
