@@ -70,22 +70,50 @@ FINALISES = sys.version_info < (3, 13)
 # lends the result's (token `token`); each side reports, with its next
 # message, the tokens whose views it no longer has, and the other side lets
 # go of what it kept alive for them.
-_BOOTSTRAP = """from __future__ import annotations
-import ctypes, itertools, os, pickle, sys, weakref
-sys.executable = {executable!r}
-# dlopen(NULL), ctypes' default, is the process's program: the host's C API
-ctypes.pythonapi = ctypes.PyDLL({libpython!r})
-if {environ!r} is not None:  # copy mode: libc's environ is the process's
+#
+# It imports only what every task needs (_pickle, not pickle: no re, enum,
+# struct; 4 ms less a runtime): ctypes and weakref come with the first
+# task that lends or returns buffers, and ctypes.pythonapi is mended
+# whenever ctypes is imported (dlopen(NULL), its default, is the process's
+# program: the host's C API).
+_BOOTSTRAP = """import _pickle as pickle, itertools, os, sys
+_vlcs_executable, _vlcs_libpython, _vlcs_environ, _vlcs_restore = _vlcs_given
+del _vlcs_given
+sys.executable = _vlcs_executable
+
+class _VlcsPythonapi:
+    @staticmethod
+    def find_spec(name, path=None, target=None):
+        if name != "ctypes":
+            return None
+        for finder in [f for f in sys.meta_path if f is not _VlcsPythonapi]:
+            spec = getattr(finder, "find_spec", lambda *a: None)(name, path, target)
+            if spec is not None:
+                break
+        else:
+            return None
+        sys.meta_path.remove(_VlcsPythonapi)
+        run = spec.loader.exec_module
+
+        def exec_module(module):
+            run(module)
+            module.pythonapi = module.PyDLL(_vlcs_libpython)
+
+        spec.loader.exec_module = exec_module
+        return spec
+
+sys.meta_path.insert(0, _VlcsPythonapi)
+if _vlcs_environ is not None:  # copy mode: libc's environ is the process's
     os.environ._data.clear()
-    for _name, _value in {environ!r}.items():
+    for _name, _value in _vlcs_environ.items():
         os.environ._data[os.environ.encodekey(_name)] = os.environ.encodevalue(_value)
-for _name, _value in {restore!r}.items():
+for _name, _value in _vlcs_restore.items():
     if _value is None:
         os.environ.pop(_name, None)
     else:
         os.environ[_name] = _value
 del _name, _value
-_vlcs_held = {{}}  # token -> what keeps a result's buffers alive for the caller's views
+_vlcs_held = {}  # token -> what keeps a result's buffers alive for the caller's views
 _vlcs_released = []  # the caller's tokens whose buffers no view here uses any more
 _vlcs_tokens = itertools.count(1)
 
@@ -95,6 +123,8 @@ def _vlcs_task(request):
         _vlcs_held.pop(token, None)
     owner = _Owner()
     if lent:
+        import weakref
+
         weakref.finalize(owner, _vlcs_released.append, lent)
     buffers = _views(views, owner)
     del owner
@@ -134,14 +164,24 @@ def _vlcs_task(request):
 
 
 @functools.cache
-def _shared_source() -> str:
-    """The source of what both sides run, for the runtime's bootstrap.
-    Once, and functions only: inspect finds a class's source with ast.parse,
+def _bootstrap_code() -> bytes:
+    """The runtime's bootstrap with what both sides run, compiled here
+    (marshal: the same CPython) so that no runtime compiles it again.
+    Functions only from inspect: it finds a class's source with ast.parse,
     which CPython 3.11 cannot run in two threads at once (its recursion
     count is per interpreter: "AST constructor recursion depth mismatch")."""
-    return "\n".join(
-        ["class _Owner:\n    pass\n", *(inspect.getsource(f) for f in (_addresses, _views))]
+    import __future__
+    import marshal
+
+    source = "\n".join(
+        [
+            _BOOTSTRAP,
+            "class _Owner:\n    pass\n",
+            *(inspect.getsource(f) for f in (_addresses, _views)),
+        ]
     )
+    flags = __future__.annotations.compiler_flag  # the shared functions' annotations
+    return marshal.dumps(compile(source, "<vlcs runtime>", "exec", flags, dont_inherit=True))
 
 
 class _Owner:
@@ -152,6 +192,10 @@ class _Owner:
 def _addresses(buffers: list[Any], keep: list[Any]) -> list[tuple[int, int, bool]]:
     """(address, size, readonly) of each pickle buffer; what must stay alive
     for those addresses to hold is appended to keep."""
+    if not buffers:
+        return []
+    import ctypes
+
     out = []
     for b in buffers:
         raw = b.raw()
@@ -166,6 +210,10 @@ def _addresses(buffers: list[Any], keep: list[Any]) -> list[tuple[int, int, bool
 
 def _views(triples: list[tuple[int, int, bool]], owner: _Owner) -> list[memoryview]:
     """Views of the memory at those addresses, each keeping owner alive."""
+    if not triples:
+        return []
+    import ctypes
+
     out = []
     for address, size, readonly in triples:
         held = type("_Held", (ctypes.c_char * size,), {}).from_address(address)
@@ -259,16 +307,10 @@ class Runtime:
                 else:
                     ctx.setenv(name, value)
             environ = _context_environ(ctx) if ctx.mode == "copies" else None
-            boot = "\n".join(
-                [
-                    _BOOTSTRAP.format(
-                        executable=sys.executable,
-                        restore=restore,
-                        libpython=libpython(),
-                        environ=environ,
-                    ),
-                    _shared_source(),
-                ]
+            given_now = (sys.executable, libpython(), environ, restore)
+            boot = (
+                f"_vlcs_given = {given_now!r}\n"
+                f"import marshal as _m\nexec(_m.loads({_bootstrap_code()!r}))\ndel _m\n"
             )
             # No site: the caller's sys.path, with what its .pth files added,
             # is given whole; reading them again costs 35 ms a runtime here.
