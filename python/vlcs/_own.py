@@ -171,6 +171,7 @@ def _bootstrap_code() -> bytes:
     which CPython 3.11 cannot run in two threads at once (its recursion
     count is per interpreter: "AST constructor recursion depth mismatch")."""
     import __future__
+
     import marshal
 
     source = "\n".join(
