@@ -22,6 +22,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from vlcs_bench.jobs import numpy_and_loop, python_loop
+
 WAYS = (
     "one after another",
     "threads",
@@ -30,25 +32,6 @@ WAYS = (
     "processes (fork)",
     "processes (spawn)",
 )
-
-
-def python_loop(n: int) -> int:
-    """Pure Python: the GIL is held throughout."""
-    s = 0
-    for i in range(n):
-        s += i * i % 7
-    return s
-
-
-def numpy_and_loop(n: int) -> float:
-    """Three GEMMs of n x n (BLAS lets go of the GIL), then a Python loop
-    of 2 n^2 steps."""
-    import numpy as np
-
-    a = np.random.default_rng(0).random((n, n)) / n
-    for _ in range(3):
-        a = a @ a
-    return float(a.sum()) + python_loop(2 * n * n)
 
 
 def _noop(_: int) -> int:

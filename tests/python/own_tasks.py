@@ -133,3 +133,43 @@ def count_and_numpy(n: int) -> tuple:
     TASKS_RUN += 1
     a = np.arange(n * n, dtype=float).reshape(n, n)
     return TASKS_RUN, float(np.trace(a @ a))
+
+
+STACK = ("numpy", "scipy", "pandas", "sklearn", "h5py", "torch")
+
+
+def stack_work(packages: list[str], folder: str) -> dict:
+    """Each package of the scientific stack imported and used; its answers,
+    and which module objects and files answered (to tell runtimes apart)."""
+    import importlib
+
+    mods = {p: importlib.import_module(p) for p in packages}
+    np = mods["numpy"]
+    rng = np.random.default_rng(7)
+    a, b = rng.random((40, 40)) + 40 * np.eye(40), rng.random(40)
+    out: dict = {"ids": {p: id(m) for p, m in mods.items()}, "answers": {}}
+    answers = out["answers"]
+    answers["numpy"] = float((a @ b).sum())
+    if "scipy" in mods:
+        import scipy.linalg
+
+        answers["scipy"] = scipy.linalg.solve(a, b).tolist()
+    if "pandas" in mods:
+        df = mods["pandas"].DataFrame({"k": list("abcab"), "v": [1.0, 2.0, 3.0, 4.0, 5.0]})
+        answers["pandas"] = df.groupby("k")["v"].sum().to_dict()
+    if "sklearn" in mods:
+        from sklearn.linear_model import Ridge
+
+        answers["sklearn"] = Ridge(alpha=1.0).fit(a, b).coef_.tolist()
+    if "h5py" in mods:
+        path = os.path.join(folder, f"{id(sys.modules)}.h5")
+        with mods["h5py"].File(path, "w") as f:
+            f.create_dataset("a", data=a, compression="gzip")
+        with mods["h5py"].File(path, "r") as f:
+            answers["h5py"] = float(f["a"][...].sum())
+    if "torch" in mods:
+        torch = mods["torch"]
+        torch.manual_seed(0)
+        product = float((torch.from_numpy(a) @ torch.from_numpy(b)).sum())
+        answers["torch"] = [product, *torch.randn(3).tolist()]
+    return out

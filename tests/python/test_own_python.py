@@ -478,3 +478,35 @@ def test_twenty_workers_with_a_python_of_their_own_past_the_namespaces():
     assert r["marks"] == sorted(f"w{i}" for i in range(20)), r  # each its own os.environ
     assert r["traces"] == [261525.0] and r["copies"] >= 5 and r["base"] == 6.0, r
     assert r["vlcs"] == [True, "copies"], r  # libvlcs opened there is the process's
+
+
+@needs_two
+def test_the_scientific_stack_in_two_runtimes_at_once_gives_the_plain_answers(tmp_path):
+    # numpy, scipy, pandas, scikit-learn, h5py and torch (those this
+    # interpreter has: ./run installs all of them for the main one) imported
+    # and used in two own runtimes at once, then in the base: the same
+    # answers, each from its own modules
+    r = run(
+        f"""
+        import importlib.util, json, sys, vlcs, own_tasks
+        have = [p for p in own_tasks.STACK if importlib.util.find_spec(p)]
+        a = vlcs.VLC(name="a", cpus="0", python="own")
+        b = vlcs.VLC(name="b", cpus="1", python="own")
+        fa = a.submit(own_tasks.stack_work, have, {str(tmp_path)!r})
+        fb = b.submit(own_tasks.stack_work, have, {str(tmp_path)!r})
+        ra, rb = fa.result(), fb.result()
+        base = own_tasks.stack_work(have, {str(tmp_path)!r})
+        print(json.dumps({{"have": have, "a": ra, "b": rb, "base": base,
+                          "main": sys.version_info[:2] == (3, 11)}}))
+        """
+    )
+    have = r["have"]
+    assert {"numpy", "scipy"} <= set(have), r
+    if r["main"]:  # ./run installs the whole stack for the main interpreter
+        assert have == ["numpy", "scipy", "pandas", "sklearn", "h5py", "torch"], r
+    for p in have:  # three module objects: one per runtime
+        assert len({r["a"]["ids"][p], r["b"]["ids"][p], r["base"]["ids"][p]}) == 3, (p, r)
+    assert set(r["base"]["answers"]) == set(have), r
+    for p, want in r["base"]["answers"].items():
+        assert r["a"]["answers"][p] == pytest.approx(want, rel=1e-12), (p, r)
+        assert r["b"]["answers"][p] == pytest.approx(want, rel=1e-12), (p, r)

@@ -126,8 +126,8 @@ def run(quick: bool) -> dict[str, Any]:
     import numpy as np
     import vlcs
 
-    from vlcs_bench.evaluation._tasks import h5_job
     from vlcs_bench.evaluation.contention import _bind, build_kernels
+    from vlcs_bench.jobs import h5_job
 
     ctx = vlcs.VLC(name="app")
     with ctx:

@@ -18,8 +18,14 @@ import threading
 import time
 from typing import Any
 
-from vlcs_bench.evaluation._tasks import eigsh_child, h5_child
-from vlcs_bench.own_python import python_loop
+from vlcs_bench.jobs import (
+    data_task,
+    eigsh_child,
+    grid_child,
+    h5_child,
+    numpy_and_loop,
+    python_loop,
+)
 
 TITLE = "A process pool without processes: ContextPoolExecutor"
 MODELS = (
@@ -27,7 +33,9 @@ MODELS = (
     "oversubscribes: two tasks mapped over a pool of two workers, the pool started and "
     "shut down inside the job, as a script does. Workloads: case 6's h5py jobs and "
     "eigsh solves, and a data-heavy one where each task receives a large array and "
-    "returns a small result, and pure Python (a CPU-bound loop, where the GIL decides). "
+    "returns a small result, pure Python (a CPU-bound loop, where the GIL decides), a "
+    "numpy + Python mix (GEMMs, then a Python loop) and scikit-learn's GridSearchCV (each "
+    "task searches half of the grid; scikit-learn's Python holds the GIL much of the time). "
     "Strategies: sequential, threads, ProcessPoolExecutor (fork and spawn), loky "
     "(joblib's reusable executor), vlcs.ContextPoolExecutor with the shared Python and "
     'with a Python of its own per worker (python="own").'
@@ -45,12 +53,7 @@ STRATEGIES = {
 
 
 # --- the tasks: module-level, so every kind of worker finds them by name ------------
-# (case 6's h5py and eigsh jobs: _tasks.h5_child and eigsh_child)
-
-
-def data_task(a: Any) -> float:
-    """A large array in, a small result out (a reduction over all of it)."""
-    return float(a.sum())
+# (in vlcs_bench.jobs)
 
 
 def _inputs(workload: str, quick: bool, tmp: str) -> tuple[Any, list[tuple[Any, ...]]]:
@@ -66,6 +69,17 @@ def _inputs(workload: str, quick: bool, tmp: str) -> tuple[Any, list[tuple[Any, 
     if workload == "python":
         n = 2_000_000 if quick else 8_000_000
         return python_loop, [(n,), (n + 1,)]
+    if workload == "mix":
+        n, steps = (300, 200_000) if quick else (1000, 6_000_000)
+        return numpy_and_loop, [(n, steps), (n, steps + 1)]
+    if workload == "gridsearch":
+        from sklearn.datasets import make_classification
+
+        x, y = make_classification(
+            n_samples=500 if quick else 1000, n_features=20, n_informative=8, random_state=0
+        )
+        cs = [float(c) for c in np.logspace(-3, 2, 12 if quick else 120)]
+        return grid_child, [(x, y, cs[0::2]), (x, y, cs[1::2])]
     gib = 0.25 if quick else 1.0
     n = int(gib * 2**30) // 8
     return data_task, [(np.full(n, float(i + 1)),) for i in range(2)]
@@ -174,7 +188,8 @@ def _run_job(mode: str, workload: str, quick: bool) -> dict[str, Any]:
     return doc
 
 
-def run(quick: bool) -> dict[str, Any]:
+def run(quick: bool, only: tuple[str, ...] = ()) -> dict[str, Any]:
+    """Every workload (or those named in only) with every strategy."""
     from vlcs_bench.evaluation._harness import _same, ncpus, say, summarise, table
 
     repeats = 1 if quick else 5  # quick: a check that every job runs, not figures
@@ -184,9 +199,13 @@ def run(quick: bool) -> dict[str, Any]:
         "eigsh": "scipy eigsh: two sparse solves, k=6",
         "data": f"data-heavy: each task receives a {size} array, returns its sum",
         "python": "pure Python: two CPU-bound loops",
+        "mix": "numpy + Python: three GEMMs and a Python loop per task",
+        "gridsearch": "scikit-learn GridSearchCV: each task half of a 5-fold grid over C",
     }
     groups = []
     for workload, what in workloads.items():
+        if only and workload not in only:
+            continue
         times: dict[str, list[float]] = {s: [] for s in STRATEGIES}
         startup: dict[str, list[float]] = {s: [] for s in STRATEGIES}
         peak: dict[str, list[float]] = {s: [] for s in STRATEGIES}

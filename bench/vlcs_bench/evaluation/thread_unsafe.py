@@ -25,14 +25,8 @@ from vlcs_bench.evaluation._harness import (
     summarise,
     timed_runs,
 )
-from vlcs_bench.evaluation._tasks import (
-    eigsh_child,
-    eigsh_job,
-    h5_child,
-    h5_job,
-    on_threads,
-    split_cpus,
-)
+from vlcs_bench.evaluation._tasks import on_threads, split_cpus
+from vlcs_bench.jobs import eigsh_child, eigsh_job, h5_child, h5_job
 
 TITLE = "Thread-unsafe libraries (paper Fig. 10)"
 MODELS = (
