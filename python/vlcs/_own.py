@@ -26,7 +26,6 @@ import atexit
 import collections
 import ctypes
 import functools
-import inspect
 import itertools
 import os
 import pickle
@@ -37,8 +36,10 @@ import weakref
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
+from vlcs import _own_views
 from vlcs._errors import RemoteTraceback, VlcsError
 from vlcs._lib import check, fail, lib
+from vlcs._own_views import _addresses, _Owner, _views
 
 
 class _Context(Protocol):
@@ -64,10 +65,11 @@ PYTHONS = ("shared", "own")
 # context's runtime lives on, as a kept one does elsewhere.
 FINALISES = sys.version_info < (3, 13)
 
-# What the runtime runs first (with _addresses, _views and _Owner below):
-# the function each task calls, in __main__.  Memory crosses both ways as
-# views: the request lends the caller's buffers (token `lent`), the reply
-# lends the result's (token `token`); each side reports, with its next
+# What the runtime runs first, after the text of vlcs._own_views (_Owner,
+# _addresses, _views): the function each task calls, in __main__.  Memory
+# crosses both ways as views: the request lends the caller's buffers (token
+# `lent`), the reply lends the result's (token `token`); each side reports,
+# with its next
 # message, the tokens whose views it no longer has, and the other side lets
 # go of what it kept alive for them.
 #
@@ -165,63 +167,13 @@ def _vlcs_task(request):
 
 @functools.cache
 def _bootstrap_code() -> bytes:
-    """The runtime's bootstrap with what both sides run, compiled here
-    (marshal: the same CPython) so that no runtime compiles it again.
-    Functions only from inspect: it finds a class's source with ast.parse,
-    which CPython 3.11 cannot run in two threads at once (its recursion
-    count is per interpreter: "AST constructor recursion depth mismatch")."""
-    import __future__
-
+    """The runtime's bootstrap, after the text of vlcs._own_views, compiled
+    here (marshal: the same CPython) so that no runtime compiles it again."""
     import marshal
 
-    source = "\n".join(
-        [
-            _BOOTSTRAP,
-            "class _Owner:\n    pass\n",
-            *(inspect.getsource(f) for f in (_addresses, _views)),
-        ]
-    )
-    flags = __future__.annotations.compiler_flag  # the shared functions' annotations
-    return marshal.dumps(compile(source, "<vlcs runtime>", "exec", flags, dont_inherit=True))
-
-
-class _Owner:
-    """Kept alive by every view of one message's buffers; its end means
-    those views are gone."""
-
-
-def _addresses(buffers: list[Any], keep: list[Any]) -> list[tuple[int, int, bool]]:
-    """(address, size, readonly) of each pickle buffer; what must stay alive
-    for those addresses to hold is appended to keep."""
-    if not buffers:
-        return []
-    import ctypes
-
-    out = []
-    for b in buffers:
-        raw = b.raw()
-        readonly = raw.readonly
-        if readonly:  # no address to give without a copy
-            raw = memoryview(bytearray(raw))
-        array = (ctypes.c_char * raw.nbytes).from_buffer(raw)
-        keep.append((b, raw, array))
-        out.append((ctypes.addressof(array), raw.nbytes, readonly))
-    return out
-
-
-def _views(triples: list[tuple[int, int, bool]], owner: _Owner) -> list[memoryview]:
-    """Views of the memory at those addresses, each keeping owner alive."""
-    if not triples:
-        return []
-    import ctypes
-
-    out = []
-    for address, size, readonly in triples:
-        held = type("_Held", (ctypes.c_char * size,), {}).from_address(address)
-        held.owner = owner
-        view = memoryview(held).cast("B")
-        out.append(view.toreadonly() if readonly else view)
-    return out
+    with open(_own_views.__file__, encoding="utf-8") as f:
+        source = f.read() + _BOOTSTRAP
+    return marshal.dumps(compile(source, "<vlcs runtime>", "exec", dont_inherit=True))
 
 
 def _context_environ(ctx: _Context) -> dict[str, str]:

@@ -333,6 +333,20 @@ class _Worker:
 
     def _initialise(self) -> bool:
         pool = self.pool
+        own = self.ctx._own
+        if own is not None:
+            # Started now, at the pool's first submit, by every worker at
+            # once: a runtime's start is not on the path of the first task
+            # each worker takes.
+            try:
+                own._start()
+            except BaseException as e:
+                pool._break(
+                    f"worker {self.index}'s Python could not start ({type(e).__name__}: {e}); "
+                    "the pool is not usable anymore",
+                    e,
+                )
+                return False
         if pool._initializer is None:
             return True
         ok, exc = _unpack(self._call(pool._initializer))
