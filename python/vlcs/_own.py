@@ -69,9 +69,8 @@ FINALISES = sys.version_info < (3, 13)
 # _addresses, _views): the function each task calls, in __main__.  Memory
 # crosses both ways as views: the request lends the caller's buffers (token
 # `lent`), the reply lends the result's (token `token`); each side reports,
-# with its next
-# message, the tokens whose views it no longer has, and the other side lets
-# go of what it kept alive for them.
+# with its next message, the tokens whose views it no longer has, and the
+# other side lets go of what it kept alive for them.
 #
 # It imports only what every task needs (_pickle, not pickle: no re, enum,
 # struct; 4 ms less a runtime): ctypes and weakref come with the first
