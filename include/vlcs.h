@@ -20,6 +20,8 @@
 #ifndef VLCS_H
 #define VLCS_H
 
+#include <stddef.h>
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -671,6 +673,17 @@ VLCS_API const char *vlcs_ctx_env_entry(vlcs_ctx *ctx, unsigned long i);
  * not to be unloaded still stays, and destroy names it.  0, or -1 with
  * vlcs_error(). */
 VLCS_API int vlcs_ctx_drop_library_opens(vlcs_ctx *ctx);
+/* ... and the object arenas of a Python of a context's own: alloc and free
+ * are a PyObjectArenaAllocator's (ctx: the list), given to the runtime
+ * before it starts; vlcs_arenas_release unmaps every arena still in the
+ * list and frees it, giving back the bytes unmapped: only once no code can
+ * use those objects any more (the runtime finalised and its libpython
+ * unloaded).  vlcs_arenas_new: NULL with vlcs_error() when out of memory. */
+typedef struct vlcs_arenas vlcs_arenas;
+VLCS_API vlcs_arenas *vlcs_arenas_new(void);
+VLCS_API void *vlcs_arenas_alloc(void *arenas, size_t size);
+VLCS_API void vlcs_arenas_free(void *arenas, void *ptr, size_t size);
+VLCS_API size_t vlcs_arenas_release(vlcs_arenas *arenas);
 
 /**
  * A read-only descriptor of path as code inside the context sees it: the

@@ -669,6 +669,8 @@ class VLC:
                 lib().vlcs_ctx_keep_loaded(h, None)
                 raise err
             self._handle = None
+            if self._own is not None:
+                self._own.release()
         finally:
             self._closing = False
         kept = lib().vlcs_error().decode(errors="replace") if rc == 1 else None

@@ -93,6 +93,8 @@ _SIGNATURES: dict[str, tuple[Any, list[Any]]] = {
     "vlcs_ctx_object": (_s, [_c, ctypes.c_ulong]),
     "vlcs_ctx_env_entry": (_s, [_c, ctypes.c_ulong]),
     "vlcs_ctx_drop_library_opens": (_i, [_c]),
+    "vlcs_arenas_new": (_c, []),
+    "vlcs_arenas_release": (ctypes.c_size_t, [_c]),
     "vlcs_ctx_sym": (_c, [_c, _s]),
     # internal (VLCS_INTERNAL_API): which extension module is on the native stack
     "vlcs_stack_find": (_c, [ctypes.POINTER(_c), ctypes.c_ulong]),

@@ -225,6 +225,10 @@ class Runtime:
         self._viewed: set[int] = set()
         self._calls = 0  # tasks running now
         self._finished = False
+        # its object arenas, given back once it is finalised and unloaded
+        # (vlcs_arenas_release: Py_FinalizeEx leaves most of them in use)
+        self._arenas: int | None = None
+        self._code_at = 0  # an address in its libpython, to see that it went
         check(lib().vlcs_ctx_set_global_library(ctx._h, libpython().encode()))
 
     @property
@@ -269,6 +273,14 @@ class Runtime:
             no_site = lib().vlcs_ctx_sym(handle, b"Py_NoSiteFlag")
             if no_site:
                 ctypes.c_int.from_address(no_site).value = 1
+            self._arenas = lib().vlcs_arenas_new()
+            if not self._arenas:
+                fail()
+            arenas = _ArenaAllocator(
+                self._arenas, _address("vlcs_arenas_alloc"), _address("vlcs_arenas_free")
+            )
+            api["PyObject_SetArenaAllocator"](ctypes.byref(arenas))  # copied by CPython
+            self._code_at = ctypes.cast(api["Py_InitializeEx"], ctypes.c_void_p).value or 0
             check(lib().vlcs_enter(ctx._h))
             try:
                 api["Py_InitializeEx"](0)  # 0: no signal handlers, the process's stay the base's
@@ -323,6 +335,16 @@ class Runtime:
                 lib().vlcs_leave()
             self._lent.clear()  # the runtime's views of them went with it
             return True
+
+    def release(self) -> int:
+        """Once the context is destroyed: the object arenas a finalised
+        runtime left unmapped, if its libpython was unloaded with it (then
+        no code that could use those objects is left); the bytes given back."""
+        with self._lock:
+            if not self._finished or not self._arenas or _loaded(self._code_at):
+                return 0
+            arenas, self._arenas = self._arenas, None
+        return int(lib().vlcs_arenas_release(arenas))
 
     def call(self, fn: Callable[..., Any], args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> Any:
         """fn(*args, **kwargs) run by the context's runtime, on this thread."""
@@ -450,6 +472,33 @@ def _run_task(api: dict[str, Any], request: bytes) -> bytes:
         api["Py_DecRef"](reply)
 
 
+class _ArenaAllocator(ctypes.Structure):
+    """CPython's PyObjectArenaAllocator."""
+
+    _fields_ = (("ctx", ctypes.c_void_p), ("alloc", ctypes.c_void_p), ("free", ctypes.c_void_p))
+
+
+def _address(name: str) -> int:
+    """The address of one of libvlcs's functions."""
+    return ctypes.cast(getattr(lib(), name), ctypes.c_void_p).value or 0
+
+
+class _DlInfo(ctypes.Structure):
+    _fields_ = (
+        ("dli_fname", ctypes.c_char_p),
+        ("dli_fbase", ctypes.c_void_p),
+        ("dli_sname", ctypes.c_char_p),
+        ("dli_saddr", ctypes.c_void_p),
+    )
+
+
+def _loaded(address: int) -> bool:
+    """Whether a loaded object holds address (dladdr)."""
+    dladdr = ctypes.CDLL(None).dladdr
+    dladdr.argtypes = (ctypes.c_void_p, ctypes.POINTER(_DlInfo))
+    return bool(dladdr(address, ctypes.byref(_DlInfo())))
+
+
 _P = ctypes.c_void_p
 _SIGNATURES: dict[str, tuple[Any, ...]] = {
     "Py_InitializeEx": (None, ctypes.c_int),
@@ -472,6 +521,7 @@ _SIGNATURES: dict[str, tuple[Any, ...]] = {
     "PyObject_CallObject": (_P, _P, _P),
     "Py_DecRef": (None, _P),
     "PyErr_Print": (None,),
+    "PyObject_SetArenaAllocator": (None, _P),
     "__ctype_init": (None,),  # the namespace's libc's, found through libpython's dependencies
 }
 

@@ -288,7 +288,10 @@ def test_max_tasks_per_child_renews_the_runtime_and_unloads_the_old_one(tmp_path
         def maps():
             with open("/proc/self/maps") as f:
                 return sum(1 for _ in f)
-        out = {{"counts": [], "traces": [], "maps": []}}
+        def rss_kib():
+            with open("/proc/self/status") as f:
+                return next(int(l.split()[1]) for l in f if l.startswith("VmRSS:"))
+        out = {{"counts": [], "traces": [], "maps": [], "rss": []}}
         at_exit = {str(tmp_path / "at-exit")!r}
         # one OpenBLAS thread: numpy 2.5's OpenBLAS no longer exports the
         # function that stops its pool, whose threads would keep it loaded
@@ -306,6 +309,7 @@ def test_max_tasks_per_child_renews_the_runtime_and_unloads_the_old_one(tmp_path
                     out["counts"].append(count)
                     out["traces"].append(trace)
                 out["maps"].append(maps())
+                out["rss"].append(rss_kib())
             out["kept_sum"] = float(kept.sum())
         a = np.arange(900, dtype=float).reshape(30, 30)
         out["base_trace"] = float(np.trace(a @ a))
@@ -322,6 +326,10 @@ def test_max_tasks_per_child_renews_the_runtime_and_unloads_the_old_one(tmp_path
         # kept one adds over 100 mappings each time
         maps = r["maps"]
         assert maps[-1] - maps[2] <= 7 * 10, maps
+        # and its object arenas with it (vlcs_arenas_release): 2 MB a
+        # renewal stay here (malloc's heap), 8.5 MB when the arenas stayed
+        rss = r["rss"]
+        assert (rss[-1] - rss[2]) / 7 <= 4 * 1024, rss
     assert r["kept_sum"] == 1000.0, r  # the second runtime's memory, still there
 
 
