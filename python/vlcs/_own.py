@@ -24,11 +24,13 @@ from __future__ import annotations
 
 import atexit
 import collections
+import concurrent.futures
 import ctypes
 import functools
 import itertools
 import os
 import pickle
+import queue
 import sys
 import sysconfig
 import threading
@@ -59,11 +61,6 @@ class _Context(Protocol):
 
 
 PYTHONS = ("shared", "own")
-
-# Finalising a runtime on CPython 3.13.0 crashed the process now and then
-# (1 run in 8 of the pool tests here, in copy mode too): there a closed
-# context's runtime lives on, as a kept one does elsewhere.
-FINALISES = sys.version_info < (3, 13)
 
 # What the runtime runs first, after the text of vlcs._own_views (_Owner,
 # _addresses, _views): the function each task calls, in __main__.  Memory
@@ -229,6 +226,7 @@ class Runtime:
         # (vlcs_arenas_release: Py_FinalizeEx leaves most of them in use)
         self._arenas: int | None = None
         self._code_at = 0  # an address in its libpython, to see that it went
+        self._home: _Home | None = None
         check(lib().vlcs_ctx_set_global_library(ctx._h, libpython().encode()))
 
     @property
@@ -281,13 +279,19 @@ class Runtime:
             )
             api["PyObject_SetArenaAllocator"](ctypes.byref(arenas))  # copied by CPython
             self._code_at = ctypes.cast(api["Py_InitializeEx"], ctypes.c_void_p).value or 0
-            check(lib().vlcs_enter(ctx._h))
-            try:
-                api["Py_InitializeEx"](0)  # 0: no signal handlers, the process's stay the base's
-                failed = api["PyRun_SimpleString"](boot.encode())
-                api["PyEval_SaveThread"]()  # its GIL, free for any thread
-            finally:
-                lib().vlcs_leave()
+
+            def initialise() -> int:
+                check(lib().vlcs_enter(ctx._h))
+                try:
+                    api["Py_InitializeEx"](0)  # 0: no signal handlers: the process's are the base's
+                    failed = api["PyRun_SimpleString"](boot.encode())
+                    api["PyEval_SaveThread"]()  # its GIL, free for any thread
+                finally:
+                    lib().vlcs_leave()
+                return failed
+
+            self._home = _Home(f"vlcs-python-{ctx.name}")
+            failed = self._home.run(initialise)
             if failed:
                 raise VlcsError(
                     f"the Python of context {ctx.name!r} could not start (its error is above)"
@@ -303,14 +307,13 @@ class Runtime:
         self._dropped.append(token)
 
     def finish(self) -> bool:
-        """Finalise the runtime, on this thread: its atexit handlers run and
-        its output is flushed, as at a process's exit.  False, and nothing
-        done, while the caller has views of a result's memory (or a task
-        runs, or this is a forked child), or for a runtime in a namespace
-        (libstdc++ and what binds its unique symbols stay loaded whatever is
-        done, and finalising such runtimes crashed 3.13: 2 runs in 3 of the
-        20-worker test): it then lives until the process ends.  The
-        context, destroyed next, unloads what it loaded."""
+        """Finalise the runtime, on the thread that initialised it (_Home):
+        its atexit handlers run and its output is flushed, as at a
+        process's exit.  False, and nothing done, while the caller has views
+        of a result's memory (or a task runs, or this is a forked child), or
+        for a runtime in a namespace (libstdc++ and what binds its unique
+        symbols stay loaded whatever is done): it then lives until the
+        process ends.  The context, destroyed next, unloads what it loaded."""
         with self._lock:
             api = self._api
             if api is None:
@@ -319,20 +322,27 @@ class Runtime:
                 self._viewed
                 or self._calls
                 or self._pid != os.getpid()
-                or not FINALISES
                 or self._ctx.mode != "copies"
             ):
                 return False
             self._api = None
             self._finished = True
             _started.discard(self)
-            check(lib().vlcs_enter(self._ctx._h))
+
+            def finalise() -> None:
+                check(lib().vlcs_enter(self._ctx._h))
+                try:
+                    api["PyGILState_Ensure"]()  # the thread state finalising ends with it
+                    api["PyRun_SimpleString"](_THREADS_AT_FINALIZE)
+                    api["Py_FinalizeEx"]()
+                finally:
+                    lib().vlcs_leave()
+
+            assert self._home is not None
             try:
-                api["PyGILState_Ensure"]()  # the thread state finalising ends with it
-                api["PyRun_SimpleString"](_THREADS_AT_FINALIZE)
-                api["Py_FinalizeEx"]()
+                self._home.run(finalise)
             finally:
-                lib().vlcs_leave()
+                self._home.stop()
             self._lent.clear()  # the runtime's views of them went with it
             return True
 
@@ -401,6 +411,41 @@ class Runtime:
         if not isinstance(exc, BaseException):
             exc = VlcsError(f"a task in context {self._ctx.name!r} failed")
         raise exc from RemoteTraceback(tb)
+
+
+class _Home:
+    """The thread a runtime is initialised and finalised on.  CPython 3.13
+    crashed finalising a runtime on another thread than the one that had
+    initialised it (a thread state with no interpreter, in the collection
+    of finalize_modules: 6 runs in 12 of 20 copy-mode workers closed by the
+    main thread; 0 in 12 finalised on their initialising threads), and the
+    threads that start runtimes (a pool's workers, a context's executor,
+    the caller's) may be gone by then."""
+
+    def __init__(self, name: str) -> None:
+        from vlcs._isolation.threads import base_thread
+
+        self._jobs: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        self._thread = base_thread(threading.Thread(target=self._serve, name=name, daemon=True))
+        self._thread.start()
+
+    def _serve(self) -> None:
+        while (job := self._jobs.get()) is not None:
+            fn, done = job
+            try:
+                done.set_result(fn())
+            except BaseException as e:
+                done.set_exception(e)
+
+    def run(self, fn: Callable[[], Any]) -> Any:
+        """fn() on this thread; its result, or its exception raised here."""
+        done: concurrent.futures.Future[Any] = concurrent.futures.Future()
+        self._jobs.put((fn, done))
+        return done.result()
+
+    def stop(self) -> None:
+        self._jobs.put(None)
+        self._thread.join()
 
 
 # Run before Py_FinalizeEx.  threading's own _shutdown waits for the thread

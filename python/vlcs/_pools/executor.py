@@ -407,9 +407,8 @@ class ContextPoolExecutor(concurrent.futures.Executor):
         handlers run) and unloaded with what it imported (its workers are
         copy-mode contexts, docs/copy-mode.md), unless a library keeps a
         thread of its own running (pyarrow) or marks itself not to be
-        unloaded (OpenSSL's libcrypto, through hashlib), the caller
-        still has views of a result's memory, or this is CPython 3.13
-        (finalising crashed there now and then: the runtime lives on).
+        unloaded (OpenSSL's libcrypto, through hashlib), or the caller
+        still has views of a result's memory (the runtime lives on).
     cpus: the CPUs of the pool, split evenly among the workers (a CPU list
         like "0-3" or CPU ids; default: every CPU the process may use), or
         one CPU list per worker (["0", "1"]); places like "numa:0" too.
