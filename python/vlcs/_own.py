@@ -69,12 +69,26 @@ PYTHONS = ("shared", "own")
 # with its next message, the tokens whose views it no longer has, and the
 # other side lets go of what it kept alive for them.
 #
-# It imports only what every task needs (_pickle, not pickle: no re, enum,
-# struct; 4 ms less a runtime): ctypes and weakref come with the first
-# task that lends or returns buffers, and ctypes.pythonapi is mended
-# whenever ctypes is imported (dlopen(NULL), its default, is the process's
-# program: the host's C API).
-_BOOTSTRAP = """import _pickle as pickle, itertools, os, sys
+# It imports only what every task needs, about 1.5 ms of the 4-5 a bare
+# `import pickle, os` takes: _pickle, with a stand-in for functools while it
+# starts (it takes functools.partial, which is _functools.partial: not
+# collections, reprlib and functools itself), and posix, not os (os.environ
+# is made from posix.environ when something imports os, so the environment
+# is set there).  ctypes and weakref come with the first task that lends or
+# returns buffers, and ctypes.pythonapi is mended whenever ctypes is
+# imported (dlopen(NULL), its default, is the process's program: the
+# host's C API).
+_BOOTSTRAP = """import _functools, itertools, posix, sys
+if "functools" not in sys.modules:
+    _vlcs_stub = type(sys)("functools")
+    _vlcs_stub.partial = _functools.partial
+    sys.modules["functools"] = _vlcs_stub
+    try:
+        import _pickle as pickle
+    finally:
+        del sys.modules["functools"], _vlcs_stub
+else:
+    import _pickle as pickle
 _vlcs_executable, _vlcs_libpython, _vlcs_environ, _vlcs_restore = _vlcs_given
 del _vlcs_given
 sys.executable = _vlcs_executable
@@ -101,16 +115,21 @@ class _VlcsPythonapi:
         return spec
 
 sys.meta_path.insert(0, _VlcsPythonapi)
+def _vlcs_bytes(text):
+    return text.encode(sys.getfilesystemencoding(), sys.getfilesystemencodeerrors())
+
 if _vlcs_environ is not None:  # copy mode: libc's environ is the process's
-    os.environ._data.clear()
+    posix.environ.clear()
     for _name, _value in _vlcs_environ.items():
-        os.environ._data[os.environ.encodekey(_name)] = os.environ.encodevalue(_value)
+        posix.environ[_vlcs_bytes(_name)] = _vlcs_bytes(_value)
 for _name, _value in _vlcs_restore.items():
     if _value is None:
-        os.environ.pop(_name, None)
+        posix.environ.pop(_vlcs_bytes(_name), None)
+        posix.unsetenv(_name)
     else:
-        os.environ[_name] = _value
-del _name, _value
+        posix.environ[_vlcs_bytes(_name)] = _vlcs_bytes(_value)
+        posix.putenv(_name, _value)
+del _name, _value, _vlcs_bytes
 _vlcs_held = {}  # token -> what keeps a result's buffers alive for the caller's views
 _vlcs_released = []  # the caller's tokens whose buffers no view here uses any more
 _vlcs_tokens = itertools.count(1)
