@@ -3,6 +3,7 @@ by module and name in the worker's runtime, as a process pool finds them."""
 
 from __future__ import annotations
 
+import importlib
 import os
 import sys
 
@@ -17,6 +18,8 @@ def who() -> dict:
         "numpy_loaded": "numpy" in sys.modules,
         "env": os.environ.get("OWN_MARK"),
         "pythonhome": os.environ.get("PYTHONHOME"),
+        # the bootstrap's stand-in for functools (while _pickle starts) is gone
+        "functools_whole": hasattr(importlib.import_module("functools"), "lru_cache"),
     }
 
 

@@ -48,6 +48,7 @@ def test_two_runtimes_each_with_its_numpy_and_cpus_and_the_base_untouched():
     assert a["executable"] == r["exe"] and a["path_has_tests"], r  # the caller's sys.path
     assert a["env"] == "a" and b["env"] is None and r["base_env"] is None, r
     assert a["pythonhome"] is None, r  # its start-up variables put back
+    assert a["functools_whole"] and b["functools_whole"], r
     assert not a["numpy_loaded"] and r["after"]["numpy_loaded"], r
     # each its own numpy (module and types), each computing what the base does
     assert len({r["na"]["numpy"], r["nb"]["numpy"], r["base_numpy"]}) == 3, r
