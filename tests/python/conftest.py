@@ -27,9 +27,13 @@ def build_dir(tmp_path_factory) -> Path:
         return Path(given)
     out = tmp_path_factory.mktemp("build")
     subprocess.run(
-        ["cmake", "-S", str(ROOT), "-B", str(out), "-G", "Ninja", "-DVLCS_BUILD_TESTS=OFF"],
+        ["cmake", "-S", str(ROOT), "-B", str(out), "-G", "Ninja", "-DVLCS_BUILD_TESTS=ON"],
         check=True,
         capture_output=True,
     )
-    subprocess.run(["cmake", "--build", str(out)], check=True, capture_output=True)
+    # what the tests use: the installed targets, and the program gdb attaches to
+    targets = ["vlcs", "vlcs_interpose", "vlcs-run", "strict_sleeper"]
+    subprocess.run(
+        ["cmake", "--build", str(out), "--target", *targets], check=True, capture_output=True
+    )
     return out
