@@ -50,7 +50,7 @@ def _bench_python(args: argparse.Namespace) -> int:
 def _bench_imports(args: argparse.Namespace) -> int:
     from vlcs_bench import module_table
 
-    result = module_table.run(repeats=args.repeats)
+    result = module_table.run(repeats=args.repeats, instructions=args.instructions)
     print(json.dumps(result, indent=2) if args.json else module_table.report(result))
     return 0
 
@@ -201,6 +201,11 @@ def add_bench_arguments(b: argparse.ArgumentParser) -> None:
         "--quick",
         action="store_true",
         help="all, own, scale: smaller sizes (all: ~5 min on 2 cores)",
+    )
+    b.add_argument(
+        "--instructions",
+        action="store_true",
+        help="imports: count each read's instructions too (callgrind; steady where time is not)",
     )
     b.add_argument("--cases", help="all: which cases, e.g. 1,5 (default: every case)")
     b.add_argument("--out", default="vlcs-bench-results", help="all: folder for the report")

@@ -93,6 +93,104 @@ out["python"] = sys.version.split()[0]
 print(json.dumps(out))
 '''
 
+# The same reads counted in instructions (callgrind), which this VM's noise
+# does not move: each read is a loop of N run by eval() on a code object
+# with the reading module's globals, and so is an empty loop; callgrind
+# collects inside eval only and dumps after each (--toggle-collect,
+# --dump-after), so (read - empty) / N is one read.  plain runs without
+# vlcs; the other run makes the context first, then counts the base's
+# reads and the context's.  Other evals at import time dump too: the
+# measured ones are the last dumps.
+_CHILD_COUNTED = r'''
+import os, sys, tempfile
+N, WITH_VLCS = {number}, {with_vlcs}
+MISSING = "vlcs_bench_not_a_module"
+SRC = """
+import sys
+def f_import():
+    import os
+def f_from():
+    from os import path
+def count(ops, n):
+    g = globals()
+    for stmt in ops.values():
+        for body in (stmt, "pass"):
+            eval(compile("for _ in range(%d):\\n    %s\\n" % (n, body), "<read>", "exec"), g)
+"""
+folder = tempfile.mkdtemp()
+with open(os.path.join(folder, "vlcs_bench_reads.py"), "w") as f:
+    f.write(SRC)
+with open(os.path.join(folder, "vlcs_bench_base_only.py"), "w") as f:
+    f.write("")
+sys.path.insert(0, folder)
+import vlcs_bench_base_only
+ops = {ops}
+ops = {{k: v.format(missing=MISSING) for k, v in ops.items()}}
+import vlcs_bench_reads as base_reads
+if not WITH_VLCS:
+    base_reads.count(ops, N)
+else:
+    import vlcs
+    a = vlcs.VLC(name="a")
+    with a:
+        import vlcs_bench_reads as ctx_reads
+    assert ctx_reads is not base_reads
+    base_reads.count(ops, N)
+    with a:
+        ctx_reads.count(ops, N)
+'''
+
+
+def count_instructions(python: str, number: int = 20000) -> dict[str, Any]:
+    """Each read's instructions in the three states (see _CHILD_COUNTED), and
+    the ratios to plain; an error entry without valgrind."""
+    import shutil
+    import tempfile
+
+    if shutil.which("valgrind") is None:
+        return {"error": "valgrind is not installed (apt install valgrind)"}
+    per: dict[str, dict[str, float]] = {}
+    for with_vlcs, states in ((False, ("plain",)), (True, ("base", "context"))):
+        code = _CHILD_COUNTED.format(number=number, with_vlcs=with_vlcs, ops=repr(_OPS))
+        with tempfile.TemporaryDirectory() as tmp:
+            out = os.path.join(tmp, "cg.out")
+            cmd = [
+                "valgrind", "--tool=callgrind", "--collect-atstart=no",
+                "--toggle-collect=builtin_eval", "--dump-after=builtin_eval",
+                f"--callgrind-out-file={out}", python, "-c", code,
+            ]  # fmt: skip
+            p = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
+            if p.returncode != 0:
+                return {"error": (p.stderr.strip().splitlines() or ["failed"])[-1]}
+            dumps = sorted(
+                (int(f.rsplit(".", 1)[1]), f) for f in os.listdir(tmp) if f[-1].isdigit()
+            )
+            totals = []
+            for _, name in dumps:
+                with open(os.path.join(tmp, name)) as f:
+                    totals.append(next(int(x.split()[1]) for x in f if x.startswith("totals:")))
+        need = 2 * len(_OPS) * len(states)
+        if len(totals) < need:
+            return {"error": f"callgrind gave {len(totals)} counts, {need} wanted"}
+        totals = totals[-need:]
+        for i, state in enumerate(states):
+            for j, op in enumerate(_OPS):
+                read, empty = totals[2 * (i * len(_OPS) + j) : 2 * (i * len(_OPS) + j) + 2]
+                per.setdefault(state, {})[op] = (read - empty) / number
+    return {
+        "ops": {
+            op: {
+                "plain": round(per["plain"][op]),
+                "base": round(per["base"][op]),
+                "context": round(per["context"][op]),
+                "base_ratio": round(per["base"][op] / per["plain"][op], 2),
+                "context_ratio": round(per["context"][op] / per["plain"][op], 2),
+            }
+            for op in _OPS
+        }
+    }
+
+
 _GRID = r"""
 import time
 {prefix}
@@ -180,10 +278,11 @@ def grid_search(repeats: int = 3) -> dict[str, Any]:
     }
 
 
-def run(repeats: int = 5, progress: bool = True) -> dict[str, Any]:
+def run(repeats: int = 5, progress: bool = True, instructions: bool = False) -> dict[str, Any]:
     """repeats: fresh interpreters per CPython for the reads (each cell is
     its best: a cell moves by about 0.15 between runs on a noisy 2-core VM),
-    and per side for GridSearchCV (at most 3)."""
+    and per side for GridSearchCV (at most 3); instructions: each read's
+    instructions counted too (see count_instructions())."""
 
     def say(msg: str) -> None:
         if progress:
@@ -192,7 +291,11 @@ def run(repeats: int = 5, progress: bool = True) -> dict[str, Any]:
     result: dict[str, Any] = {"goal": GOAL, "pythons": []}
     for py in pythons():
         say(f"module-table reads on {py}, {repeats} fresh interpreters...")
-        result["pythons"].append({"interpreter": py, **reads(py, rounds=repeats)})
+        entry = {"interpreter": py, **reads(py, rounds=repeats)}
+        if instructions:
+            say(f"module-table reads on {py}, counted by callgrind...")
+            entry["instructions"] = count_instructions(py)
+        result["pythons"].append(entry)
     grid = min(repeats, 3)
     say(f"GridSearchCV plainly and inside a context, {grid} fresh interpreters each...")
     result["grid_search"] = grid_search(grid)
@@ -223,6 +326,21 @@ def report(result: dict[str, Any]) -> str:
                 f"  {op:26} {r['plain_ns']:8.0f} {r['base_ns']:8.0f} {r['context_ns']:8.0f} "
                 f"{r['base_ratio']:7.1f} {r['context_ratio']:7.1f}{met}"
             )
+        counted = entry.get("instructions")
+        if counted is not None and "error" in counted:
+            lines.append(f"  instructions: {counted['error']}")
+        elif counted is not None:
+            lines.append(f"  {'the same, in instructions':26} {'plain':>8} {'base':>8} {'ctx':>8}")
+            for op, r in counted["ops"].items():
+                met = (
+                    ""
+                    if r["base_ratio"] <= GOAL["base"] and r["context_ratio"] <= GOAL["context"]
+                    else "  over the goal"
+                )
+                lines.append(
+                    f"  {op:26} {r['plain']:8} {r['base']:8} {r['context']:8} "
+                    f"{r['base_ratio']:7.2f} {r['context_ratio']:7.2f}{met}"
+                )
         lines.append("")
     g = result["grid_search"]
     if "error" in g:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 
 from conftest import vlcs_cmd
 
@@ -172,3 +173,18 @@ def test_bench_scale_json_rows_and_copies_bound():
         assert row["exact"] is True and row["contexts"] == width, row
         _numbers(row, "one_copy_mutex_s", "contexts_s", "load_ms_per_context")
     assert arpack[-1]["copies"] == arpack[-1]["contexts"], arpack
+
+
+def test_bench_imports_counts_instructions_with_callgrind():
+    # the steady figures: each read's instructions in the three states, from
+    # callgrind's dumps after each eval (here on this interpreter only)
+    from vlcs_bench.module_table import _OPS, count_instructions
+
+    counted = count_instructions(sys.executable, number=2000)
+    assert "error" not in counted, counted
+    assert set(counted["ops"]) == set(_OPS)
+    for op, r in counted["ops"].items():
+        # a read costs tens to thousands of instructions; a broken count
+        # (a dump taken for the wrong eval) gives 0, negative or absurd ratios
+        assert 50 < r["plain"] < 100_000, (op, r)
+        assert 0.8 < r["base_ratio"] < 3 and 0.8 < r["context_ratio"] < 3, (op, r)
