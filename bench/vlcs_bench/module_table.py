@@ -47,9 +47,18 @@ _OPS = {
 # next, and the states cannot be interleaved (plain is before any context),
 # so each op is timed alternately with a control, a read of an exact dict,
 # and scaled by how the control moved: ns * control_plain / control_now.
+#
+# The same child counts the reads in instructions (callgrind), which this
+# VM's noise does not move (MODE "count plain", without vlcs, and "count
+# with a context", the base's reads then the context's): each read is a
+# loop of N run by eval() on a code object with the reading module's
+# globals, and so is an empty loop; callgrind collects inside eval only and
+# dumps after each (--toggle-collect, --dump-after), so (read - empty) / N
+# is one read.  Other evals at import time dump too: the measured ones are
+# the last dumps.
 _CHILD = r'''
 import json, os, sys, tempfile, timeit
-N, R = {number}, {repeat}
+N, R, MODE = {number}, {repeat}, {mode!r}
 MISSING = "vlcs_bench_not_a_module"
 SRC = """
 import sys, timeit
@@ -69,48 +78,6 @@ def measure(ops, number, repeat):
             ctl = min(ctl, timeit.timeit('D.get("os")', globals=g, number=number))
         out[name] = (op / number * 1e9, ctl / number * 1e9)
     return out
-"""
-folder = tempfile.mkdtemp()
-with open(os.path.join(folder, "vlcs_bench_reads.py"), "w") as f:
-    f.write(SRC)
-with open(os.path.join(folder, "vlcs_bench_base_only.py"), "w") as f:
-    f.write("")
-sys.path.insert(0, folder)
-import vlcs_bench_base_only
-ops = {ops}
-ops = {{k: v.format(missing=MISSING) for k, v in ops.items()}}
-import vlcs_bench_reads as base_reads
-out = {{"plain": base_reads.measure(ops, N, R)}}
-import vlcs
-a = vlcs.VLC(name="a")
-with a:
-    import vlcs_bench_reads as ctx_reads
-assert ctx_reads is not base_reads
-out["base"] = base_reads.measure(ops, N, R)
-with a:
-    out["context"] = ctx_reads.measure(ops, N, R)
-out["python"] = sys.version.split()[0]
-print(json.dumps(out))
-'''
-
-# The same reads counted in instructions (callgrind), which this VM's noise
-# does not move: each read is a loop of N run by eval() on a code object
-# with the reading module's globals, and so is an empty loop; callgrind
-# collects inside eval only and dumps after each (--toggle-collect,
-# --dump-after), so (read - empty) / N is one read.  plain runs without
-# vlcs; the other run makes the context first, then counts the base's
-# reads and the context's.  Other evals at import time dump too: the
-# measured ones are the last dumps.
-_CHILD_COUNTED = r'''
-import os, sys, tempfile
-N, WITH_VLCS = {number}, {with_vlcs}
-MISSING = "vlcs_bench_not_a_module"
-SRC = """
-import sys
-def f_import():
-    import os
-def f_from():
-    from os import path
 def count(ops, n):
     g = globals()
     for stmt in ops.values():
@@ -127,22 +94,27 @@ import vlcs_bench_base_only
 ops = {ops}
 ops = {{k: v.format(missing=MISSING) for k, v in ops.items()}}
 import vlcs_bench_reads as base_reads
-if not WITH_VLCS:
-    base_reads.count(ops, N)
-else:
+def each(reads):  # the reading module's reads, timed or counted
+    return reads.measure(ops, N, R) if MODE == "time" else reads.count(ops, N)
+out = {{}}
+if MODE != "count with a context":
+    out["plain"] = each(base_reads)
+if MODE != "count plain":
     import vlcs
     a = vlcs.VLC(name="a")
     with a:
         import vlcs_bench_reads as ctx_reads
     assert ctx_reads is not base_reads
-    base_reads.count(ops, N)
+    out["base"] = each(base_reads)
     with a:
-        ctx_reads.count(ops, N)
+        out["context"] = each(ctx_reads)
+out["python"] = sys.version.split()[0]
+print(json.dumps(out))
 '''
 
 
 def count_instructions(python: str, number: int = 20000) -> dict[str, Any]:
-    """Each read's instructions in the three states (see _CHILD_COUNTED), and
+    """Each read's instructions in the three states (see _CHILD), and
     the ratios to plain; an error entry without valgrind."""
     import shutil
     import tempfile
@@ -150,8 +122,9 @@ def count_instructions(python: str, number: int = 20000) -> dict[str, Any]:
     if shutil.which("valgrind") is None:
         return {"error": "valgrind is not installed (apt install valgrind)"}
     per: dict[str, dict[str, float]] = {}
-    for with_vlcs, states in ((False, ("plain",)), (True, ("base", "context"))):
-        code = _CHILD_COUNTED.format(number=number, with_vlcs=with_vlcs, ops=repr(_OPS))
+    runs = (("count plain", ("plain",)), ("count with a context", ("base", "context")))
+    for mode, states in runs:
+        code = _CHILD.format(number=number, repeat=0, mode=mode, ops=repr(_OPS))
         with tempfile.TemporaryDirectory() as tmp:
             out = os.path.join(tmp, "cg.out")
             cmd = [
@@ -219,7 +192,7 @@ def pythons() -> list[str]:
 def reads(python: str, number: int = 20000, repeat: int = 7, rounds: int = 3) -> dict[str, Any]:
     """The reads timed in rounds fresh interpreters, each scaled by its
     control (see _CHILD); each cell is its best round."""
-    code = _CHILD.format(number=number, repeat=repeat, ops=repr(_OPS))
+    code = _CHILD.format(number=number, repeat=repeat, mode="time", ops=repr(_OPS))
     best: dict[str, dict[str, float]] = {}
     version = ""
     for _ in range(rounds):
