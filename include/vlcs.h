@@ -714,6 +714,20 @@ VLCS_API const char *vlcs_view_file(unsigned long i, const char **example);
  */
 VLCS_API void vlcs_python_module_table(void *table);
 
+/** vlcs_python_c_caller's answer for a context's code of no live context. */
+#define VLCS_PYTHON_SOME_CONTEXT ((void *)1)
+
+/**
+ * The context whose code made the C API call (an import, or a read or write
+ * of the module table) that the calling thread is in; NULL when it is in
+ * none (the base's extension modules call libpython directly, and are never
+ * noted); VLCS_PYTHON_SOME_CONTEXT when the caller is a context's code but
+ * not of a live context that can be named (a tail call hid it, or the
+ * context was destroyed and its namespace kept).  The module table asks it
+ * whose a read from C code is.
+ */
+VLCS_API void *vlcs_python_c_caller(void);
+
 /**
  * The dict that the Python C API's PyInterpreterState_GetDict returns to
  * the extension modules of ctx's namespace (binding libraries keep their

@@ -28,6 +28,24 @@ void *object_at(const void *addr)
 #endif
 }
 
+vlcs_ctx *ctx_of_address(const void *addr)
+{
+    void *map = object_at(addr);
+    Lmid_t lmid = LM_ID_BASE;
+    if (map == NULL || dlinfo(map, RTLD_DI_LMID, &lmid) != 0)
+        return NULL;
+    if (lmid == LM_ID_BASE)
+        return copies_owner(map); /* a copy-mode context's copy, or the base's own */
+    vlcs_ctx *found = NULL;
+    registry_lock();
+    for (vlcs_ctx *c = registry_first(); c && !found; c = registry_next(c))
+        if (__atomic_load_n(&c->has_ns, __ATOMIC_ACQUIRE) && c->lmid == lmid &&
+            c->magic == CTX_ALIVE)
+            found = c;
+    registry_unlock();
+    return found;
+}
+
 static int cmp_ptr(const void *a, const void *b)
 {
     uintptr_t x = (uintptr_t) * (void *const *)a, y = (uintptr_t) * (void *const *)b;

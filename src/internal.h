@@ -71,6 +71,9 @@ HIDDEN void shim_forget(const vlcs_ctx *c);
 
 /* The link map of the loaded object whose mapping holds addr, or NULL. */
 HIDDEN void *object_at(const void *addr);
+/* The context whose code is at addr (its namespace's, or a copy-mode
+ * context's copy), or NULL: the base's, or no object's. */
+HIDDEN vlcs_ctx *ctx_of_address(const void *addr);
 
 /* ---- Service-context hooks (hooks.c; service_tbb.c, gpu.c) ---------------- */
 

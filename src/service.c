@@ -152,7 +152,7 @@ VLCS_API int vlcs_service_add(const char *library)
         goto fail_unlock;
     }
     s->handle = h;
-    struct fwd_override ov[16];
+    struct fwd_override ov[48];
     size_t nov = hooks_overrides(h, ov, sizeof ov / sizeof ov[0]);
     s->fd = forwarder_create(h, ov, nov, s->soname, sizeof s->soname, why, sizeof why);
     if (s->fd < 0) {

@@ -19,6 +19,14 @@
  * libpython itself and never come here.  All of them run with the GIL held,
  * as the C API requires of their callers.
  *
+ * The entries that read or write the module table from C - PyImport_*,
+ * and PyObject_GetItem and the mapping calls on the table - note, for as
+ * long as they run, which context's code called them (found by the address
+ * the call returns to).  The table's C half asks for it
+ * (vlcs_python_c_caller) before it looks at Python frames: a context's C
+ * code is answered from its own table without a walk of the native stack.
+ * The base's C code never comes here, and its reads cost nothing more.
+ *
  * PyInterpreterState_GetDict is replaced too: binding libraries keep their
  * registry of C++ types there (pybind11 3, nanobind), and a second copy of
  * a module must not find the first copy's.  A context's modules get their
@@ -91,7 +99,59 @@ static struct {
     int (*del_item)(obj, obj);
     int (*del_item_string)(obj, const char *);
     obj (*state_dict)(obj); /* PyInterpreterState_GetDict */
+    /* the C API's reads and writes of the module table, and its imports */
+    obj (*object_get_item)(obj, obj);
+    int (*object_set_item)(obj, obj, obj);
+    int (*object_del_item)(obj, obj);
+    int (*sequence_contains)(obj, obj);
+    obj (*mapping_get_item_string)(obj, const char *);
+    int (*mapping_has_key)(obj, obj);
+    int (*mapping_has_key_string)(obj, const char *);
+    int (*mapping_get_optional_item)(obj, obj, obj *);              /* 3.13 */
+    int (*mapping_get_optional_item_string)(obj, const char *, obj *); /* 3.13 */
+    int (*mapping_has_key_with_error)(obj, obj);                    /* 3.13 */
+    int (*mapping_has_key_string_with_error)(obj, const char *);    /* 3.13 */
+    obj (*get_module)(obj);
+    obj (*add_module_object)(obj);
+    obj (*add_module)(const char *);
+    obj (*add_module_ref)(const char *); /* 3.13 */
+    obj (*import_module)(const char *);
+    obj (*import_module_no_block)(const char *);
+    obj (*import_module_level)(const char *, obj, obj, obj, int);
+    obj (*import_module_level_object)(obj, obj, obj, obj, int);
+    obj (*import)(obj);
+    obj (*reload_module)(obj);
 } real;
+
+/* --- whose C code calls ---------------------------------------------------------- */
+
+/* The handle of the context whose code made the innermost hooked call that
+ * this thread is in; NULL: none.  Only a context's code calls the hooks
+ * (the base's binds to libpython itself), so a caller that is no live
+ * context's is still a context's: VLCS_PYTHON_SOME_CONTEXT (a tail call
+ * hid it, or its context was destroyed and its namespace kept). */
+static _Thread_local vlcs_ctx *c_caller;
+
+VLCS_API void *vlcs_python_c_caller(void) { return c_caller; }
+
+static vlcs_ctx *caller_handle(const void *ret)
+{
+    /* A return address points after the call; -1 stays inside the caller. */
+    vlcs_ctx *c = ctx_of_address((const char *)ret - 1);
+    return c != NULL ? c->handle : (vlcs_ctx *)VLCS_PYTHON_SOME_CONTEXT;
+}
+
+/* return call, with the hook's caller noted meanwhile.  Used in the hooks
+ * themselves (noinline), whose return address is the caller's. */
+#define AS_CALLER(type, call)                                                                      \
+    do {                                                                                           \
+        vlcs_ctx *saved_ = c_caller;                                                               \
+        c_caller = caller_handle(__builtin_return_address(0));                                     \
+        type r_ = call;                                                                            \
+        c_caller = saved_;                                                                         \
+        return r_;                                                                                 \
+    } while (0)
+#define HOOK static __attribute__((noinline))
 
 static struct py_api {
     obj (*get)(obj, obj);          /* PyObject_GetItem */
@@ -142,19 +202,25 @@ static obj get_quietly(obj d, obj key, const char *name)
     return borrowed(r);
 }
 
-static obj hook_get_item(obj d, obj key)
+HOOK obj hook_get_item(obj d, obj key)
 {
-    return is_table(d) ? get_quietly(d, key, NULL) : real.get_item(d, key);
+    if (!is_table(d))
+        return real.get_item(d, key);
+    AS_CALLER(obj, get_quietly(d, key, NULL));
 }
 
-static obj hook_get_item_with_error(obj d, obj key)
+HOOK obj hook_get_item_with_error(obj d, obj key)
 {
-    return is_table(d) ? borrowed(table_get(d, key)) : real.get_item_with_error(d, key);
+    if (!is_table(d))
+        return real.get_item_with_error(d, key);
+    AS_CALLER(obj, borrowed(table_get(d, key)));
 }
 
-static obj hook_get_item_string(obj d, const char *key)
+HOOK obj hook_get_item_string(obj d, const char *key)
 {
-    return is_table(d) ? get_quietly(d, NULL, key) : real.get_item_string(d, key);
+    if (!is_table(d))
+        return real.get_item_string(d, key);
+    AS_CALLER(obj, get_quietly(d, NULL, key));
 }
 
 static int get_ref(obj d, obj key, obj *result)
@@ -163,15 +229,15 @@ static int get_ref(obj d, obj key, obj *result)
     return *result != NULL ? 1 : py.occurred() != NULL ? -1 : 0;
 }
 
-static int hook_get_item_ref(obj d, obj key, obj *result)
-{
-    return is_table(d) ? get_ref(d, key, result) : real.get_item_ref(d, key, result);
-}
-
-static int hook_get_item_string_ref(obj d, const char *key, obj *result)
+HOOK int hook_get_item_ref(obj d, obj key, obj *result)
 {
     if (!is_table(d))
-        return real.get_item_string_ref(d, key, result);
+        return real.get_item_ref(d, key, result);
+    AS_CALLER(int, get_ref(d, key, result));
+}
+
+static int get_string_ref(obj d, const char *key, obj *result)
+{
     obj k = py.str(key);
     int r = get_ref(d, k, result);
     if (k != NULL)
@@ -179,9 +245,18 @@ static int hook_get_item_string_ref(obj d, const char *key, obj *result)
     return r;
 }
 
-static int hook_contains(obj d, obj key)
+HOOK int hook_get_item_string_ref(obj d, const char *key, obj *result)
 {
-    return is_table(d) ? py.contains(d, key) : real.contains(d, key);
+    if (!is_table(d))
+        return real.get_item_string_ref(d, key, result);
+    AS_CALLER(int, get_string_ref(d, key, result));
+}
+
+HOOK int hook_contains(obj d, obj key)
+{
+    if (!is_table(d))
+        return real.contains(d, key);
+    AS_CALLER(int, py.contains(d, key));
 }
 
 /* op(d, key) with key made a str for the call. */
@@ -195,20 +270,22 @@ static int with_str_key(int (*op)(obj, obj), obj d, const char *key)
     return r;
 }
 
-static int hook_contains_string(obj d, const char *key)
-{
-    return is_table(d) ? with_str_key(py.contains, d, key) : real.contains_string(d, key);
-}
-
-static int hook_set_item(obj d, obj key, obj item)
-{
-    return is_table(d) ? py.set(d, key, item) : real.set_item(d, key, item);
-}
-
-static int hook_set_item_string(obj d, const char *key, obj item)
+HOOK int hook_contains_string(obj d, const char *key)
 {
     if (!is_table(d))
-        return real.set_item_string(d, key, item);
+        return real.contains_string(d, key);
+    AS_CALLER(int, with_str_key(py.contains, d, key));
+}
+
+HOOK int hook_set_item(obj d, obj key, obj item)
+{
+    if (!is_table(d))
+        return real.set_item(d, key, item);
+    AS_CALLER(int, py.set(d, key, item));
+}
+
+static int set_string(obj d, const char *key, obj item)
+{
     obj k = py.str(key);
     if (k == NULL)
         return -1;
@@ -217,15 +294,127 @@ static int hook_set_item_string(obj d, const char *key, obj item)
     return r;
 }
 
-static int hook_del_item(obj d, obj key)
+HOOK int hook_set_item_string(obj d, const char *key, obj item)
 {
-    return is_table(d) ? py.del(d, key) : real.del_item(d, key);
+    if (!is_table(d))
+        return real.set_item_string(d, key, item);
+    AS_CALLER(int, set_string(d, key, item));
 }
 
-static int hook_del_item_string(obj d, const char *key)
+HOOK int hook_del_item(obj d, obj key)
 {
-    return is_table(d) ? with_str_key(py.del, d, key) : real.del_item_string(d, key);
+    if (!is_table(d))
+        return real.del_item(d, key);
+    AS_CALLER(int, py.del(d, key));
 }
+
+HOOK int hook_del_item_string(obj d, const char *key)
+{
+    if (!is_table(d))
+        return real.del_item_string(d, key);
+    AS_CALLER(int, with_str_key(py.del, d, key));
+}
+
+/* The generic calls, on the table (on anything else: the real ones). */
+HOOK obj hook_object_get_item(obj d, obj key)
+{
+    if (!is_table(d))
+        return real.object_get_item(d, key);
+    AS_CALLER(obj, real.object_get_item(d, key));
+}
+
+HOOK int hook_object_set_item(obj d, obj key, obj item)
+{
+    if (!is_table(d))
+        return real.object_set_item(d, key, item);
+    AS_CALLER(int, real.object_set_item(d, key, item));
+}
+
+HOOK int hook_object_del_item(obj d, obj key)
+{
+    if (!is_table(d))
+        return real.object_del_item(d, key);
+    AS_CALLER(int, real.object_del_item(d, key));
+}
+
+HOOK int hook_sequence_contains(obj d, obj key)
+{
+    if (!is_table(d))
+        return real.sequence_contains(d, key);
+    AS_CALLER(int, real.sequence_contains(d, key));
+}
+
+HOOK obj hook_mapping_get_item_string(obj d, const char *key)
+{
+    if (!is_table(d))
+        return real.mapping_get_item_string(d, key);
+    AS_CALLER(obj, real.mapping_get_item_string(d, key));
+}
+
+HOOK int hook_mapping_has_key(obj d, obj key)
+{
+    if (!is_table(d))
+        return real.mapping_has_key(d, key);
+    AS_CALLER(int, real.mapping_has_key(d, key));
+}
+
+HOOK int hook_mapping_has_key_string(obj d, const char *key)
+{
+    if (!is_table(d))
+        return real.mapping_has_key_string(d, key);
+    AS_CALLER(int, real.mapping_has_key_string(d, key));
+}
+
+HOOK int hook_mapping_get_optional_item(obj d, obj key, obj *result)
+{
+    if (!is_table(d))
+        return real.mapping_get_optional_item(d, key, result);
+    AS_CALLER(int, real.mapping_get_optional_item(d, key, result));
+}
+
+HOOK int hook_mapping_get_optional_item_string(obj d, const char *key, obj *result)
+{
+    if (!is_table(d))
+        return real.mapping_get_optional_item_string(d, key, result);
+    AS_CALLER(int, real.mapping_get_optional_item_string(d, key, result));
+}
+
+HOOK int hook_mapping_has_key_with_error(obj d, obj key)
+{
+    if (!is_table(d))
+        return real.mapping_has_key_with_error(d, key);
+    AS_CALLER(int, real.mapping_has_key_with_error(d, key));
+}
+
+HOOK int hook_mapping_has_key_string_with_error(obj d, const char *key)
+{
+    if (!is_table(d))
+        return real.mapping_has_key_string_with_error(d, key);
+    AS_CALLER(int, real.mapping_has_key_string_with_error(d, key));
+}
+
+/* Imports, and the module table's reads inside CPython's import functions. */
+HOOK obj hook_get_module(obj name) { AS_CALLER(obj, real.get_module(name)); }
+HOOK obj hook_add_module_object(obj name) { AS_CALLER(obj, real.add_module_object(name)); }
+HOOK obj hook_add_module(const char *name) { AS_CALLER(obj, real.add_module(name)); }
+HOOK obj hook_add_module_ref(const char *name) { AS_CALLER(obj, real.add_module_ref(name)); }
+HOOK obj hook_import_module(const char *name) { AS_CALLER(obj, real.import_module(name)); }
+HOOK obj hook_import_module_no_block(const char *name)
+{
+    AS_CALLER(obj, real.import_module_no_block(name));
+}
+HOOK obj hook_import_module_level(const char *name, obj globals, obj locals, obj fromlist,
+                                  int level)
+{
+    AS_CALLER(obj, real.import_module_level(name, globals, locals, fromlist, level));
+}
+HOOK obj hook_import_module_level_object(obj name, obj globals, obj locals, obj fromlist,
+                                         int level)
+{
+    AS_CALLER(obj, real.import_module_level_object(name, globals, locals, fromlist, level));
+}
+HOOK obj hook_import(obj name) { AS_CALLER(obj, real.import(name)); }
+HOOK obj hook_reload_module(obj module) { AS_CALLER(obj, real.reload_module(module)); }
 
 /* The dict of the caller's namespace (or copy-mode context), found by the
  * address the call returns to (the extension module that asked); the
@@ -266,6 +455,31 @@ static const struct {
     ENTRY("PyDict_DelItem", del_item, hook_del_item),
     ENTRY("PyDict_DelItemString", del_item_string, hook_del_item_string),
     ENTRY("PyInterpreterState_GetDict", state_dict, hook_state_dict),
+    ENTRY("PyObject_GetItem", object_get_item, hook_object_get_item),
+    ENTRY("PyObject_SetItem", object_set_item, hook_object_set_item),
+    ENTRY("PyObject_DelItem", object_del_item, hook_object_del_item),
+    ENTRY("PySequence_Contains", sequence_contains, hook_sequence_contains),
+    ENTRY("PyMapping_GetItemString", mapping_get_item_string, hook_mapping_get_item_string),
+    ENTRY("PyMapping_HasKey", mapping_has_key, hook_mapping_has_key),
+    ENTRY("PyMapping_HasKeyString", mapping_has_key_string, hook_mapping_has_key_string),
+    ENTRY("PyMapping_GetOptionalItem", mapping_get_optional_item, hook_mapping_get_optional_item),
+    ENTRY("PyMapping_GetOptionalItemString", mapping_get_optional_item_string,
+          hook_mapping_get_optional_item_string),
+    ENTRY("PyMapping_HasKeyWithError", mapping_has_key_with_error,
+          hook_mapping_has_key_with_error),
+    ENTRY("PyMapping_HasKeyStringWithError", mapping_has_key_string_with_error,
+          hook_mapping_has_key_string_with_error),
+    ENTRY("PyImport_GetModule", get_module, hook_get_module),
+    ENTRY("PyImport_AddModuleObject", add_module_object, hook_add_module_object),
+    ENTRY("PyImport_AddModule", add_module, hook_add_module),
+    ENTRY("PyImport_AddModuleRef", add_module_ref, hook_add_module_ref),
+    ENTRY("PyImport_ImportModule", import_module, hook_import_module),
+    ENTRY("PyImport_ImportModuleNoBlock", import_module_no_block, hook_import_module_no_block),
+    ENTRY("PyImport_ImportModuleLevel", import_module_level, hook_import_module_level),
+    ENTRY("PyImport_ImportModuleLevelObject", import_module_level_object,
+          hook_import_module_level_object),
+    ENTRY("PyImport_Import", import, hook_import),
+    ENTRY("PyImport_ReloadModule", reload_module, hook_reload_module),
 };
 #define NENTRIES (sizeof entries / sizeof entries[0])
 

@@ -46,23 +46,6 @@ typedef int (*max_concurrency_fn)(const struct tbb_arena_base *);
 static initialize_fn _Atomic real_initialize;
 static max_concurrency_fn _Atomic real_max_concurrency;
 
-/* The context whose namespace holds the object at addr, or NULL. */
-static vlcs_ctx *ctx_of_address(const void *addr)
-{
-    void *map = object_at(addr);
-    Lmid_t lmid = 0;
-    if (map == NULL || dlinfo(map, RTLD_DI_LMID, &lmid) != 0 || lmid == LM_ID_BASE)
-        return NULL;
-    vlcs_ctx *found = NULL;
-    registry_lock();
-    for (vlcs_ctx *c = registry_first(); c && !found; c = registry_next(c))
-        if (__atomic_load_n(&c->has_ns, __ATOMIC_ACQUIRE) && c->lmid == lmid &&
-            c->magic == CTX_ALIVE)
-            found = c;
-    registry_unlock();
-    return found;
-}
-
 /* The concurrency a context's automatic arena gets, or 0 to leave it.
  * Whose arena: the library holding it (a static arena, as OpenCV's), else
  * the code that called (tail calls can hide it), else the thread's context. */

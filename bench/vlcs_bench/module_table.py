@@ -91,6 +91,10 @@ with open(os.path.join(folder, "vlcs_bench_base_only.py"), "w") as f:
     f.write("")
 sys.path.insert(0, folder)
 import vlcs_bench_base_only
+# vlcs is imported before any state is measured, so that each state reads
+# a table of the same modules: a lookup's probes depend on what the dict
+# holds (and on the hash seed, which the counts fix), not only on vlcs
+import vlcs
 ops = {ops}
 ops = {{k: v.format(missing=MISSING) for k, v in ops.items()}}
 import vlcs_bench_reads as base_reads
@@ -100,7 +104,6 @@ out = {{}}
 if MODE != "count with a context":
     out["plain"] = each(base_reads)
 if MODE != "count plain":
-    import vlcs
     a = vlcs.VLC(name="a")
     with a:
         import vlcs_bench_reads as ctx_reads
@@ -132,7 +135,9 @@ def count_instructions(python: str, number: int = 20000) -> dict[str, Any]:
                 "--toggle-collect=builtin_eval", "--dump-after=builtin_eval",
                 f"--callgrind-out-file={out}", python, "-c", code,
             ]  # fmt: skip
-            p = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
+            # one hash seed for both runs: a missing name's probes depend on it
+            env = {**os.environ, "PYTHONHASHSEED": "0"}
+            p = subprocess.run(cmd, capture_output=True, text=True, timeout=900, env=env)
             if p.returncode != 0:
                 return {"error": (p.stderr.strip().splitlines() or ["failed"])[-1]}
             dumps = sorted(

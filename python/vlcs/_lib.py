@@ -104,6 +104,7 @@ _SIGNATURES: dict[str, tuple[Any, list[Any]]] = {
     # internal: context extension modules' PyDict_* calls on sys.modules go
     # through the module table's methods
     "vlcs_python_module_table": (None, [_c]),
+    "vlcs_python_c_caller": (_c, []),
     "vlcs_python_state_dict": (_i, [_c, _c]),
 }
 

@@ -33,7 +33,11 @@
  * built per Python version.  Every call here runs with the GIL held.
  */
 #define PY_SSIZE_T_CLEAN
-#include <Python.h>
+#include <Python.h> /* first, as CPython asks; its pyconfig.h defines _GNU_SOURCE */
+#include <dlfcn.h>
+#include <link.h>
+#include <pthread.h>
+#include <stddef.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -42,14 +46,44 @@
 #if PY_VERSION_HEX >= 0x030B0000
 #define Py_BUILD_CORE 1
 #include <internal/pycore_frame.h>
+#if PY_VERSION_HEX < 0x030C0000
+#undef _PyGC_FINALIZED /* Python.h's, which the core's headers define again alike */
+#include <internal/pycore_pystate.h>
+#endif
 #undef Py_BUILD_CORE
 #else
 #include <frameobject.h>
+#define Py_BUILD_CORE 1
+#include <internal/pycore_pystate.h>
+#undef Py_BUILD_CORE
 #endif
 
 #if PY_VERSION_HEX < 0x030A0000 || PY_VERSION_HEX >= 0x030E0000
 #error "vlcs's module table reads the frames of CPython 3.10 to 3.13"
 #endif
+
+/* The thread state, with the GIL held.  3.10 and 3.11 keep it in the
+ * runtime, read here without a call.  3.12+ keep it in a thread-local of
+ * libpython (_Py_tss_tstate, not exported), which PyThreadState_Get reads
+ * through __tls_get_addr: about 20 instructions, a sixth of a read.  Where
+ * libpython's thread-locals are in the static TLS block (it was loaded
+ * with the program, as the python executable links it), the variable is
+ * at one offset from the thread pointer in every thread: found once
+ * (tstate_offset_find), it is one load. */
+#if PY_VERSION_HEX >= 0x030C0000
+static ptrdiff_t tstate_offset; /* from the thread pointer, or 0: unknown */
+#endif
+
+static inline PyThreadState *thread_state(void)
+{
+#if PY_VERSION_HEX < 0x030C0000
+    return _PyThreadState_GET();
+#else
+    if (tstate_offset != 0)
+        return *(PyThreadState **)((char *)__builtin_thread_pointer() + tstate_offset);
+    return PyThreadState_Get();
+#endif
+}
 
 /* --- frames: the current one, its instruction, its globals, the one below --- */
 
@@ -141,7 +175,21 @@ static const struct map *last_map;
 static uintptr_t last_key;
 static struct slot *last_slot;
 
-static void map_changed(void) { last_map = NULL; }
+/* The last read that decide_quickly answered from its frame's module alone:
+ * the same code read again by the same thread, while no thread's context
+ * changed, gets the same answer (a loop's reads).  Forgotten with the maps'
+ * last key; its table is borrowed from the owners' map. */
+static struct {
+    uintptr_t globals;
+    uint64_t thread, epoch;
+    PyObject *table;
+} last_decision;
+
+static void map_changed(void)
+{
+    last_map = NULL;
+    last_decision.globals = 0;
+}
 
 static inline struct slot *map_find(const struct map *m, uintptr_t key)
 {
@@ -224,6 +272,7 @@ static int map_put(struct map *m, uintptr_t key, PyObject *held, PyObject *modul
         m->used++;
         *s = (struct slot){.key = key};
     }
+    map_changed(); /* a decision may hold the table replaced */
     Py_XINCREF(held);
     Py_XINCREF(modules);
     Py_XSETREF(s->held, held);
@@ -250,6 +299,8 @@ static PyObject *verdicts; /* dict: name -> SHARED / ANYWHERE / BASE_ONLY */
 static PyObject *slow_import; /* the Python __import__ */
 static PyObject *str_slow_getitem, *str_slow_contains, *str_slow_get;
 static void *(*thread_context)(void); /* vlcs_current */
+static void *(*c_caller)(void); /* vlcs_python_c_caller */
+#define SOME_CONTEXT ((void *)1)     /* its VLCS_PYTHON_SOME_CONTEXT */
 static const uint64_t *owner_epoch; /* libvlcs's vlcs_owner_epoch */
 static bool natives; /* contexts hold extension modules: C readers need the native stack */
 static unsigned char reads_op[256]; /* opcodes of a Python-level read of the table */
@@ -290,7 +341,7 @@ static struct {
     void *ctx;
 } threads_seen[THREADS_SEEN];
 
-static inline void *context_of(PyThreadState *ts)
+static inline __attribute__((always_inline)) void *context_of(PyThreadState *ts)
 {
     uint64_t epoch = __atomic_load_n(owner_epoch, __ATOMIC_ACQUIRE);
     size_t i = (size_t)ts->id & (THREADS_SEEN - 1);
@@ -408,7 +459,7 @@ static __attribute__((noinline)) enum answer decide_fully(PyObject *self, PyObje
         }
         *item = found;
     }
-    PyThreadState *ts = PyThreadState_Get();
+    PyThreadState *ts = thread_state();
     frame_t *f = frame_current(ts);
     if (f == NULL)
         return SLOW;
@@ -487,17 +538,38 @@ static struct slot *owner_below(frame_t *f)
  * library's, looks further down, as in decide_fully), or by the thread's
  * context when there is none.  Gives the answer decide_fully gives, or SLOW
  * where that would ask more. */
-static inline enum answer decide_quickly(bool from_python_only, PyObject **table)
+static inline __attribute__((always_inline)) enum answer decide_quickly(bool from_python_only, PyObject **table)
 {
     if (threads_acting > 0)
         return SLOW;
-    PyThreadState *ts = PyThreadState_Get();
+    PyThreadState *ts = thread_state();
     frame_t *f = frame_top(ts);
     if (f == NULL || !frame_complete(f))
         return SLOW;
-    if (!from_python_only && natives && !reads_op[frame_opcode(f)])
-        return SLOW;
-    struct slot *s = map_find(&owners, (uintptr_t)frame_globals(f));
+    /* C code's read (CPython's import, an extension module's C API call) */
+    bool from_c = !from_python_only && natives && !reads_op[frame_opcode(f)];
+    if (from_c) {
+        void *h = c_caller != NULL ? c_caller() : NULL;
+        if (h == SOME_CONTEXT)
+            return SLOW; /* a context's code, not named: the native stack says whose */
+        if (h != NULL) { /* a context's C code called the C API: its table */
+            struct slot *c = map_find(&contexts, (uintptr_t)h);
+            *table = c != NULL ? c->modules : NULL;
+            return *table != NULL ? TABLE : STORAGE;
+        }
+    }
+    uintptr_t g = (uintptr_t)frame_globals(f);
+    /* read before the context is, as context_of does: a change in between
+     * leaves an older count with the decision, which the next read redoes */
+    uint64_t epoch = owner_epoch ? __atomic_load_n(owner_epoch, __ATOMIC_ACQUIRE) : 0;
+    if (g == last_decision.globals && (uint64_t)ts->id == last_decision.thread &&
+        epoch == last_decision.epoch) {
+        *table = last_decision.table;
+        if (*table == NULL)
+            return STORAGE;
+        return from_c ? SLOW : TABLE; /* see below */
+    }
+    struct slot *s = map_find(&owners, g);
     if (s == NULL)
         s = owner_below(f);
     if (s == NULL) { /* no module of a known owner on the stack: the thread's context */
@@ -506,17 +578,30 @@ static inline enum answer decide_quickly(bool from_python_only, PyObject **table
         void *ctx = context_of(ts);
         s = ctx != NULL ? map_find(&contexts, (uintptr_t)ctx) : NULL;
         *table = s != NULL ? s->modules : NULL; /* a context Python does not know: the base's */
-        return *table != NULL ? TABLE : STORAGE;
+        if (*table == NULL)
+            return STORAGE;
+        return from_c ? SLOW : TABLE;
     }
     if (s->kind == BASE_MODULE && (thread_context == NULL || context_of(ts) != NULL))
         return SLOW; /* a base module's code on a context's thread: the frames below decide */
+    if (s->key == g) { /* decided by the reading code's own module */
+        last_decision.globals = g;
+        last_decision.thread = (uint64_t)ts->id;
+        last_decision.epoch = epoch;
+        last_decision.table = s->modules;
+    }
     *table = s->modules;
-    return s->modules != NULL ? TABLE : STORAGE;
+    if (s->modules == NULL)
+        return STORAGE;
+    /* The frames say a context's, and C code reads without a context's
+     * call noted: the base's C code, called from the context's code, may
+     * be the reader; the native stack decides (the Python half). */
+    return from_c ? SLOW : TABLE;
 }
 
 /* Whose answer a read of name is (see decide_fully); verdict is
  * verdict_known(name), which the reads look at first themselves. */
-static inline enum answer decide(PyObject *self, PyObject *name, int verdict, bool from_python_only,
+static inline __attribute__((always_inline)) enum answer decide(PyObject *self, PyObject *name, int verdict, bool from_python_only,
                                  PyObject **table, PyObject **item)
 {
     if (verdict == SHARED)
@@ -527,15 +612,33 @@ static inline enum answer decide(PyObject *self, PyObject *name, int verdict, bo
 
 /* --- the table type: the hot methods ------------------------------------------- */
 
-/* A name of BASE_ONLY that the storage lacks is in no owner's table: the
- * reads look there first, and only a name found needs an owner. */
+/* Each read is in three parts, so that the commonest costs least:
+ *
+ *   - the front answers a name whose verdict is SHARED (or that is no str)
+ *     from the storage with a tail call: it saves no registers and builds
+ *     no frame, so `sys.modules["os"]`, or a C import's lookup of a
+ *     standard module, costs a dict lookup and about fifteen instructions;
+ *   - the middle (noinline: its prologue is paid only here) takes
+ *     decide_quickly's answer, one dict to read.  A BASE_ONLY name is
+ *     looked up in the storage first: absent there, it is absent for all
+ *     (the common probe for an optional package, "polars" in sys.modules),
+ *     and it is in no context's table;
+ *   - the rest (noinline) is every other case, through decide(). */
 
-static PyObject *table_subscript(PyObject *self, PyObject *name)
+static binaryfunc dict_subscript; /* PyDict_Type's own slots, read once */
+static objobjproc dict_contains;
+
+/* dict.get's own C function (found at import), so that a read answered
+ * from a dict costs what dict.get costs, argument checks included. */
+typedef PyObject *(*fastcall_fn)(PyObject *, PyObject *const *, Py_ssize_t);
+static fastcall_fn dict_get;
+
+static __attribute__((noinline)) PyObject *subscript_rest(PyObject *self, PyObject *name,
+                                                          int verdict)
 {
     PyObject *table = NULL, *module = NULL, *found = NULL;
-    int verdict = verdict_known(name);
     if (verdict == BASE_ONLY) {
-        found = PyDict_Type.tp_as_mapping->mp_subscript(self, name);
+        found = dict_subscript(self, name);
         if (found == NULL)
             return NULL; /* KeyError: in no owner's table */
     }
@@ -547,9 +650,9 @@ static PyObject *table_subscript(PyObject *self, PyObject *name)
     }
     switch (answer) {
     case STORAGE:
-        return PyDict_Type.tp_as_mapping->mp_subscript(self, name);
+        return dict_subscript(self, name);
     case TABLE:
-        return PyDict_Type.tp_as_mapping->mp_subscript(table, name);
+        return dict_subscript(table, name);
     case FOUND:
         if (module != NULL)
             return Py_NewRef(module);
@@ -562,19 +665,58 @@ static PyObject *table_subscript(PyObject *self, PyObject *name)
     }
 }
 
-static int table_contains(PyObject *self, PyObject *name)
+static __attribute__((noinline)) PyObject *subscript_owned(PyObject *self, PyObject *name,
+                                                           int verdict)
+{
+    PyObject *table;
+    if (verdict == ANYWHERE) {
+        switch (decide_quickly(false, &table)) {
+        case STORAGE:
+            return dict_subscript(self, name);
+        case TABLE:
+            return dict_subscript(table, name);
+        default:
+            break;
+        }
+    } else if (verdict == BASE_ONLY) {
+        PyObject *found = dict_subscript(self, name);
+        if (found == NULL)
+            return NULL; /* KeyError: in no owner's table */
+        switch (decide_quickly(false, &table)) {
+        case STORAGE:
+            return found;
+        case TABLE:
+            Py_DECREF(found);
+            PyErr_SetObject(PyExc_KeyError, name);
+            return NULL;
+        default:
+            Py_DECREF(found);
+            break;
+        }
+    }
+    return subscript_rest(self, name, verdict);
+}
+
+static PyObject *table_subscript(PyObject *self, PyObject *name)
+{
+    int verdict = verdict_known(name);
+    if (verdict == SHARED)
+        return dict_subscript(self, name);
+    return subscript_owned(self, name, verdict);
+}
+
+static __attribute__((noinline)) int contains_rest(PyObject *self, PyObject *name, int verdict)
 {
     PyObject *table = NULL, *module = NULL;
-    int verdict = verdict_known(name);
     int in_storage = -1;
     if (verdict == BASE_ONLY) {
-        in_storage = PyDict_Type.tp_as_sequence->sq_contains(self, name);
+        in_storage = dict_contains(self, name);
         if (in_storage <= 0)
             return in_storage;
     }
     switch (decide(self, name, verdict, false, &table, &module)) {
     case STORAGE:
-        return in_storage >= 0 ? in_storage : PyDict_Type.tp_as_sequence->sq_contains(self, name);
+        return in_storage >= 0 ? in_storage : dict_contains(self, name);
     case TABLE:
         return verdict == BASE_ONLY ? 0 : PyDict_Contains(table, name);
     case FOUND:
@@ -592,18 +734,47 @@ static int table_contains(PyObject *self, PyObject *name)
     }
 }
 
-/* dict.get's own C function (found at import), so that a read answered
- * from a dict costs what dict.get costs, argument checks included. */
-typedef PyObject *(*fastcall_fn)(PyObject *, PyObject *const *, Py_ssize_t);
-static fastcall_fn dict_get;
-
-static PyObject *table_get(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+static __attribute__((noinline)) int contains_owned(PyObject *self, PyObject *name, int verdict)
 {
-    if (nargs < 1 || nargs > 2)
-        return dict_get(self, args, nargs); /* its TypeError */
+    PyObject *table;
+    if (verdict == ANYWHERE) {
+        switch (decide_quickly(false, &table)) {
+        case STORAGE:
+            return dict_contains(self, name);
+        case TABLE:
+            return dict_contains(table, name);
+        default:
+            break;
+        }
+    } else if (verdict == BASE_ONLY) {
+        int in_storage = dict_contains(self, name);
+        if (in_storage <= 0)
+            return in_storage;
+        switch (decide_quickly(false, &table)) {
+        case STORAGE:
+            return 1;
+        case TABLE:
+            return 0;
+        default:
+            break;
+        }
+    }
+    return contains_rest(self, name, verdict);
+}
+
+static int table_contains(PyObject *self, PyObject *name)
+{
+    int verdict = verdict_known(name);
+    if (verdict == SHARED)
+        return dict_contains(self, name);
+    return contains_owned(self, name, verdict);
+}
+
+static __attribute__((noinline)) PyObject *get_rest(PyObject *self, PyObject *const *args,
+                                                    Py_ssize_t nargs, int verdict)
+{
     PyObject *name = args[0], *fallback = nargs == 2 ? args[1] : Py_None;
     PyObject *table = NULL, *module = NULL, *found = NULL;
-    int verdict = verdict_known(name);
     if (verdict == BASE_ONLY) {
         /* fallback: absent for everyone, or the base's module is fallback
          * itself, which is every owner's answer then */
@@ -629,6 +800,48 @@ static PyObject *table_get(PyObject *self, PyObject *const *args, Py_ssize_t nar
     default:
         return NULL;
     }
+}
+
+static __attribute__((noinline)) PyObject *get_owned(PyObject *self, PyObject *const *args,
+                                                     Py_ssize_t nargs, int verdict)
+{
+    PyObject *table;
+    if (verdict == ANYWHERE) {
+        switch (decide_quickly(true, &table)) {
+        case STORAGE:
+            return dict_get(self, args, nargs);
+        case TABLE:
+            return dict_get(table, args, nargs);
+        default:
+            break;
+        }
+    } else if (verdict == BASE_ONLY) {
+        PyObject *fallback = nargs == 2 ? args[1] : Py_None;
+        PyObject *found = dict_get(self, args, nargs);
+        if (found == NULL || found == fallback)
+            return found; /* absent for everyone, or every owner's answer */
+        switch (decide_quickly(true, &table)) {
+        case STORAGE:
+            return found;
+        case TABLE:
+            Py_DECREF(found);
+            return Py_NewRef(fallback);
+        default:
+            Py_DECREF(found);
+            break;
+        }
+    }
+    return get_rest(self, args, nargs, verdict);
+}
+
+static PyObject *table_get(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs < 1 || nargs > 2)
+        return dict_get(self, args, nargs); /* its TypeError */
+    int verdict = verdict_known(args[0]);
+    if (verdict == SHARED)
+        return dict_get(self, args, nargs);
+    return get_owned(self, args, nargs, verdict);
 }
 
 static PyMethodDef table_methods[] = {
@@ -673,6 +886,8 @@ static PyObject *import_for_base(PyObject *name, PyObject *globals, PyObject *lo
     return module;
 }
 
+static PyObject *long_zero;
+
 /* builtins.__import__: shared names, and the base's import statements, go
  * straight to CPython's import; the rest to the Python door. */
 static PyObject *door_import(PyObject *mod, PyObject *const *args, Py_ssize_t nargs,
@@ -688,28 +903,38 @@ static PyObject *door_import(PyObject *mod, PyObject *const *args, Py_ssize_t na
     PyObject *locals = nargs > 2 ? args[2] : NULL;
     PyObject *fromlist = nargs > 3 ? args[3] : NULL;
     int level = 0;
-    if (nargs > 4) {
+    if (nargs > 4 && args[4] != long_zero) { /* the import statement's 0 is the small int */
         long lv = PyLong_AsLong(args[4]);
         if (lv == -1 && PyErr_Occurred())
             return NULL;
         if (lv < 0 || lv > INT32_MAX)
             goto slow; /* CPython's own message for a bad level */
         level = (int)lv;
-        if (0)
-            return NULL;
     }
     if (level == 0) {
-        int verdict = name_verdict(name);
+        int verdict = verdict_known(name);
+        if (verdict < 0)
+            verdict = name_verdict(name);
         if (verdict < 0)
             return NULL;
         if (verdict == SHARED)
             return PyImport_ImportModuleLevelObject(name, globals, locals, fromlist, 0);
     }
     /* An import statement: the importing module decides. */
-    PyThreadState *ts = PyThreadState_Get();
+    PyThreadState *ts = thread_state();
     frame_t *f = frame_current(ts);
-    if (globals == NULL || f == NULL || frame_globals(f) != globals || !import_op[frame_opcode(f)])
+    if (globals == NULL)
         goto slow;
+    if (f == NULL || frame_globals(f) != globals || !import_op[frame_opcode(f)]) {
+        /* C code's import (Cython's, PyImport_Import) with the globals of
+         * the module that asks: the base's module's is the base's, unless a
+         * context's C code is noted calling (src/service_python.c) */
+        struct slot *s = natives ? map_find(&owners, (uintptr_t)globals) : NULL;
+        if (s != NULL && s->kind == OWNED && s->modules == NULL &&
+            (c_caller == NULL || c_caller() == NULL))
+            return import_for_base(name, globals, locals, fromlist, level);
+        goto slow;
+    }
     struct slot *s = map_find(&owners, (uintptr_t)globals);
     if (s != NULL && s->modules == NULL &&
         (s->kind == OWNED || thread_context == NULL || context_of(ts) == NULL))
@@ -718,15 +943,92 @@ slow:
     return PyObject_Vectorcall(slow_import, args, (size_t)nargs, kwnames);
 }
 
+/* --- where libpython keeps the thread state (3.12+) --------------------------- */
+
+#if PY_VERSION_HEX >= 0x030C0000
+struct tls_of {
+    const void *base; /* libpython's load address */
+    void *data;        /* this thread's copy of its TLS segment, or NULL */
+    size_t size;
+};
+
+static int tls_find(struct dl_phdr_info *info, size_t size, void *arg)
+{
+    (void)size;
+    struct tls_of *t = arg;
+    if ((const void *)info->dlpi_addr != t->base)
+        return 0;
+    for (int i = 0; i < info->dlpi_phnum; i++)
+        if (info->dlpi_phdr[i].p_type == PT_TLS)
+            t->size = info->dlpi_phdr[i].p_memsz;
+    t->data = info->dlpi_tls_data;
+    return 1;
+}
+
+/* libpython's TLS segment in the calling thread, as dl_iterate_phdr sees it. */
+static struct tls_of tls_here(const void *base)
+{
+    struct tls_of t = {.base = base};
+    dl_iterate_phdr(tls_find, &t);
+    return t;
+}
+
+static void *tls_other_thread(void *base)
+{
+    struct tls_of t = tls_here(base);
+    /* where this thread's copy lies from its thread pointer, or 0 */
+    return t.data ? (void *)(intptr_t)((char *)t.data - (char *)__builtin_thread_pointer()) : NULL;
+}
+
+/* Finds tstate_offset, or leaves it 0 (then PyThreadState_Get is called):
+ * the one word of libpython's TLS segment that holds this thread's state,
+ * where the segment lies at the same distance from the thread pointer in a
+ * new thread too (static TLS; a libpython loaded later, as an own-Python
+ * runtime's copy is, has its segment allocated per thread on first use,
+ * and a new thread has none yet). */
+static void tstate_offset_find(void)
+{
+    Dl_info info;
+    if (dladdr((void *)PyThreadState_Get, &info) == 0)
+        return;
+    struct tls_of t = tls_here(info.dli_fbase);
+    if (t.data == NULL || t.size < sizeof(void *))
+        return;
+    PyThreadState *ts = PyThreadState_Get();
+    ptrdiff_t at = -1;
+    for (size_t off = 0; off + sizeof(void *) <= t.size; off += sizeof(void *)) {
+        PyThreadState *word;
+        memcpy(&word, (char *)t.data + off, sizeof word);
+        if (word == ts) {
+            if (at >= 0)
+                return; /* two words hold it: which one is ambiguous */
+            at = (ptrdiff_t)off;
+        }
+    }
+    if (at < 0)
+        return;
+    ptrdiff_t here = (char *)t.data - (char *)__builtin_thread_pointer();
+    pthread_t other;
+    void *there = NULL;
+    if (pthread_create(&other, NULL, tls_other_thread, (void *)info.dli_fbase) != 0)
+        return;
+    if (pthread_join(other, &there) != 0 || (ptrdiff_t)(intptr_t)there != here || here == 0)
+        return;
+    tstate_offset = here + at;
+    if (*(PyThreadState **)((char *)__builtin_thread_pointer() + tstate_offset) != ts)
+        tstate_offset = 0;
+}
+#endif
+
 /* --- what the Python package tells this module ------------------------------- */
 
 static PyObject *fast_configure(PyObject *mod, PyObject *args)
 {
     (void)mod;
-    PyObject *shared, *in_contexts, *base, *door, *current, *epoch;
+    PyObject *shared, *in_contexts, *base, *door, *current, *epoch, *caller;
     Py_buffer reads, imports;
-    if (!PyArg_ParseTuple(args, "O!O!OOOOy*y*", &PySet_Type, &shared, &PySet_Type, &in_contexts,
-                          &base, &door, &current, &epoch, &reads, &imports))
+    if (!PyArg_ParseTuple(args, "O!O!OOOOOy*y*", &PySet_Type, &shared, &PySet_Type, &in_contexts,
+                          &base, &door, &current, &epoch, &caller, &reads, &imports))
         return NULL;
     bool ok = reads.len == 256 && imports.len == 256;
     if (ok) {
@@ -745,6 +1047,9 @@ static PyObject *fast_configure(PyObject *mod, PyObject *args)
     void *count = epoch == Py_None ? NULL : PyLong_AsVoidPtr(epoch);
     if (count == NULL && PyErr_Occurred())
         return NULL;
+    void *caller_fn = caller == Py_None ? NULL : PyLong_AsVoidPtr(caller);
+    if (caller_fn == NULL && PyErr_Occurred())
+        return NULL;
     if ((fn == NULL) != (count == NULL)) {
         PyErr_SetString(PyExc_ValueError,
                         "configure: vlcs_current and vlcs_owner_epoch go together");
@@ -757,6 +1062,7 @@ static PyObject *fast_configure(PyObject *mod, PyObject *args)
     Py_XSETREF(slow_import, Py_NewRef(door));
     Py_XSETREF(base_owner, Py_NewRef(base));
     *(void **)&thread_context = fn;
+    *(void **)&c_caller = caller_fn;
     names_forget();
     Py_RETURN_NONE;
 }
@@ -906,7 +1212,7 @@ static PyMethodDef fast_functions[] = {
     {"import_", (PyCFunction)(void (*)(void))door_import, METH_FASTCALL | METH_KEYWORDS,
      "__import__(name, globals=None, locals=None, fromlist=(), level=0)"},
     {"configure", fast_configure, METH_VARARGS,
-     "configure(shared, in_contexts, base, python_import, vlcs_current_address, vlcs_owner_epoch_address, reads_ops, import_ops)"},
+     "configure(shared, in_contexts, base, python_import, vlcs_current_address, vlcs_owner_epoch_address, vlcs_python_c_caller_address, reads_ops, import_ops)"},
     {"names_changed", fast_names_changed, METH_NOARGS,
      "The shared names or the contexts' names grew: forget the verdicts."},
     {"own", fast_own, METH_VARARGS, "own(globals, table): code with these globals is table's owner's (None: the base's)."},
@@ -930,6 +1236,9 @@ static struct PyModuleDef fast_module = {
 
 PyMODINIT_FUNC PyInit__fast(void)
 {
+#if PY_VERSION_HEX >= 0x030C0000
+    tstate_offset_find();
+#endif
     verdicts = PyDict_New();
     shared_names = PySet_New(NULL);
     context_names = PySet_New(NULL);
@@ -942,6 +1251,11 @@ PyMODINIT_FUNC PyInit__fast(void)
     for (PyMethodDef *d = PyDict_Type.tp_methods; d != NULL && d->ml_name != NULL; d++)
         if (strcmp(d->ml_name, "get") == 0 && (d->ml_flags & ~METH_COEXIST) == METH_FASTCALL)
             dict_get = (fastcall_fn)(void (*)(void))d->ml_meth;
+    long_zero = PyLong_FromLong(0);
+    if (long_zero == NULL)
+        return NULL;
+    dict_subscript = PyDict_Type.tp_as_mapping->mp_subscript;
+    dict_contains = PyDict_Type.tp_as_sequence->sq_contains;
     if (dict_get == NULL) {
         PyErr_SetString(PyExc_ImportError, "vlcs._isolation._fast: this Python's dict.get is not a "
                                            "fast call; vlcs supports CPython 3.10 to 3.13");

@@ -244,3 +244,103 @@ def test_what_the_c_half_remembers_follows_share_and_later_imports():
     assert r["absent"] == [False, False], r
     assert r["shared"] == [True, True], r
     assert r["base after close"] == BASE, r
+
+
+# An extension module that reads the module table and imports from C, the
+# ways Cython's, pybind11's and numpy's helpers do.  Built without sibling
+# calls: a tail call would hide which module called (then the Python frames
+# decide, as for CPython's own C code).
+C_READER = r"""
+#include <Python.h>
+static PyObject *none_if_null(PyObject *m)
+{
+    if (m == NULL && !PyErr_Occurred())
+        Py_RETURN_NONE;
+    return m;
+}
+static PyObject *get(PyObject *self, PyObject *name)
+{
+    PyObject *m = PyImport_GetModule(name);
+    return none_if_null(m);
+}
+static PyObject *dict_get(PyObject *self, PyObject *name)
+{
+    PyObject *m = PyDict_GetItemWithError(PyImport_GetModuleDict(), name);
+    Py_XINCREF(m);
+    return none_if_null(m);
+}
+static PyObject *item(PyObject *self, PyObject *name)
+{
+    PyObject *m = PyObject_GetItem(PyImport_GetModuleDict(), name);
+    if (m == NULL && PyErr_ExceptionMatches(PyExc_KeyError))
+        PyErr_Clear();
+    return none_if_null(m);
+}
+static PyObject *import(PyObject *self, PyObject *name)
+{
+    PyObject *m = PyImport_ImportModuleLevelObject(name, NULL, NULL, NULL, 0);
+    return none_if_null(m);
+}
+static PyMethodDef methods[] = {
+    {"get", get, METH_O, NULL}, {"dict_get", dict_get, METH_O, NULL},
+    {"item", item, METH_O, NULL}, {"import_", import, METH_O, NULL}, {NULL, NULL, 0, NULL}};
+static struct PyModuleDef def = {PyModuleDef_HEAD_INIT, "vt_creader", NULL, -1, methods};
+PyMODINIT_FUNC PyInit_vt_creader(void) { return PyModule_Create(&def); }
+"""
+
+
+def test_c_code_reads_its_owners_modules_and_the_base_never_walks_the_stack():
+    r = run(
+        f"""
+        import sysconfig
+        src = os.path.join(folder, "vt_creader.c")
+        with open(src, "w") as f:
+            f.write({C_READER!r})
+        so = os.path.join(folder, "vt_creader" + sysconfig.get_config_var("EXT_SUFFIX"))
+        subprocess_args = ["cc", "-shared", "-fPIC", "-O2", "-fno-optimize-sibling-calls",
+                           "-I" + sysconfig.get_paths()["include"], src, "-o", so]
+        import subprocess
+        subprocess.run(subprocess_args, check=True)
+        import vt_creader as base_c
+        with ctx:
+            import vt_creader as ctx_c
+        assert ctx_c is not base_c
+        from vlcs._isolation import owners
+        walks = {{"n": 0}}
+        walk = owners._native_owner
+        def counted():
+            walks["n"] += 1
+            return walk()
+        owners._native_owner = counted
+        def reads(mod):
+            walks["n"] = 0
+            got = {{f: WHO.get(id(getattr(mod, f)("vt_both")), "absent")
+                   for f in ("get", "dict_get", "item", "import_")}}
+            got["vt_ctx"] = WHO.get(id(mod.get("vt_ctx")), "absent")
+            got["vt_base"] = WHO.get(id(mod.get("vt_base")), "absent")
+            return got, walks["n"]
+        out = {{}}
+        out["base's C code, from the base"] = reads(base_c)
+        out["context's C code, from the base"] = reads(ctx_c)
+        with ctx:
+            out["context's C code, in the context"] = reads(ctx_c)
+            # the base's C code called by the context's thread: still the base's
+            got, _ = reads(base_c)
+            out["base's C code, in the context"] = [got, "any"]
+        out["base's C code, after"] = reads(base_c)
+        print(json.dumps(out))
+        """
+    )
+    base = {"get": "base", "dict_get": "base", "item": "base", "import_": "base",
+            "vt_ctx": "absent", "vt_base": "base"}  # fmt: skip
+    ctx = {"get": "ctx", "dict_get": "ctx", "item": "ctx", "import_": "ctx",
+           "vt_ctx": "ctx", "vt_base": "absent"}  # fmt: skip
+    want = {
+        "base's C code, from the base": [base, 0],
+        "context's C code, from the base": [ctx, 0],
+        "context's C code, in the context": [ctx, 0],
+        "base's C code, in the context": [base, "any"],
+        "base's C code, after": [base, 0],
+    }
+    wrong = {k: (r.get(k), v) for k, v in want.items() if r.get(k) != v}
+    assert not wrong, f"(got, wanted) per caller: {wrong}"

@@ -257,22 +257,27 @@ def install(thread_owner: Any) -> None:
 def context_opened(handle: int, owner: Owner) -> None:
     """Threads in the context whose handle this is read owner's table (rule 4)."""
     _fast.context(handle, owner.modules)
+    _owners.context_handle(handle, owner)
 
 
 def context_closed(handle: int) -> None:
     _fast.context(handle, None)
+    _owners.context_handle(handle, None)
 
 
-def _current_addresses() -> tuple[int, int]:
-    """The addresses of libvlcs's vlcs_current, which the C half calls, and
-    of vlcs_owner_epoch, which tells it when a thread's answer may be stale."""
+def _current_addresses() -> tuple[int, int, int]:
+    """The addresses of libvlcs's vlcs_current, which the C half calls, of
+    vlcs_owner_epoch, which tells it when a thread's answer may be stale,
+    and of vlcs_python_c_caller: the context whose C code is calling the C
+    API, if any (src/service_python.c)."""
     import ctypes
 
     from vlcs._lib import lib
 
     current = int(ctypes.cast(lib().vlcs_current, ctypes.c_void_p).value or 0)
     epoch = ctypes.addressof(ctypes.c_uint64.in_dll(lib(), "vlcs_owner_epoch"))
-    return current, epoch
+    c_caller = int(ctypes.cast(lib().vlcs_python_c_caller, ctypes.c_void_p).value or 0)
+    return current, epoch, c_caller
 
 
 def _opcodes(*names: str) -> bytes:

@@ -206,13 +206,35 @@ def acting_for(owner: Owner) -> Iterator[None]:
 
 
 def resolve(frame: Any, native: bool = True) -> Owner:
+    """Whose lookup or import it is, made with frame the innermost Python
+    frame; native: made by C code (CPython's, or an extension module's).
+
+    A context's C code calling the C API is noted by libvlcs: its context.
+    Otherwise the frames decide; where they say a context's, C code may
+    still be the base's, called from the context's code (a base object's
+    method), and the innermost extension module on the native stack says.
+    Where the frames say the base's, no stack is walked: the base's C code
+    reads at the cost of its Python code."""
     acting = _fast.acting_top()
     if acting is not None:
         return acting  # type: ignore[no-any-return]
-    if native and _objects:
-        o = _native_owner()
-        if o is not None:
-            return o
+    if not (native and _objects):
+        return _frames_owner(frame)
+    h = _c_caller_handle()
+    if h == _SOME_CONTEXT:  # a context's C code, not named: the stack says whose
+        return _native_owner() or _frames_owner(frame)
+    o = _by_handle.get(h) if h else None
+    if o is not None:
+        return o
+    o = _frames_owner(frame)
+    if o is not BASE:
+        return _native_owner() or o
+    return o
+
+
+def _frames_owner(frame: Any) -> Owner:
+    """The owner of the nearest frame of an owned module (rule 3), else the
+    thread's context (rule 4), else the base."""
     table = owner_of
     thread = None
     f = frame
@@ -258,6 +280,31 @@ def register_base_extension(module: Any) -> None:
 
 
 _stack_find: Any = None
+_c_caller: Any = None
+_by_handle: dict[int, Owner] = {}  # a context's handle -> its owner
+
+
+def context_handle(handle: int, owner: Owner | None) -> None:
+    """The context whose handle this is reads owner's table (None: forget)."""
+    if owner is None:
+        _by_handle.pop(handle, None)
+    else:
+        _by_handle[handle] = owner
+
+
+_SOME_CONTEXT = 1  # vlcs.h's VLCS_PYTHON_SOME_CONTEXT
+
+
+def _c_caller_handle() -> int:
+    """The handle of the context whose C code made the C API call this
+    thread is in (noted by libvlcs's hooks, src/service_python.c), 0 for
+    none, or _SOME_CONTEXT."""
+    global _c_caller
+    if _c_caller is None:
+        from vlcs._lib import lib
+
+        _c_caller = lib().vlcs_python_c_caller
+    return _c_caller() or 0
 
 
 def _native_owner() -> Owner | None:
