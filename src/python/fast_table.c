@@ -86,11 +86,14 @@ static inline PyThreadState *thread_state(void)
 }
 
 /* --- frames: the current one, its instruction, its globals, the one below --- */
+/* Inlined always: each is a load or two, and the reads' short path takes
+ * them all (a call saves and restores more than they cost). */
+#define FRAME_FN static inline __attribute__((always_inline))
 
 #if PY_VERSION_HEX >= 0x030B0000
 typedef _PyInterpreterFrame frame_t;
 
-static frame_t *frame_top(PyThreadState *ts)
+FRAME_FN frame_t *frame_top(PyThreadState *ts)
 {
 #if PY_VERSION_HEX >= 0x030D0000
     return ts->current_frame;
@@ -99,7 +102,7 @@ static frame_t *frame_top(PyThreadState *ts)
 #endif
 }
 
-static bool frame_complete(frame_t *f)
+FRAME_FN bool frame_complete(frame_t *f)
 {
 #if PY_VERSION_HEX >= 0x030C0000
     if (f->owner == FRAME_OWNED_BY_CSTACK)
@@ -108,10 +111,10 @@ static bool frame_complete(frame_t *f)
     return !_PyFrame_IsIncomplete(f);
 }
 
-static frame_t *frame_below(frame_t *f) { return f->previous; }
-static PyObject *frame_globals(frame_t *f) { return f->f_globals; }
+FRAME_FN frame_t *frame_below(frame_t *f) { return f->previous; }
+FRAME_FN PyObject *frame_globals(frame_t *f) { return f->f_globals; }
 
-static int frame_opcode(frame_t *f)
+FRAME_FN int frame_opcode(frame_t *f)
 {
 #if PY_VERSION_HEX >= 0x030D0000
     return f->instr_ptr->op.code;
@@ -122,12 +125,12 @@ static int frame_opcode(frame_t *f)
 #else /* 3.10: frame objects */
 typedef PyFrameObject frame_t;
 
-static frame_t *frame_top(PyThreadState *ts) { return ts->frame; }
-static bool frame_complete(frame_t *f) { return f->f_lasti >= 0; }
-static frame_t *frame_below(frame_t *f) { return f->f_back; }
-static PyObject *frame_globals(frame_t *f) { return f->f_globals; }
+FRAME_FN frame_t *frame_top(PyThreadState *ts) { return ts->frame; }
+FRAME_FN bool frame_complete(frame_t *f) { return f->f_lasti >= 0; }
+FRAME_FN frame_t *frame_below(frame_t *f) { return f->f_back; }
+FRAME_FN PyObject *frame_globals(frame_t *f) { return f->f_globals; }
 
-static int frame_opcode(frame_t *f)
+FRAME_FN int frame_opcode(frame_t *f)
 {
     const unsigned char *code = (const unsigned char *)PyBytes_AS_STRING(f->f_code->co_code);
     return code[(size_t)f->f_lasti * sizeof(_Py_CODEUNIT)];
@@ -301,9 +304,13 @@ static PyObject *str_slow_getitem, *str_slow_contains, *str_slow_get;
 static void *(*thread_context)(void); /* vlcs_current */
 static void *(*c_caller)(void); /* vlcs_python_c_caller */
 #define SOME_CONTEXT ((void *)1)     /* its VLCS_PYTHON_SOME_CONTEXT */
-static const uint64_t *owner_epoch; /* libvlcs's vlcs_owner_epoch */
+static const uint64_t no_epoch;
+static const uint64_t *owner_epoch = &no_epoch; /* libvlcs's vlcs_owner_epoch */
 static bool natives; /* contexts hold extension modules: C readers need the native stack */
-static unsigned char reads_op[256]; /* opcodes of a Python-level read of the table */
+/* Opcodes: READ_OP, a Python-level read of the table (a subscript, `in`);
+ * CALL_OP, a call (a frame on one runs: it is complete) */
+enum { READ_OP = 1, CALL_OP = 2 };
+static unsigned char op_kind[256];
 static unsigned char import_op[256]; /* opcodes of an import statement */
 
 /* What a thread acts for (rule 2): a stack of owners' tables, None for the
@@ -463,7 +470,7 @@ static __attribute__((noinline)) enum answer decide_fully(PyObject *self, PyObje
     frame_t *f = frame_current(ts);
     if (f == NULL)
         return SLOW;
-    if (!from_python_only && !reads_op[frame_opcode(f)] && natives)
+    if (!from_python_only && op_kind[frame_opcode(f)] != READ_OP && natives)
         return SLOW; /* C code's read: the native stack decides first */
     /* the thread's context, asked for only when a frame leaves it open */
     enum { UNASKED, NONE, SOME } asked = thread_context ? UNASKED : NONE;
@@ -538,16 +545,22 @@ static struct slot *owner_below(frame_t *f)
  * library's, looks further down, as in decide_fully), or by the thread's
  * context when there is none.  Gives the answer decide_fully gives, or SLOW
  * where that would ask more. */
-static inline __attribute__((always_inline)) enum answer decide_quickly(bool from_python_only, PyObject **table)
+/* What decide_by_frames is asked with. */
+struct frames_ask {
+    PyThreadState *ts;
+    frame_t *f;
+    uintptr_t g;
+    uint64_t epoch;
+    bool from_c, asked;
+};
+
+/* decide_quickly's answer where the last decision is not the answer: the
+ * C caller noted, else the frames' (see decide_quickly).  Apart, so that
+ * the reads that the last decision answers save no registers. */
+static __attribute__((noinline)) enum answer decide_by_frames(PyThreadState *ts, frame_t *f,
+                                                             uintptr_t g, uint64_t epoch,
+                                                             bool from_c, PyObject **table)
 {
-    if (threads_acting > 0)
-        return SLOW;
-    PyThreadState *ts = thread_state();
-    frame_t *f = frame_top(ts);
-    if (f == NULL || !frame_complete(f))
-        return SLOW;
-    /* C code's read (CPython's import, an extension module's C API call) */
-    bool from_c = !from_python_only && natives && !reads_op[frame_opcode(f)];
     if (from_c) {
         void *h = c_caller != NULL ? c_caller() : NULL;
         if (h == SOME_CONTEXT)
@@ -557,17 +570,6 @@ static inline __attribute__((always_inline)) enum answer decide_quickly(bool fro
             *table = c != NULL ? c->modules : NULL;
             return *table != NULL ? TABLE : STORAGE;
         }
-    }
-    uintptr_t g = (uintptr_t)frame_globals(f);
-    /* read before the context is, as context_of does: a change in between
-     * leaves an older count with the decision, which the next read redoes */
-    uint64_t epoch = owner_epoch ? __atomic_load_n(owner_epoch, __ATOMIC_ACQUIRE) : 0;
-    if (g == last_decision.globals && (uint64_t)ts->id == last_decision.thread &&
-        epoch == last_decision.epoch) {
-        *table = last_decision.table;
-        if (*table == NULL)
-            return STORAGE;
-        return from_c ? SLOW : TABLE; /* see below */
     }
     struct slot *s = map_find(&owners, g);
     if (s == NULL)
@@ -597,6 +599,55 @@ static inline __attribute__((always_inline)) enum answer decide_quickly(bool fro
      * call noted: the base's C code, called from the context's code, may
      * be the reader; the native stack decides (the Python half). */
     return from_c ? SLOW : TABLE;
+}
+
+/* decide_quickly's answer, or SLOW when it would call decide_by_frames
+ * (in_frames set) or ask more (in_frames clear). */
+static inline __attribute__((always_inline)) enum answer decide_cached(bool from_python_only,
+                                                                       PyObject **table,
+                                                                       struct frames_ask *in_frames)
+{
+    if (threads_acting > 0)
+        return SLOW;
+    PyThreadState *ts = thread_state();
+    frame_t *f = frame_top(ts);
+    if (f == NULL)
+        return SLOW;
+#if PY_VERSION_HEX >= 0x030D0000
+    /* 3.13 points an incomplete frame at its first instruction, never a
+     * read or a call: a frame on one is complete */
+    int op = frame_opcode(f);
+    if (op_kind[op] == 0 && !frame_complete(f))
+        return SLOW;
+#else
+    /* before, an incomplete frame points before its code */
+    if (!frame_complete(f))
+        return SLOW;
+    int op = frame_opcode(f);
+#endif
+    /* C code's read (CPython's import, an extension module's C API call) */
+    bool from_c = !from_python_only && natives && op_kind[op] != READ_OP;
+    uintptr_t g = (uintptr_t)frame_globals(f);
+    /* read before the context is, as context_of does: a change in between
+     * leaves an older count with the decision, which the next read redoes */
+    uint64_t epoch = __atomic_load_n(owner_epoch, __ATOMIC_ACQUIRE);
+    if (!from_c && g == last_decision.globals && (uint64_t)ts->id == last_decision.thread &&
+        epoch == last_decision.epoch) {
+        *table = last_decision.table;
+        return *table != NULL ? TABLE : STORAGE;
+    }
+    *in_frames = (struct frames_ask){ts, f, g, epoch, from_c, true};
+    return SLOW;
+}
+
+static inline __attribute__((always_inline)) enum answer decide_quickly(bool from_python_only,
+                                                                        PyObject **table)
+{
+    struct frames_ask ask = {.asked = false};
+    enum answer quick = decide_cached(from_python_only, table, &ask);
+    if (quick != SLOW || !ask.asked)
+        return quick;
+    return decide_by_frames(ask.ts, ask.f, ask.g, ask.epoch, ask.from_c, table);
 }
 
 /* Whose answer a read of name is (see decide_fully); verdict is
@@ -669,32 +720,18 @@ static __attribute__((noinline)) PyObject *subscript_owned(PyObject *self, PyObj
                                                            int verdict)
 {
     PyObject *table;
-    if (verdict == ANYWHERE) {
-        switch (decide_quickly(false, &table)) {
-        case STORAGE:
-            return dict_subscript(self, name);
-        case TABLE:
+    struct frames_ask ask;
+    switch (verdict >= 0 ? decide_cached(false, &table, &ask) : SLOW) {
+    case STORAGE:
+        return dict_subscript(self, name);
+    case TABLE:
+        if (verdict != BASE_ONLY)
             return dict_subscript(table, name);
-        default:
-            break;
-        }
-    } else if (verdict == BASE_ONLY) {
-        PyObject *found = dict_subscript(self, name);
-        if (found == NULL)
-            return NULL; /* KeyError: in no owner's table */
-        switch (decide_quickly(false, &table)) {
-        case STORAGE:
-            return found;
-        case TABLE:
-            Py_DECREF(found);
-            PyErr_SetObject(PyExc_KeyError, name);
-            return NULL;
-        default:
-            Py_DECREF(found);
-            break;
-        }
+        PyErr_SetObject(PyExc_KeyError, name); /* in no context's table */
+        return NULL;
+    default:
+        return subscript_rest(self, name, verdict);
     }
-    return subscript_rest(self, name, verdict);
 }
 
 static PyObject *table_subscript(PyObject *self, PyObject *name)
@@ -737,29 +774,15 @@ static __attribute__((noinline)) int contains_rest(PyObject *self, PyObject *nam
 static __attribute__((noinline)) int contains_owned(PyObject *self, PyObject *name, int verdict)
 {
     PyObject *table;
-    if (verdict == ANYWHERE) {
-        switch (decide_quickly(false, &table)) {
-        case STORAGE:
-            return dict_contains(self, name);
-        case TABLE:
-            return dict_contains(table, name);
-        default:
-            break;
-        }
-    } else if (verdict == BASE_ONLY) {
-        int in_storage = dict_contains(self, name);
-        if (in_storage <= 0)
-            return in_storage;
-        switch (decide_quickly(false, &table)) {
-        case STORAGE:
-            return 1;
-        case TABLE:
-            return 0;
-        default:
-            break;
-        }
+    struct frames_ask ask;
+    switch (verdict >= 0 ? decide_cached(false, &table, &ask) : SLOW) {
+    case STORAGE:
+        return dict_contains(self, name);
+    case TABLE:
+        return verdict == BASE_ONLY ? 0 : dict_contains(table, name);
+    default:
+        return contains_rest(self, name, verdict);
     }
-    return contains_rest(self, name, verdict);
 }
 
 static int table_contains(PyObject *self, PyObject *name)
@@ -806,32 +829,17 @@ static __attribute__((noinline)) PyObject *get_owned(PyObject *self, PyObject *c
                                                      Py_ssize_t nargs, int verdict)
 {
     PyObject *table;
-    if (verdict == ANYWHERE) {
-        switch (decide_quickly(true, &table)) {
-        case STORAGE:
-            return dict_get(self, args, nargs);
-        case TABLE:
-            return dict_get(table, args, nargs);
-        default:
-            break;
-        }
-    } else if (verdict == BASE_ONLY) {
-        PyObject *fallback = nargs == 2 ? args[1] : Py_None;
-        PyObject *found = dict_get(self, args, nargs);
-        if (found == NULL || found == fallback)
-            return found; /* absent for everyone, or every owner's answer */
-        switch (decide_quickly(true, &table)) {
-        case STORAGE:
-            return found;
-        case TABLE:
-            Py_DECREF(found);
-            return Py_NewRef(fallback);
-        default:
-            Py_DECREF(found);
-            break;
-        }
+    struct frames_ask ask;
+    switch (verdict >= 0 ? decide_cached(true, &table, &ask) : SLOW) {
+    case STORAGE:
+        return dict_get(self, args, nargs);
+    case TABLE:
+        if (verdict == BASE_ONLY) /* in no context's table */
+            return Py_NewRef(nargs == 2 ? args[1] : Py_None);
+        return dict_get(table, args, nargs);
+    default:
+        return get_rest(self, args, nargs, verdict);
     }
-    return get_rest(self, args, nargs, verdict);
 }
 
 static PyObject *table_get(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
@@ -1032,7 +1040,7 @@ static PyObject *fast_configure(PyObject *mod, PyObject *args)
         return NULL;
     bool ok = reads.len == 256 && imports.len == 256;
     if (ok) {
-        memcpy(reads_op, reads.buf, 256);
+        memcpy(op_kind, reads.buf, 256);
         memcpy(import_op, imports.buf, 256);
     }
     PyBuffer_Release(&reads);
@@ -1055,7 +1063,7 @@ static PyObject *fast_configure(PyObject *mod, PyObject *args)
                         "configure: vlcs_current and vlcs_owner_epoch go together");
         return NULL;
     }
-    owner_epoch = count;
+    owner_epoch = count != NULL ? count : &no_epoch;
     memset(threads_seen, 0, sizeof threads_seen);
     Py_XSETREF(shared_names, Py_NewRef(shared));
     Py_XSETREF(context_names, Py_NewRef(in_contexts));
@@ -1212,7 +1220,7 @@ static PyMethodDef fast_functions[] = {
     {"import_", (PyCFunction)(void (*)(void))door_import, METH_FASTCALL | METH_KEYWORDS,
      "__import__(name, globals=None, locals=None, fromlist=(), level=0)"},
     {"configure", fast_configure, METH_VARARGS,
-     "configure(shared, in_contexts, base, python_import, vlcs_current_address, vlcs_owner_epoch_address, vlcs_python_c_caller_address, reads_ops, import_ops)"},
+     "configure(shared, in_contexts, base, python_import, vlcs_current_address, vlcs_owner_epoch_address, vlcs_python_c_caller_address, op_kinds, import_ops)"},
     {"names_changed", fast_names_changed, METH_NOARGS,
      "The shared names or the contexts' names grew: forget the verdicts."},
     {"own", fast_own, METH_VARARGS, "own(globals, table): code with these globals is table's owner's (None: the base's)."},

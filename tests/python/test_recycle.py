@@ -317,6 +317,7 @@ def work(i):
 @needs_two
 @needs("pandas")
 @needs("sklearn", "pip install scikit-learn")
+@needs("matplotlib")
 def test_a_pool_serves_the_scientific_stack_and_the_base_is_untouched():
     plain = run_code(_STACK_WORK + "import json; print(json.dumps([work(i) for i in range(6)]))")
     r = run_code(

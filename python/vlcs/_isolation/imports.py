@@ -244,7 +244,7 @@ def install(thread_owner: Any) -> None:
             BASE,
             _import,
             *_current_addresses(),
-            _opcodes("BINARY_SUBSCR", "CONTAINS_OP"),
+            _op_kinds(),
             _opcodes("IMPORT_NAME"),
         )
         _modtable.install()
@@ -278,6 +278,14 @@ def _current_addresses() -> tuple[int, int, int]:
     epoch = ctypes.addressof(ctypes.c_uint64.in_dll(lib(), "vlcs_owner_epoch"))
     c_caller = int(ctypes.cast(lib().vlcs_python_c_caller, ctypes.c_void_p).value or 0)
     return current, epoch, c_caller
+
+
+def _op_kinds() -> bytes:
+    """A 256-byte table for the C half: 1 at a Python-level read of the
+    table (a subscript, `in`), 2 at a call (whose frame is running)."""
+    reads = _opcodes("BINARY_SUBSCR", "CONTAINS_OP")
+    calls = _opcodes("CALL", "CALL_METHOD", "CALL_FUNCTION", "PRECALL", "CALL_KW")
+    return bytes(1 if r else 2 if c else 0 for r, c in zip(reads, calls))
 
 
 def _opcodes(*names: str) -> bytes:
