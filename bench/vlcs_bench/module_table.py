@@ -39,6 +39,10 @@ _OPS = {
     "getitem": 'sys.modules["os"]',
     "import_in_function": "f_import()",
     "from_import_in_function": "f_from()",
+    # the reading module's own package, which the base and the context each
+    # imported: what a package's function-level imports of itself are
+    "import_package_in_function": "f_import_package()",
+    "from_package_import_in_function": "f_from_package()",
 }
 
 # Run in a fresh interpreter: prints {state: {op: ns}} as JSON.  The context's
@@ -66,6 +70,10 @@ def f_import():
     import os
 def f_from():
     from os import path
+def f_import_package():
+    import vlcs_bench_reads
+def f_from_package():
+    from vlcs_bench_reads import D
 D = dict(sys.modules)  # the control: an exact dict
 def measure(ops, number, repeat):
     out = {{}}
@@ -177,9 +185,15 @@ from sklearn.datasets import make_classification
 from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import GridSearchCV
 X, y = make_classification(n_samples=300, n_features=10, random_state=0)
-t = time.perf_counter()
-GridSearchCV(LogisticRegression(max_iter=200), {{"C": [0.1, 1.0, 10.0]}}, cv=3).fit(X, y)
-print(time.perf_counter() - t)
+# the first fit imports what scikit-learn imports lazily (once per owner);
+# the time is the best of the next five, the search's own cost
+best = float("inf")
+for i in range(6):
+    t = time.perf_counter()
+    GridSearchCV(LogisticRegression(max_iter=200), {{"C": [0.1, 1.0, 10.0]}}, cv=3).fit(X, y)
+    if i:
+        best = min(best, time.perf_counter() - t)
+print(best)
 {suffix}
 """
 
@@ -228,7 +242,8 @@ def reads(python: str, number: int = 20000, repeat: int = 7, rounds: int = 3) ->
 
 def grid_search(repeats: int = 3) -> dict[str, Any]:
     """One small GridSearchCV plainly and inside a context (fresh interpreters,
-    alternating); None when scikit-learn is not installed."""
+    alternating; in each, the best of five fits after a first that imports
+    lazily); an error entry when scikit-learn is not installed."""
     try:
         import sklearn  # noqa: F401
     except ImportError:

@@ -895,6 +895,163 @@ static PyObject *import_for_base(PyObject *name, PyObject *globals, PyObject *lo
 }
 
 static PyObject *long_zero;
+static PyObject *str_package, *str_path, *str_dot;
+
+/* The absolute name of an import of name at level from the module with
+ * globals, as importlib resolves it from __package__, or NULL (no error
+ * set) where that needs more (no __package__, a level past the top). */
+static PyObject *absolute_name(PyObject *name, PyObject *globals, int level)
+{
+    if (level == 0)
+        return Py_NewRef(name);
+    PyObject *package = PyDict_GetItemWithError(globals, str_package); /* borrowed */
+    if (package == NULL || !PyUnicode_CheckExact(package)) {
+        PyErr_Clear();
+        return NULL;
+    }
+    Py_ssize_t end = PyUnicode_GET_LENGTH(package);
+    for (int i = 1; i < level && end > 0; i++) {
+        Py_ssize_t dot = PyUnicode_FindChar(package, '.', 0, end, -1);
+        if (dot < 0) {
+            end = 0;
+            break;
+        }
+        end = dot;
+    }
+    if (end <= 0) {
+        PyErr_Clear();
+        return NULL;
+    }
+    PyObject *base = PyUnicode_Substring(package, 0, end);
+    if (base == NULL || PyUnicode_GET_LENGTH(name) == 0)
+        return base;
+    PyObject *dotted = PyUnicode_Concat(base, str_dot);
+    Py_DECREF(base);
+    if (dotted == NULL)
+        return NULL;
+    PyObject *full = PyUnicode_Concat(dotted, name);
+    Py_DECREF(dotted);
+    return full;
+}
+
+/* Whether obj has attribute name: 1, 0, or -1 with an error set. */
+static int has_attr(PyObject *obj, PyObject *name)
+{
+#if PY_VERSION_HEX >= 0x030D0000
+    return PyObject_HasAttrWithError(obj, name);
+#else
+    PyObject *value;
+    int found = _PyObject_LookupAttr(obj, name, &value);
+    Py_XDECREF(value);
+    return found;
+#endif
+}
+
+static PyObject *str_spec, *str_initializing;
+
+/* Whether module is being imported (its spec says so), as CPython's import
+ * asks before it hands a module out; an error counts as so (CPython's
+ * import then says what). */
+static bool initializing(PyObject *module)
+{
+    PyObject *spec, *flag;
+#if PY_VERSION_HEX >= 0x030D0000
+    int found = PyObject_GetOptionalAttr(module, str_spec, &spec);
+#else
+    int found = _PyObject_LookupAttr(module, str_spec, &spec);
+#endif
+    if (found <= 0)
+        return found < 0;
+#if PY_VERSION_HEX >= 0x030D0000
+    found = PyObject_GetOptionalAttr(spec, str_initializing, &flag);
+#else
+    found = _PyObject_LookupAttr(spec, str_initializing, &flag);
+#endif
+    Py_DECREF(spec);
+    if (found <= 0)
+        return found < 0;
+    int truth = PyObject_IsTrue(flag);
+    Py_DECREF(flag);
+    return truth != 0;
+}
+
+/* An import statement of a context's module, answered from the context's
+ * table where every module it names is there already (a function-level
+ * import, after the first): what the Python door answers then, without
+ * running it.  NULL with no error set: the door decides. */
+static PyObject *import_from_table(PyObject *table, PyObject *name, PyObject *globals,
+                                   PyObject *fromlist, int level, bool base)
+{
+    PyObject *absname = absolute_name(name, globals, level);
+    if (absname == NULL)
+        return NULL;
+    PyObject *module = NULL;
+    int verdict = level == 0 ? ANYWHERE : name_verdict(absname);
+    if (verdict == SHARED || verdict < 0) /* a shared module: the door's */
+        goto done;
+    module = PyDict_GetItemWithError(table, absname); /* borrowed; the storage's for the base */
+    if (module == NULL)
+        goto done;
+    if (base && initializing(module)) { /* CPython waits for the thread importing it */
+        module = NULL;
+        goto done;
+    }
+    int from = fromlist != NULL && fromlist != Py_None ? PyObject_IsTrue(fromlist) : 0;
+    if (from < 0) {
+        module = NULL;
+        goto done;
+    }
+    if (from) {
+        /* from module import x, ...: each x already an attribute (or module
+         * not a package), as _fromlist leaves them */
+        if (!PyTuple_CheckExact(fromlist)) {
+            module = NULL;
+            goto done;
+        }
+        int package = has_attr(module, str_path);
+        if (package < 0) {
+            module = NULL;
+            goto done;
+        }
+        for (Py_ssize_t i = 0; package && i < PyTuple_GET_SIZE(fromlist); i++) {
+            PyObject *x = PyTuple_GET_ITEM(fromlist, i);
+            int has = PyUnicode_CheckExact(x) && PyUnicode_CompareWithASCIIString(x, "*") != 0
+                          ? has_attr(module, x)
+                          : 0;
+            if (has <= 0) {
+                module = NULL;
+                goto done;
+            }
+        }
+        Py_INCREF(module);
+        goto done;
+    }
+    /* import a.b.c gives a; from . import-less forms give the package of
+     * name's first part */
+    if (level > 0 && PyUnicode_GET_LENGTH(name) == 0) {
+        Py_INCREF(module);
+        goto done;
+    }
+    Py_ssize_t first = PyUnicode_FindChar(name, '.', 0, PyUnicode_GET_LENGTH(name), 1);
+    if (first == -2) {
+        module = NULL;
+        goto done;
+    }
+    if (first < 0) {
+        Py_INCREF(module);
+        goto done;
+    }
+    Py_ssize_t cut = PyUnicode_GET_LENGTH(name) - first;
+    PyObject *head = PyUnicode_Substring(absname, 0, PyUnicode_GET_LENGTH(absname) - cut);
+    module = head ? PyDict_GetItemWithError(table, head) : NULL;
+    Py_XDECREF(head);
+    Py_XINCREF(module);
+done:
+    Py_DECREF(absname);
+    if (module == NULL)
+        PyErr_Clear(); /* the door decides, and says what is wrong */
+    return module;
+}
 
 /* builtins.__import__: shared names, and the base's import statements, go
  * straight to CPython's import; the rest to the Python door. */
@@ -945,8 +1102,21 @@ static PyObject *door_import(PyObject *mod, PyObject *const *args, Py_ssize_t na
     }
     struct slot *s = map_find(&owners, (uintptr_t)globals);
     if (s != NULL && s->modules == NULL &&
-        (s->kind == OWNED || thread_context == NULL || context_of(ts) == NULL))
+        (s->kind == OWNED || thread_context == NULL || context_of(ts) == NULL)) {
+        /* the base's: what CPython's import answers, from the storage where
+         * it holds every module named, complete; else CPython's import */
+        PyObject *module = import_from_table(PyImport_GetModuleDict(), name, globals, fromlist,
+                                             level, true);
+        if (module != NULL)
+            return module;
         return import_for_base(name, globals, locals, fromlist, level);
+    }
+    if (s != NULL && s->kind == OWNED && s->modules != NULL) {
+        /* a context's module: its table, where it has all it names */
+        PyObject *module = import_from_table(s->modules, name, globals, fromlist, level, false);
+        if (module != NULL)
+            return module;
+    }
 slow:
     return PyObject_Vectorcall(slow_import, args, (size_t)nargs, kwnames);
 }
@@ -1260,7 +1430,14 @@ PyMODINIT_FUNC PyInit__fast(void)
         if (strcmp(d->ml_name, "get") == 0 && (d->ml_flags & ~METH_COEXIST) == METH_FASTCALL)
             dict_get = (fastcall_fn)(void (*)(void))d->ml_meth;
     long_zero = PyLong_FromLong(0);
-    if (long_zero == NULL)
+    str_package = PyUnicode_InternFromString("__package__");
+    str_path = PyUnicode_InternFromString("__path__");
+    str_dot = PyUnicode_InternFromString(".");
+    str_spec = PyUnicode_InternFromString("__spec__");
+    str_initializing = PyUnicode_InternFromString("_initializing");
+    if (str_spec == NULL || str_initializing == NULL)
+        return NULL;
+    if (long_zero == NULL || str_package == NULL || str_path == NULL || str_dot == NULL)
         return NULL;
     dict_subscript = PyDict_Type.tp_as_mapping->mp_subscript;
     dict_contains = PyDict_Type.tp_as_sequence->sq_contains;

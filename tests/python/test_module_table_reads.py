@@ -344,3 +344,65 @@ def test_c_code_reads_its_owners_modules_and_the_base_never_walks_the_stack():
     }
     wrong = {k: (r.get(k), v) for k, v in want.items() if r.get(k) != v}
     assert not wrong, f"(got, wanted) per caller: {wrong}"
+
+
+def test_function_level_imports_of_a_package_are_answered_in_c_for_base_and_context():
+    # a package whose functions import from it again, absolutely and
+    # relatively, as scikit-learn's do on every call: after the first call
+    # they never reach the Python door, in the base or in a context, and
+    # each gets its owner's modules
+    r = run(
+        """
+        pkg = os.path.join(folder, "vt_pkg")
+        os.makedirs(pkg)
+        files = {
+            "__init__.py": "from . import helpers\\n",
+            "helpers.py": "Y = object()\\n",
+            "deep/__init__.py": "",
+            "deep/leaf.py": "Z = object()\\n",
+            "user.py": (
+                "def imports():\\n"
+                "    import vt_pkg\\n"
+                "    import vt_pkg.deep.leaf\\n"
+                "    from vt_pkg import helpers\\n"
+                "    from vt_pkg.helpers import Y\\n"
+                "    from . import helpers as h2\\n"
+                "    from .deep import leaf\\n"
+                "    from .deep.leaf import Z\\n"
+                "    return [vt_pkg, vt_pkg.deep.leaf, helpers, Y, h2, leaf, Z]\\n"
+            ),
+        }
+        os.makedirs(os.path.join(pkg, "deep"))
+        for rel, text in files.items():
+            with open(os.path.join(pkg, rel), "w") as f:
+                f.write(text)
+        import vt_pkg.user, vt_pkg.deep.leaf
+        import vt_pkg as b_pkg, vt_pkg.deep.leaf as b_leaf
+        with ctx:
+            import vt_pkg.user as c_user
+            import vt_pkg as c_pkg, vt_pkg.deep.leaf as c_leaf
+        assert c_pkg is not b_pkg and c_leaf is not b_leaf
+        from vlcs._isolation import imports as door
+        doors = {"n": 0}
+        load = door.load
+        def counted(owner, name):
+            doors["n"] += 1
+            return load(owner, name)
+        door.load = counted
+        def expected(p):
+            leaf = b_leaf if p is b_pkg else c_leaf
+            return [p, leaf, p.helpers, p.helpers.Y, p.helpers, leaf, leaf.Z]
+        out = {}
+        for label, user, p in (("base", vt_pkg.user, b_pkg), ("context", c_user, c_pkg)):
+            user.imports()  # the first call may import
+            doors["n"] = 0
+            got = [user.imports() for _ in range(50)][-1]
+            out[label] = [all(a is b for a, b in zip(got, expected(p))), doors["n"]]
+        with ctx:
+            doors["n"] = 0
+            got = c_user.imports()
+            out["context, in it"] = [all(a is b for a, b in zip(got, expected(c_pkg))), doors["n"]]
+        print(json.dumps(out))
+        """
+    )
+    assert r == {"base": [True, 0], "context": [True, 0], "context, in it": [True, 0]}, r
