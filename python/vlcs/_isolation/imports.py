@@ -285,7 +285,7 @@ def _op_kinds() -> bytes:
     table (a subscript, `in`), 2 at a call (whose frame is running)."""
     reads = _opcodes("BINARY_SUBSCR", "CONTAINS_OP")
     calls = _opcodes("CALL", "CALL_METHOD", "CALL_FUNCTION", "PRECALL", "CALL_KW")
-    return bytes(1 if r else 2 if c else 0 for r, c in zip(reads, calls))
+    return bytes(1 if r else 2 if c else 0 for r, c in zip(reads, calls, strict=True))
 
 
 def _opcodes(*names: str) -> bytes:
