@@ -571,7 +571,8 @@ static __attribute__((noinline)) enum answer decide_by_frames(PyThreadState *ts,
             return *table != NULL ? TABLE : STORAGE;
         }
     }
-    struct slot *s = map_find(&owners, g);
+    /* shared code (the script's) known as no one's: the frames below */
+    struct slot *s = not_owned[not_owned_slot(g)] == g ? NULL : map_find(&owners, g);
     if (s == NULL)
         s = owner_below(f);
     if (s == NULL) { /* no module of a known owner on the stack: the thread's context */
