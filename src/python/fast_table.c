@@ -1046,6 +1046,8 @@ static PyObject *import_from_table(PyObject *table, PyObject *name, PyObject *gl
     PyObject *head = PyUnicode_Substring(absname, 0, PyUnicode_GET_LENGTH(absname) - cut);
     module = head ? PyDict_GetItemWithError(table, head) : NULL;
     Py_XDECREF(head);
+    if (module != NULL && base && initializing(module))
+        module = NULL; /* import a.b of a being imported: CPython waits for a too */
     Py_XINCREF(module);
 done:
     Py_DECREF(absname);

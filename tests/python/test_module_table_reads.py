@@ -406,3 +406,44 @@ def test_function_level_imports_of_a_package_are_answered_in_c_for_base_and_cont
         """
     )
     assert r == {"base": [True, 0], "context": [True, 0], "context, in it": [True, 0]}, r
+
+
+def test_a_base_import_of_a_module_another_thread_is_importing_waits_for_it():
+    # CPython's import hands out a module another thread is still executing
+    # only once it is complete; the C door's answers from the storage must
+    # too (a function-level import in a base module, contexts alive)
+    r = run(
+        """
+        for name, text in {
+            "vt_gate": "import threading\\nstarted = threading.Event()\\nrelease = threading.Event()\\n",
+            "vt_slow": "import vt_gate\\nvt_gate.started.set()\\nvt_gate.release.wait()\\nDONE = True\\n",
+            "vt_user": "def get():\\n    import vt_slow\\n    return vt_slow.DONE\\n",
+        }.items():
+            with open(os.path.join(folder, name + ".py"), "w") as f:
+                f.write(text)
+        import time, vt_gate, vt_user  # vt_user: a base module, imported with a context alive
+        importer = threading.Thread(target=lambda: __import__("vt_slow"))
+        importer.start()
+        vt_gate.started.wait()
+        box = {}
+        def reader():
+            try:
+                box["got"] = vt_user.get()
+            except Exception as e:
+                box["got"] = repr(e)
+        t = threading.Thread(target=reader)
+        t.start()
+        # until the reader waits in importlib's module lock, or has answered
+        deadline = time.monotonic() + 60
+        waiting = False
+        while t.is_alive() and time.monotonic() < deadline and not waiting:
+            f = sys._current_frames().get(t.ident)
+            while f is not None and not waiting:
+                waiting = f.f_code.co_filename.endswith("_bootstrap>") or "importlib" in f.f_code.co_filename
+                f = f.f_back
+        vt_gate.release.set()
+        importer.join(); t.join()
+        print(json.dumps({"waited": waiting, "got": box.get("got")}))
+        """
+    )
+    assert r == {"waited": True, "got": True}, r
