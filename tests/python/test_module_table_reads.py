@@ -414,11 +414,14 @@ def test_a_base_import_of_a_module_another_thread_is_importing_waits_for_it():
     # too (a function-level import in a base module, contexts alive)
     r = run(
         """
-        for name, text in {
-            "vt_gate": "import threading\\nstarted = threading.Event()\\nrelease = threading.Event()\\n",
-            "vt_slow": "import vt_gate\\nvt_gate.started.set()\\nvt_gate.release.wait()\\nDONE = True\\n",
-            "vt_user": "def get():\\n    import vt_slow\\n    return vt_slow.DONE\\n",
+        for name, lines in {
+            "vt_gate": ["import threading", "started = threading.Event()",
+                        "release = threading.Event()"],
+            "vt_slow": ["import vt_gate", "vt_gate.started.set()", "vt_gate.release.wait()",
+                        "DONE = True"],
+            "vt_user": ["def get():", "    import vt_slow", "    return vt_slow.DONE"],
         }.items():
+            text = "\\n".join(lines) + "\\n"
             with open(os.path.join(folder, name + ".py"), "w") as f:
                 f.write(text)
         import time, vt_gate, vt_user  # vt_user: a base module, imported with a context alive
@@ -439,7 +442,7 @@ def test_a_base_import_of_a_module_another_thread_is_importing_waits_for_it():
         while t.is_alive() and time.monotonic() < deadline and not waiting:
             f = sys._current_frames().get(t.ident)
             while f is not None and not waiting:
-                waiting = f.f_code.co_filename.endswith("_bootstrap>") or "importlib" in f.f_code.co_filename
+                waiting = "importlib" in f.f_code.co_filename  # <frozen importlib._bootstrap>
                 f = f.f_back
         vt_gate.release.set()
         importer.join(); t.join()
