@@ -185,6 +185,8 @@ def test_bench_imports_counts_instructions_with_callgrind():
     assert set(counted["ops"]) == set(_OPS)
     for op, r in counted["ops"].items():
         # a read costs tens to thousands of instructions; a broken count
-        # (a dump taken for the wrong eval) gives 0, negative or absurd ratios
+        # (a dump taken for the wrong eval) gives 0, negative or absurd
+        # ratios.  A context's import of its own package skips CPython's
+        # import machinery: 0.6-0.75x plain.
         assert 50 < r["plain"] < 100_000, (op, r)
-        assert 0.8 < r["base_ratio"] < 3 and 0.8 < r["context_ratio"] < 3, (op, r)
+        assert 0.5 < r["base_ratio"] < 3 and 0.5 < r["context_ratio"] < 3, (op, r)
