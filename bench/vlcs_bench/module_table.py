@@ -43,6 +43,8 @@ _OPS = {
     # imported: what a package's function-level imports of itself are
     "import_package_in_function": "f_import_package()",
     "from_package_import_in_function": "f_from_package()",
+    # the script's own code (__main__, shared like the standard library)
+    "script_contains_package": '"vlcs_bench_reads" in sys.modules',
 }
 
 # Run in a fresh interpreter: prints {state: {op: ns}} as JSON.  The context's
@@ -78,17 +80,18 @@ D = dict(sys.modules)  # the control: an exact dict
 def measure(ops, number, repeat):
     out = {{}}
     for name, stmt in ops.items():
-        # the statement runs with this module's globals: the module's own read
-        g = globals()
+        # the statement runs with this module's globals: the module's own
+        # read; script_* with the script's (__main__'s)
+        g = vars(sys.modules["__main__"]) if name.startswith("script_") else globals()
         op = ctl = float("inf")
         for _ in range(repeat):
             op = min(op, timeit.timeit(stmt, globals=g, number=number))
-            ctl = min(ctl, timeit.timeit('D.get("os")', globals=g, number=number))
+            ctl = min(ctl, timeit.timeit('D.get("os")', globals=globals(), number=number))
         out[name] = (op / number * 1e9, ctl / number * 1e9)
     return out
 def count(ops, n):
-    g = globals()
-    for stmt in ops.values():
+    for name, stmt in ops.items():
+        g = vars(sys.modules["__main__"]) if name.startswith("script_") else globals()
         for body in (stmt, "pass"):
             eval(compile("for _ in range(%d):\\n    %s\\n" % (n, body), "<read>", "exec"), g)
 """

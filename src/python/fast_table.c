@@ -571,6 +571,37 @@ static __attribute__((noinline)) enum answer decide_by_frames(PyThreadState *ts,
             return *table != NULL ? TABLE : STORAGE;
         }
     }
+    if (!from_c && not_owned[not_owned_slot(g)] == g) {
+        /* Shared code (the script's, the standard library's): the nearest
+         * frame below of a module whose owner is known decides, else the
+         * thread's context; the walk below (owner_below) where the
+         * thread's context is not known for this count */
+        size_t i = (size_t)ts->id & (THREADS_SEEN - 1);
+        bool known = thread_context != NULL && threads_seen[i].id == ts->id &&
+                     threads_seen[i].epoch == epoch;
+        struct slot *o = NULL;
+        for (frame_t *b = frame_below(f); b != NULL && o == NULL; b = frame_below(b)) {
+            if (!frame_complete(b))
+                continue;
+            uintptr_t bg = (uintptr_t)frame_globals(b);
+            if (not_owned[not_owned_slot(bg)] == bg)
+                continue;
+            o = map_find(&owners, bg);
+            if (o == NULL)
+                not_owned[not_owned_slot(bg)] = bg;
+        }
+        if (o != NULL && o->kind == OWNED) {
+            *table = o->modules;
+            return *table != NULL ? TABLE : STORAGE;
+        }
+        if (known && threads_seen[i].ctx == NULL)
+            return STORAGE; /* a base module, or none, on a thread in no context */
+        if (known && o == NULL) {
+            struct slot *c = map_find(&contexts, (uintptr_t)threads_seen[i].ctx);
+            *table = c != NULL ? c->modules : NULL; /* a context Python does not know: the base's */
+            return *table != NULL ? TABLE : STORAGE;
+        }
+    }
     /* shared code (the script's) known as no one's: the frames below */
     struct slot *s = not_owned[not_owned_slot(g)] == g ? NULL : map_find(&owners, g);
     if (s == NULL)
