@@ -112,6 +112,17 @@ FRAME_FN bool frame_complete(frame_t *f)
 }
 
 FRAME_FN frame_t *frame_below(frame_t *f) { return f->previous; }
+
+/* The entry frame of a call from C into Python (3.12+), on the C stack. */
+FRAME_FN bool frame_of_c_call(frame_t *f)
+{
+#if PY_VERSION_HEX >= 0x030C0000
+    return f->owner == FRAME_OWNED_BY_CSTACK;
+#else
+    (void)f;
+    return false;
+#endif
+}
 FRAME_FN PyObject *frame_globals(frame_t *f) { return f->f_globals; }
 
 FRAME_FN int frame_opcode(frame_t *f)
@@ -128,6 +139,11 @@ typedef PyFrameObject frame_t;
 FRAME_FN frame_t *frame_top(PyThreadState *ts) { return ts->frame; }
 FRAME_FN bool frame_complete(frame_t *f) { return f->f_lasti >= 0; }
 FRAME_FN frame_t *frame_below(frame_t *f) { return f->f_back; }
+FRAME_FN bool frame_of_c_call(frame_t *f)
+{
+    (void)f;
+    return false;
+}
 FRAME_FN PyObject *frame_globals(frame_t *f) { return f->f_globals; }
 
 FRAME_FN int frame_opcode(frame_t *f)
@@ -188,10 +204,29 @@ static struct {
     PyObject *table;
 } last_decision;
 
+/* The last decision made for shared code (the script's, the standard
+ * library's) by the frames below it: the chain from the reader's frame down
+ * to the frame that decided, or to the bottom where the thread's context
+ * did, each frame by address and globals.  The same chain read again by
+ * the same thread while no thread's context changed gives the same answer,
+ * which the walk would find through the same globals in the same order. */
+#define CHAIN 8
+static struct {
+    uintptr_t globals; /* the reader's; 0: nothing kept */
+    const void *top;
+    uint64_t thread, epoch;
+    int n; /* frames below top in the chain */
+    const void *frames[CHAIN];
+    uintptr_t globals_of[CHAIN];
+    bool to_bottom; /* the chain ends there: the thread's context decided */
+    PyObject *table; /* borrowed from the maps */
+} last_chain;
+
 static void map_changed(void)
 {
     last_map = NULL;
     last_decision.globals = 0;
+    last_chain.globals = 0;
 }
 
 static inline struct slot *map_find(const struct map *m, uintptr_t key)
@@ -580,9 +615,21 @@ static __attribute__((noinline)) enum answer decide_by_frames(PyThreadState *ts,
         bool known = thread_context != NULL && threads_seen[i].id == ts->id &&
                      threads_seen[i].epoch == epoch;
         struct slot *o = NULL;
+        int n = 0;
+        bool keep = true; /* the chain is short and of complete frames */
         for (frame_t *b = frame_below(f); b != NULL && o == NULL; b = frame_below(b)) {
-            if (!frame_complete(b))
+            bool complete = frame_complete(b);
+            if (n < CHAIN) {
+                last_chain.frames[n] = b;
+                /* a C call's entry frame (its globals unset) is kept by
+                 * address alone: no Python frame lies on the C stack */
+                last_chain.globals_of[n] = complete ? (uintptr_t)frame_globals(b) : 0;
+            }
+            n++;
+            if (!complete) {
+                keep = keep && frame_of_c_call(b);
                 continue;
+            }
             uintptr_t bg = (uintptr_t)frame_globals(b);
             if (not_owned[not_owned_slot(bg)] == bg)
                 continue;
@@ -590,17 +637,30 @@ static __attribute__((noinline)) enum answer decide_by_frames(PyThreadState *ts,
             if (o == NULL)
                 not_owned[not_owned_slot(bg)] = bg;
         }
+        enum answer answer = SLOW;
         if (o != NULL && o->kind == OWNED) {
             *table = o->modules;
-            return *table != NULL ? TABLE : STORAGE;
-        }
-        if (known && threads_seen[i].ctx == NULL)
-            return STORAGE; /* a base module, or none, on a thread in no context */
-        if (known && o == NULL) {
+            answer = *table != NULL ? TABLE : STORAGE;
+        } else if (known && threads_seen[i].ctx == NULL) {
+            *table = NULL; /* a base module, or none, on a thread in no context */
+            answer = STORAGE;
+        } else if (known && o == NULL) {
             struct slot *c = map_find(&contexts, (uintptr_t)threads_seen[i].ctx);
             *table = c != NULL ? c->modules : NULL; /* a context Python does not know: the base's */
-            return *table != NULL ? TABLE : STORAGE;
+            answer = *table != NULL ? TABLE : STORAGE;
         }
+        last_chain.globals = 0;
+        if (answer != SLOW && keep && n <= CHAIN) {
+            last_chain.top = f;
+            last_chain.thread = (uint64_t)ts->id;
+            last_chain.epoch = epoch;
+            last_chain.n = n;
+            last_chain.to_bottom = o == NULL;
+            last_chain.table = *table;
+            last_chain.globals = g;
+        }
+        if (answer != SLOW)
+            return answer;
     }
     /* shared code (the script's) known as no one's: the frames below */
     struct slot *s = not_owned[not_owned_slot(g)] == g ? NULL : map_find(&owners, g);
@@ -667,6 +727,23 @@ static inline __attribute__((always_inline)) enum answer decide_cached(bool from
         epoch == last_decision.epoch) {
         *table = last_decision.table;
         return *table != NULL ? TABLE : STORAGE;
+    }
+    if (!from_c && g == last_chain.globals && (const void *)f == last_chain.top &&
+        (uint64_t)ts->id == last_chain.thread && epoch == last_chain.epoch) {
+        frame_t *b = f;
+        int k = 0;
+        while (k < last_chain.n) {
+            b = frame_below(b);
+            if ((const void *)b != last_chain.frames[k] ||
+                (last_chain.globals_of[k] != 0 &&
+                 (uintptr_t)frame_globals(b) != last_chain.globals_of[k]))
+                break;
+            k++;
+        }
+        if (k == last_chain.n && (!last_chain.to_bottom || frame_below(b) == NULL)) {
+            *table = last_chain.table;
+            return *table != NULL ? TABLE : STORAGE;
+        }
     }
     *in_frames = (struct frames_ask){ts, f, g, epoch, from_c, true};
     return SLOW;
