@@ -554,22 +554,38 @@ static inline int verdict_known(PyObject *name)
 }
 
 /* The owner's entry of the nearest frame below f (whose globals are no
- * one's) that has one, or NULL. */
-static struct slot *owner_below(frame_t *f)
+ * one's) that has one, or NULL.  The frames it walks are written into
+ * last_chain (*walked of them; *keep: each complete, or a C call's entry
+ * frame, whose globals are unset and which is kept by address alone, as no
+ * Python frame lies on the C stack); decide_by_frames keeps the chain. */
+static struct slot *owner_below(frame_t *f, int *walked, bool *keep)
 {
     not_owned[not_owned_slot((uintptr_t)frame_globals(f))] = (uintptr_t)frame_globals(f);
-    for (f = frame_below(f); f != NULL; f = frame_below(f)) {
-        if (!frame_complete(f))
+    last_chain.globals = 0; /* its frames are written over */
+    int n = 0;
+    bool ok = true;
+    struct slot *s = NULL;
+    for (f = frame_below(f); f != NULL && s == NULL; f = frame_below(f)) {
+        bool complete = frame_complete(f);
+        if (n < CHAIN) {
+            last_chain.frames[n] = f;
+            last_chain.globals_of[n] = complete ? (uintptr_t)frame_globals(f) : 0;
+        }
+        n++;
+        if (!complete) {
+            ok = ok && frame_of_c_call(f);
             continue;
+        }
         uintptr_t g = (uintptr_t)frame_globals(f);
         if (not_owned[not_owned_slot(g)] == g)
             continue;
-        struct slot *s = map_find(&owners, g);
-        if (s != NULL)
-            return s;
-        not_owned[not_owned_slot(g)] = g;
+        s = map_find(&owners, g);
+        if (s == NULL)
+            not_owned[not_owned_slot(g)] = g;
     }
-    return NULL;
+    *walked = n;
+    *keep = ok && n <= CHAIN;
+    return s;
 }
 
 /* The reads the base makes most, answered in a few dozen instructions (the
@@ -606,91 +622,44 @@ static __attribute__((noinline)) enum answer decide_by_frames(PyThreadState *ts,
             return *table != NULL ? TABLE : STORAGE;
         }
     }
-    if (!from_c && not_owned[not_owned_slot(g)] == g) {
-        /* Shared code (the script's, the standard library's): the nearest
-         * frame below of a module whose owner is known decides, else the
-         * thread's context; the walk below (owner_below) where the
-         * thread's context is not known for this count */
-        size_t i = (size_t)ts->id & (THREADS_SEEN - 1);
-        bool known = thread_context != NULL && threads_seen[i].id == ts->id &&
-                     threads_seen[i].epoch == epoch;
-        struct slot *o = NULL;
-        int n = 0;
-        bool keep = true; /* the chain is short and of complete frames */
-        for (frame_t *b = frame_below(f); b != NULL && o == NULL; b = frame_below(b)) {
-            bool complete = frame_complete(b);
-            if (n < CHAIN) {
-                last_chain.frames[n] = b;
-                /* a C call's entry frame (its globals unset) is kept by
-                 * address alone: no Python frame lies on the C stack */
-                last_chain.globals_of[n] = complete ? (uintptr_t)frame_globals(b) : 0;
-            }
-            n++;
-            if (!complete) {
-                keep = keep && frame_of_c_call(b);
-                continue;
-            }
-            uintptr_t bg = (uintptr_t)frame_globals(b);
-            if (not_owned[not_owned_slot(bg)] == bg)
-                continue;
-            o = map_find(&owners, bg);
-            if (o == NULL)
-                not_owned[not_owned_slot(bg)] = bg;
-        }
-        enum answer answer = SLOW;
-        if (o != NULL && o->kind == OWNED) {
-            *table = o->modules;
-            answer = *table != NULL ? TABLE : STORAGE;
-        } else if (known && threads_seen[i].ctx == NULL) {
-            *table = NULL; /* a base module, or none, on a thread in no context */
-            answer = STORAGE;
-        } else if (known && o == NULL) {
-            struct slot *c = map_find(&contexts, (uintptr_t)threads_seen[i].ctx);
-            *table = c != NULL ? c->modules : NULL; /* a context Python does not know: the base's */
-            answer = *table != NULL ? TABLE : STORAGE;
-        }
-        last_chain.globals = 0;
-        if (answer != SLOW && keep && n <= CHAIN) {
-            last_chain.top = f;
-            last_chain.thread = (uint64_t)ts->id;
-            last_chain.epoch = epoch;
-            last_chain.n = n;
-            last_chain.to_bottom = o == NULL;
-            last_chain.table = *table;
-            last_chain.globals = g;
-        }
-        if (answer != SLOW)
-            return answer;
-    }
     /* shared code (the script's) known as no one's: the frames below */
     struct slot *s = not_owned[not_owned_slot(g)] == g ? NULL : map_find(&owners, g);
-    if (s == NULL)
-        s = owner_below(f);
+    int walked = 0;
+    bool below = s == NULL, keep = false;
+    if (below)
+        s = owner_below(f, &walked, &keep);
     if (s == NULL) { /* no module of a known owner on the stack: the thread's context */
         if (thread_context == NULL)
             return SLOW;
         void *ctx = context_of(ts);
-        s = ctx != NULL ? map_find(&contexts, (uintptr_t)ctx) : NULL;
-        *table = s != NULL ? s->modules : NULL; /* a context Python does not know: the base's */
-        if (*table == NULL)
-            return STORAGE;
-        return from_c ? SLOW : TABLE;
+        struct slot *c = ctx != NULL ? map_find(&contexts, (uintptr_t)ctx) : NULL;
+        *table = c != NULL ? c->modules : NULL; /* a context Python does not know: the base's */
+    } else {
+        if (s->kind == BASE_MODULE && (thread_context == NULL || context_of(ts) != NULL))
+            return SLOW; /* a base module's code on a context's thread: the frames below decide */
+        if (!below) { /* decided by the reading code's own module */
+            last_decision.globals = g;
+            last_decision.thread = (uint64_t)ts->id;
+            last_decision.epoch = epoch;
+            last_decision.table = s->modules;
+        }
+        *table = s->modules;
     }
-    if (s->kind == BASE_MODULE && (thread_context == NULL || context_of(ts) != NULL))
-        return SLOW; /* a base module's code on a context's thread: the frames below decide */
-    if (s->key == g) { /* decided by the reading code's own module */
-        last_decision.globals = g;
-        last_decision.thread = (uint64_t)ts->id;
-        last_decision.epoch = epoch;
-        last_decision.table = s->modules;
-    }
-    *table = s->modules;
-    if (s->modules == NULL)
-        return STORAGE;
     /* The frames say a context's, and C code reads without a context's
      * call noted: the base's C code, called from the context's code, may
      * be the reader; the native stack decides (the Python half). */
-    return from_c ? SLOW : TABLE;
+    if (*table != NULL && from_c)
+        return SLOW;
+    if (below && keep && !from_c) { /* decided by the frames below: keep the chain */
+        last_chain.top = f;
+        last_chain.thread = (uint64_t)ts->id;
+        last_chain.epoch = epoch;
+        last_chain.n = walked;
+        last_chain.to_bottom = s == NULL;
+        last_chain.table = *table;
+        last_chain.globals = g;
+    }
+    return *table != NULL ? TABLE : STORAGE;
 }
 
 /* decide_quickly's answer, or SLOW when it would call decide_by_frames
@@ -1043,17 +1012,23 @@ static PyObject *absolute_name(PyObject *name, PyObject *globals, int level)
     return full;
 }
 
+/* obj's attribute name in *value: 1, 0 (absent, no error), or -1. */
+static int optional_attr(PyObject *obj, PyObject *name, PyObject **value)
+{
+#if PY_VERSION_HEX >= 0x030D0000
+    return PyObject_GetOptionalAttr(obj, name, value);
+#else
+    return _PyObject_LookupAttr(obj, name, value);
+#endif
+}
+
 /* Whether obj has attribute name: 1, 0, or -1 with an error set. */
 static int has_attr(PyObject *obj, PyObject *name)
 {
-#if PY_VERSION_HEX >= 0x030D0000
-    return PyObject_HasAttrWithError(obj, name);
-#else
     PyObject *value;
-    int found = _PyObject_LookupAttr(obj, name, &value);
+    int found = optional_attr(obj, name, &value);
     Py_XDECREF(value);
     return found;
-#endif
 }
 
 static PyObject *str_spec, *str_initializing;
@@ -1064,18 +1039,10 @@ static PyObject *str_spec, *str_initializing;
 static bool initializing(PyObject *module)
 {
     PyObject *spec, *flag;
-#if PY_VERSION_HEX >= 0x030D0000
-    int found = PyObject_GetOptionalAttr(module, str_spec, &spec);
-#else
-    int found = _PyObject_LookupAttr(module, str_spec, &spec);
-#endif
+    int found = optional_attr(module, str_spec, &spec);
     if (found <= 0)
         return found < 0;
-#if PY_VERSION_HEX >= 0x030D0000
-    found = PyObject_GetOptionalAttr(spec, str_initializing, &flag);
-#else
-    found = _PyObject_LookupAttr(spec, str_initializing, &flag);
-#endif
+    found = optional_attr(spec, str_initializing, &flag);
     Py_DECREF(spec);
     if (found <= 0)
         return found < 0;
@@ -1546,9 +1513,8 @@ PyMODINIT_FUNC PyInit__fast(void)
     str_dot = PyUnicode_InternFromString(".");
     str_spec = PyUnicode_InternFromString("__spec__");
     str_initializing = PyUnicode_InternFromString("_initializing");
-    if (str_spec == NULL || str_initializing == NULL)
-        return NULL;
-    if (long_zero == NULL || str_package == NULL || str_path == NULL || str_dot == NULL)
+    if (long_zero == NULL || str_package == NULL || str_path == NULL || str_dot == NULL ||
+        str_spec == NULL || str_initializing == NULL)
         return NULL;
     dict_subscript = PyDict_Type.tp_as_mapping->mp_subscript;
     dict_contains = PyDict_Type.tp_as_sequence->sq_contains;
