@@ -153,6 +153,15 @@ static vlcs_ctx *caller_handle(const void *ret)
     } while (0)
 #define HOOK static __attribute__((noinline))
 
+/* return call: on the module table (d) with the hook's caller noted, on
+ * any other object as it is. */
+#define ON_TABLE_AS_CALLER(type, call)                                                             \
+    do {                                                                                           \
+        if (!is_table(d))                                                                          \
+            return call;                                                                           \
+        AS_CALLER(type, call);                                                                     \
+    } while (0)
+
 static struct py_api {
     obj (*get)(obj, obj);          /* PyObject_GetItem */
     int (*set)(obj, obj, obj);     /* PyObject_SetItem */
@@ -318,79 +327,57 @@ HOOK int hook_del_item_string(obj d, const char *key)
 /* The generic calls, on the table (on anything else: the real ones). */
 HOOK obj hook_object_get_item(obj d, obj key)
 {
-    if (!is_table(d))
-        return real.object_get_item(d, key);
-    AS_CALLER(obj, real.object_get_item(d, key));
+    ON_TABLE_AS_CALLER(obj, real.object_get_item(d, key));
 }
 
 HOOK int hook_object_set_item(obj d, obj key, obj item)
 {
-    if (!is_table(d))
-        return real.object_set_item(d, key, item);
-    AS_CALLER(int, real.object_set_item(d, key, item));
+    ON_TABLE_AS_CALLER(int, real.object_set_item(d, key, item));
 }
 
 HOOK int hook_object_del_item(obj d, obj key)
 {
-    if (!is_table(d))
-        return real.object_del_item(d, key);
-    AS_CALLER(int, real.object_del_item(d, key));
+    ON_TABLE_AS_CALLER(int, real.object_del_item(d, key));
 }
 
 HOOK int hook_sequence_contains(obj d, obj key)
 {
-    if (!is_table(d))
-        return real.sequence_contains(d, key);
-    AS_CALLER(int, real.sequence_contains(d, key));
+    ON_TABLE_AS_CALLER(int, real.sequence_contains(d, key));
 }
 
 HOOK obj hook_mapping_get_item_string(obj d, const char *key)
 {
-    if (!is_table(d))
-        return real.mapping_get_item_string(d, key);
-    AS_CALLER(obj, real.mapping_get_item_string(d, key));
+    ON_TABLE_AS_CALLER(obj, real.mapping_get_item_string(d, key));
 }
 
 HOOK int hook_mapping_has_key(obj d, obj key)
 {
-    if (!is_table(d))
-        return real.mapping_has_key(d, key);
-    AS_CALLER(int, real.mapping_has_key(d, key));
+    ON_TABLE_AS_CALLER(int, real.mapping_has_key(d, key));
 }
 
 HOOK int hook_mapping_has_key_string(obj d, const char *key)
 {
-    if (!is_table(d))
-        return real.mapping_has_key_string(d, key);
-    AS_CALLER(int, real.mapping_has_key_string(d, key));
+    ON_TABLE_AS_CALLER(int, real.mapping_has_key_string(d, key));
 }
 
 HOOK int hook_mapping_get_optional_item(obj d, obj key, obj *result)
 {
-    if (!is_table(d))
-        return real.mapping_get_optional_item(d, key, result);
-    AS_CALLER(int, real.mapping_get_optional_item(d, key, result));
+    ON_TABLE_AS_CALLER(int, real.mapping_get_optional_item(d, key, result));
 }
 
 HOOK int hook_mapping_get_optional_item_string(obj d, const char *key, obj *result)
 {
-    if (!is_table(d))
-        return real.mapping_get_optional_item_string(d, key, result);
-    AS_CALLER(int, real.mapping_get_optional_item_string(d, key, result));
+    ON_TABLE_AS_CALLER(int, real.mapping_get_optional_item_string(d, key, result));
 }
 
 HOOK int hook_mapping_has_key_with_error(obj d, obj key)
 {
-    if (!is_table(d))
-        return real.mapping_has_key_with_error(d, key);
-    AS_CALLER(int, real.mapping_has_key_with_error(d, key));
+    ON_TABLE_AS_CALLER(int, real.mapping_has_key_with_error(d, key));
 }
 
 HOOK int hook_mapping_has_key_string_with_error(obj d, const char *key)
 {
-    if (!is_table(d))
-        return real.mapping_has_key_string_with_error(d, key);
-    AS_CALLER(int, real.mapping_has_key_string_with_error(d, key));
+    ON_TABLE_AS_CALLER(int, real.mapping_has_key_string_with_error(d, key));
 }
 
 /* Imports, and the module table's reads inside CPython's import functions. */
