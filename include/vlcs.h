@@ -416,6 +416,23 @@ VLCS_API void *vlcs_ctx_sym(void *lib, const char *symbol);
 VLCS_API int vlcs_service_add(const char *path_or_soname);
 
 /**
+ * Make the program's own exported symbols a service under `soname`, for a
+ * program that carries a library inside itself.  A CPython whose executable
+ * links libpython statically (Debian's and Ubuntu's python3, conda's,
+ * uv's) exports the C API that extension modules bind to; contexts get a
+ * forwarder named libpython3.X.so.1.0 that points into the executable, and
+ * no second libpython is ever loaded.  Only symbols whose names begin with
+ * one of `prefixes` (comma-separated, "Py,_Py"; NULL: every symbol) are
+ * forwarded, so that what the executable holds of the C library by copy
+ * relocation (stdout, environ) stays each context's own.
+ *
+ * @return 0 (also when it was added before), or -1 with vlcs_error() set:
+ *         VLCS_E_INVALID (an empty soname, one with a '/', prefixes naming
+ *         nothing), VLCS_E_NOT_FOUND (the program exports no such symbol).
+ */
+VLCS_API int vlcs_service_add_program(const char *soname, const char *prefixes);
+
+/**
  * The calling thread joins context c: it runs on c's CPUs until the matching
  * vlcs_leave().  Enters nest (up to 64 deep); entering a context the thread
  * is already in is allowed.

@@ -181,10 +181,29 @@ static size_t dynsym_count(const ElfW(Dyn) *dyn)
     return last + 1;
 }
 
+/* Whether name begins with one of the comma-separated prefixes (all names
+ * when prefixes is NULL). */
+static bool name_wanted(const char *name, const char *prefixes)
+{
+    if (prefixes == NULL)
+        return true;
+    for (const char *p = prefixes; *p;) {
+        size_t len = strcspn(p, ",");
+        if (len > 0 && strncmp(name, p, len) == 0)
+            return true;
+        p += len;
+        if (*p == ',')
+            p++;
+    }
+    return false;
+}
+
 /* A forwarder for `handle` (loaded in the base), as an open memfd. */
-int forwarder_create(void *handle, const struct fwd_override *ov, size_t nov, char *soname_out,
+int forwarder_create(void *handle, const struct fwd_spec *spec, char *soname_out,
                      size_t soname_size, char *err, size_t errsize)
 {
+    const struct fwd_override *ov = spec->ov;
+    size_t nov = spec->nov;
     struct link_map *lm = NULL;
     if (dlinfo(handle, RTLD_DI_LINKMAP, &lm) != 0 || lm == NULL) {
         snprintf(err, errsize, "cannot inspect the library: %s", dlerror());
@@ -208,7 +227,9 @@ int forwarder_create(void *handle, const struct fwd_override *ov, size_t nov, ch
         snprintf(err, errsize, "it has no dynamic symbol table");
         return -VLCS_E_INVALID;
     }
-    if (have_soname)
+    if (spec->soname != NULL)
+        soname = spec->soname;
+    else if (have_soname)
         soname = strtab + soname_off;
     else {
         snprintf(err, errsize, "it has no soname, so dependants could not find a stand-in");
@@ -231,6 +252,8 @@ int forwarder_create(void *handle, const struct fwd_override *ov, size_t nov, ch
         if (type != STT_FUNC && type != STT_OBJECT && type != STT_GNU_IFUNC && type != STT_NOTYPE)
             continue;
         const char *name = strtab + s->st_name;
+        if (!name_wanted(name, spec->prefixes))
+            continue;
         /* Data: the copy the program uses (a copy relocation may have moved
          * it into the executable).  Functions: the library's own, resolved
          * (an IFUNC's value is its resolver). */
@@ -249,6 +272,11 @@ int forwarder_create(void *handle, const struct fwd_override *ov, size_t nov, ch
                 addr = ov[j].addr;
         syms[n++] = (struct fwd_sym){name, (uintptr_t)addr,
                                      type == STT_OBJECT ? STT_OBJECT : STT_FUNC, s->st_size};
+    }
+    if (n == 0 && spec->prefixes != NULL) {
+        free(syms);
+        snprintf(err, errsize, "it exports no symbol whose name begins with %s", spec->prefixes);
+        return -VLCS_E_NOT_FOUND;
     }
     size_t size = 0;
     unsigned char *img = build(soname, syms, n, NULL, 0, &size);

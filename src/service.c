@@ -114,24 +114,13 @@ int services_root(int *fd_out, char *err, size_t errsize)
     return code;
 }
 
-/* Every step is undone, in reverse order, by the labels at the end; the
- * service becomes visible (listed for new namespaces) only once nothing can
- * fail any more. */
-VLCS_API int vlcs_service_add(const char *library)
+/* h, a handle of the base's, becomes a service whose forwarder is made as
+ * spec says (spec->ov is filled here); `shown` names it in messages.  Takes
+ * over h: closed again unless the service keeps it.  Every step is undone,
+ * in reverse order, by the labels at the end; the service becomes visible
+ * (listed for new namespaces) only once nothing can fail any more. */
+static int service_add(void *h, const char *shown, struct fwd_spec spec)
 {
-    if (vlcs_init() != 0)
-        return -1;
-    if (library == NULL || *library == '\0') {
-        set_error(VLCS_E_INVALID, "Error adding a service library: the library name is empty");
-        return -1;
-    }
-    dlerror();
-    void *h = dlopen(library, RTLD_NOW | RTLD_GLOBAL);
-    if (h == NULL) {
-        const char *e = dlerror();
-        set_error(dl_errcode(e), "Error adding service library %s: %s", library, e);
-        return -1;
-    }
     pthread_rwlock_wrlock(&services_lock);
     struct service **tail = &services;
     for (; *tail; tail = &(*tail)->next)
@@ -153,8 +142,9 @@ VLCS_API int vlcs_service_add(const char *library)
     }
     s->handle = h;
     struct fwd_override ov[48];
-    size_t nov = hooks_overrides(h, ov, sizeof ov / sizeof ov[0]);
-    s->fd = forwarder_create(h, ov, nov, s->soname, sizeof s->soname, why, sizeof why);
+    spec.ov = ov;
+    spec.nov = hooks_overrides(h, ov, sizeof ov / sizeof ov[0]);
+    s->fd = forwarder_create(h, &spec, s->soname, sizeof s->soname, why, sizeof why);
     if (s->fd < 0) {
         code = -s->fd;
         goto fail_free;
@@ -223,6 +213,52 @@ fail_unlock:
     pthread_rwlock_unlock(&services_lock);
     if (!keep_handle)
         dlclose(h); /* nothing of vlcs's refers to it: as a failed dlopen leaves it */
-    set_error(code, "Error adding service library %s: %s", library, why);
+    set_error(code, "Error adding service library %s: %s", shown, why);
     return -1;
+}
+
+VLCS_API int vlcs_service_add(const char *library)
+{
+    if (vlcs_init() != 0)
+        return -1;
+    if (library == NULL || *library == '\0') {
+        set_error(VLCS_E_INVALID, "Error adding a service library: the library name is empty");
+        return -1;
+    }
+    dlerror();
+    void *h = dlopen(library, RTLD_NOW | RTLD_GLOBAL);
+    if (h == NULL) {
+        const char *e = dlerror();
+        set_error(dl_errcode(e), "Error adding service library %s: %s", library, e);
+        return -1;
+    }
+    return service_add(h, library, (struct fwd_spec){0});
+}
+
+/* The program is never unloaded: its handle only names it. */
+VLCS_API int vlcs_service_add_program(const char *soname, const char *prefixes)
+{
+    if (vlcs_init() != 0)
+        return -1;
+    if (soname == NULL || *soname == '\0' || strchr(soname, '/') != NULL) {
+        set_error(VLCS_E_INVALID,
+                  "Error adding the program as a service: the soname must be a file name, "
+                  "such as libpython3.11.so.1.0");
+        return -1;
+    }
+    if (prefixes != NULL && strspn(prefixes, ",") == strlen(prefixes)) {
+        set_error(VLCS_E_INVALID,
+                  "Error adding the program as service %s: the prefixes name nothing (give "
+                  "NULL to forward every symbol)",
+                  soname);
+        return -1;
+    }
+    void *h = dlopen(NULL, RTLD_NOW);
+    if (h == NULL) {
+        set_error(VLCS_E_SYSTEM, "Error adding the program as service %s: %s", soname, dlerror());
+        return -1;
+    }
+    char shown[300];
+    snprintf(shown, sizeof shown, "%s (the program's own symbols)", soname);
+    return service_add(h, shown, (struct fwd_spec){.soname = soname, .prefixes = prefixes});
 }

@@ -60,6 +60,7 @@ _SIGNATURES: dict[str, tuple[Any, list[Any]]] = {
     "vlcs_strict_active": (_i, []),
     "vlcs_node_ledger": (_s, []),
     "vlcs_service_add": (_i, [_s]),
+    "vlcs_service_add_program": (_i, [_s, _s]),
     "vlcs_ctx_create": (_c, [_s]),
     "vlcs_ctx_name": (_s, [_c]),
     "vlcs_ctx_set_cpus": (_i, [_c, _s]),

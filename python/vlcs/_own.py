@@ -32,7 +32,6 @@ import os
 import pickle
 import queue
 import sys
-import sysconfig
 import threading
 import weakref
 from collections.abc import Callable, Mapping
@@ -40,6 +39,7 @@ from typing import Any, Protocol
 
 from vlcs import _own_views
 from vlcs._errors import RemoteTraceback, VlcsError
+from vlcs._interpreter import runtime_library
 from vlcs._lib import check, fail, lib
 from vlcs._own_views import _addresses, _Owner, _views
 
@@ -202,17 +202,10 @@ def _context_environ(ctx: _Context) -> dict[str, str]:
 
 
 def libpython() -> str:
-    """This interpreter's shared libpython, which own runtimes are copies of."""
-    if not sysconfig.get_config_var("Py_ENABLE_SHARED"):
-        raise VlcsError(
-            f"python='own' needs a CPython built with --enable-shared, and {sys.executable} "
-            "has no libpython: use such a build (pyenv: PYTHON_CONFIGURE_OPTS=--enable-shared)"
-        )
-    name = sysconfig.get_config_var("LDLIBRARY") or ""
-    path = os.path.join(sysconfig.get_config_var("LIBDIR") or "", name)
-    if not os.path.exists(path):
-        raise VlcsError(f"python='own' needs this interpreter's libpython, and {path} is missing")
-    return path
+    """The shared libpython own runtimes are copies of (see
+    vlcs._interpreter.runtime_library): this interpreter's, or where its
+    executable carries libpython inside itself, the one shipped beside it."""
+    return runtime_library()
 
 
 def _dumps(obj: Any, buffers: list[pickle.PickleBuffer]) -> bytes:

@@ -15,15 +15,15 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import os
 import sys
-import sysconfig
 from collections.abc import Iterator
 from importlib.machinery import ModuleSpec
 from types import ModuleType
 from typing import Any
 
 from vlcs import libraries
-from vlcs._errors import UnsupportedPlatformError
+from vlcs._interpreter import C_API_PREFIXES, c_api
 from vlcs._lib import check, lib
 from vlcs._lib import pythonapi as _api
 
@@ -74,23 +74,23 @@ def own_registries(saved: dict[str, Any]) -> Iterator[None]:
 
 
 def python_service() -> None:
-    """Make libpython a service, once: extension modules in contexts bind to it.
+    """Make the interpreter's C API a service, once: extension modules in
+    contexts bind to it.
 
     Called before a context's namespace exists, so the forwarder is in the
     namespace's global scope, where extension modules (which carry no
-    DT_NEEDED on libpython) look for the C API.
+    DT_NEEDED on libpython) look for the C API.  Where libpython is linked
+    into the executable the forwarder points into the executable: a second
+    libpython is never loaded (it would be a second runtime).
     """
     global _service_ready
     if _service_ready:
         return
-    if not sysconfig.get_config_var("Py_ENABLE_SHARED"):
-        raise UnsupportedPlatformError(
-            f"this Python ({sys.executable}) links libpython statically, so its C API "
-            "cannot be shared with contexts yet; use a Python built with "
-            "--enable-shared (pyenv, conda, python.org builds)"
-        )
-    soname = sysconfig.get_config_var("INSTSONAME") or sysconfig.get_config_var("LDLIBRARY")
-    check(lib().vlcs_service_add(soname.encode()))
+    api = c_api()
+    if api.linkage == "static":
+        check(lib().vlcs_service_add_program(api.soname.encode(), C_API_PREFIXES.encode()))
+    else:
+        check(lib().vlcs_service_add(os.fsencode(api.path)))
     _service_ready = True
 
 
