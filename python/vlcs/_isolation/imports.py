@@ -37,7 +37,8 @@ from collections.abc import Iterable, Sequence
 from types import TracebackType
 from typing import Any
 
-from vlcs._isolation import _fast
+from vlcs._isolation import reader as _reader
+from vlcs._isolation.reader import fast as _fast
 from vlcs._isolation import extension as _extension
 from vlcs._isolation import loader as _loader
 from vlcs._isolation import modtable as _modtable
@@ -238,6 +239,9 @@ def install(thread_owner: Any) -> None:
         if _installed:
             return
         _installed = True
+        if _reader.MISSING is not None:  # this Python has no reader: imports inside raise
+            _reader.guard_imports(lambda: thread_owner() is not BASE)
+            return
         _fast.configure(
             _owners._SHARED,
             _owners.in_contexts,

@@ -32,7 +32,8 @@ from collections.abc import Iterator
 from typing import Any
 
 from vlcs._errors import UnsupportedPlatformError
-from vlcs._isolation import _fast
+from vlcs._isolation import reader as _reader
+from vlcs._isolation.reader import fast as _fast
 from vlcs._isolation import owners as _owners
 from vlcs._isolation.owners import BASE, Owner, is_shared, resolve
 from vlcs._lib import lib
@@ -230,7 +231,8 @@ def _graft(half: type) -> Any:
     return _fast.Table
 
 
-ModuleTable = _graft(_PythonHalf)
+# Without the reader (vlcs._isolation.reader) the table is never installed.
+ModuleTable = _graft(_PythonHalf) if _reader.MISSING is None else _PythonHalf
 
 
 def storage_keys() -> set[Any]:

@@ -27,7 +27,7 @@ from collections.abc import Callable, Iterator
 from importlib.machinery import EXTENSION_SUFFIXES
 from typing import Any, Protocol
 
-from vlcs._isolation import _fast
+from vlcs._isolation.reader import fast as _fast
 
 # Top-level names that are never privatised.
 _SHARED: set[str] = (
