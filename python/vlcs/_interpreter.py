@@ -154,7 +154,8 @@ def _runtime_candidates() -> list[str]:
     libdir = sysconfig.get_config_var("LIBDIR")
     if libdir:
         dirs.append(libdir)
-    for prefix in (sys.base_prefix, os.path.dirname(os.path.dirname(os.path.realpath(sys.executable)))):
+    installed = os.path.dirname(os.path.dirname(os.path.realpath(sys.executable)))
+    for prefix in (sys.base_prefix, installed):
         dirs.append(os.path.join(prefix, "lib"))
         multiarch = sysconfig.get_config_var("MULTIARCH")
         if multiarch:

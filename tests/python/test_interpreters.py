@@ -16,9 +16,8 @@ import sysconfig
 from pathlib import Path
 
 import pytest
-from test_imports import needs_two, run_code
-
 import vlcs
+from test_imports import needs_two, run_code
 from vlcs._isolation.reader import SUPPORTED, why_missing
 
 ROOT = Path(__file__).resolve().parents[2]

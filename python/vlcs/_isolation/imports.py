@@ -37,13 +37,13 @@ from collections.abc import Iterable, Sequence
 from types import TracebackType
 from typing import Any
 
-from vlcs._isolation import reader as _reader
-from vlcs._isolation.reader import fast as _fast
 from vlcs._isolation import extension as _extension
 from vlcs._isolation import loader as _loader
 from vlcs._isolation import modtable as _modtable
 from vlcs._isolation import owners as _owners
+from vlcs._isolation import reader as _reader
 from vlcs._isolation.owners import BASE, Owner, forget, is_shared, resolve, share
+from vlcs._isolation.reader import fast as _fast
 
 __all__ = ["BASE", "Owner", "forget", "install", "modules_of", "share"]
 

@@ -32,10 +32,10 @@ from collections.abc import Iterator
 from typing import Any
 
 from vlcs._errors import UnsupportedPlatformError
-from vlcs._isolation import reader as _reader
-from vlcs._isolation.reader import fast as _fast
 from vlcs._isolation import owners as _owners
+from vlcs._isolation import reader as _reader
 from vlcs._isolation.owners import BASE, Owner, is_shared, resolve
+from vlcs._isolation.reader import fast as _fast
 from vlcs._lib import lib
 from vlcs._lib import pythonapi as _api
 
