@@ -1203,16 +1203,25 @@ slow:
 
 #if PY_VERSION_HEX >= 0x030C0000
 struct tls_of {
-    const void *base; /* libpython's load address */
-    void *data;        /* this thread's copy of its TLS segment, or NULL */
+    uintptr_t code; /* an address in the object that holds the C API */
+    void *data;     /* this thread's copy of its TLS segment, or NULL */
     size_t size;
 };
 
+/* The object is found by an address in it, not by its base: dladdr's base
+ * of a non-PIE executable (a python that links libpython statically) is
+ * where it is mapped, dl_iterate_phdr's is 0. */
 static int tls_find(struct dl_phdr_info *info, size_t size, void *arg)
 {
     (void)size;
     struct tls_of *t = arg;
-    if ((const void *)info->dlpi_addr != t->base)
+    bool holds = false;
+    for (int i = 0; i < info->dlpi_phnum && !holds; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        uintptr_t lo = info->dlpi_addr + ph->p_vaddr;
+        holds = ph->p_type == PT_LOAD && t->code >= lo && t->code - lo < ph->p_memsz;
+    }
+    if (!holds)
         return 0;
     for (int i = 0; i < info->dlpi_phnum; i++)
         if (info->dlpi_phdr[i].p_type == PT_TLS)
@@ -1221,17 +1230,18 @@ static int tls_find(struct dl_phdr_info *info, size_t size, void *arg)
     return 1;
 }
 
-/* libpython's TLS segment in the calling thread, as dl_iterate_phdr sees it. */
-static struct tls_of tls_here(const void *base)
+/* The C API's object's TLS segment in the calling thread (libpython's, or
+ * the executable's), as dl_iterate_phdr sees it. */
+static struct tls_of tls_here(uintptr_t code)
 {
-    struct tls_of t = {.base = base};
+    struct tls_of t = {.code = code};
     dl_iterate_phdr(tls_find, &t);
     return t;
 }
 
-static void *tls_other_thread(void *base)
+static void *tls_other_thread(void *code)
 {
-    struct tls_of t = tls_here(base);
+    struct tls_of t = tls_here((uintptr_t)code);
     /* where this thread's copy lies from its thread pointer, or 0 */
     return t.data ? (void *)(intptr_t)((char *)t.data - (char *)__builtin_thread_pointer()) : NULL;
 }
@@ -1244,10 +1254,8 @@ static void *tls_other_thread(void *base)
  * and a new thread has none yet). */
 static void tstate_offset_find(void)
 {
-    Dl_info info;
-    if (dladdr((void *)PyThreadState_Get, &info) == 0)
-        return;
-    struct tls_of t = tls_here(info.dli_fbase);
+    uintptr_t code = (uintptr_t)(void *)PyThreadState_Get;
+    struct tls_of t = tls_here(code);
     if (t.data == NULL || t.size < sizeof(void *))
         return;
     PyThreadState *ts = PyThreadState_Get();
@@ -1266,7 +1274,7 @@ static void tstate_offset_find(void)
     ptrdiff_t here = (char *)t.data - (char *)__builtin_thread_pointer();
     pthread_t other;
     void *there = NULL;
-    if (pthread_create(&other, NULL, tls_other_thread, (void *)info.dli_fbase) != 0)
+    if (pthread_create(&other, NULL, tls_other_thread, (void *)code) != 0)
         return;
     if (pthread_join(other, &there) != 0 || (ptrdiff_t)(intptr_t)there != here || here == 0)
         return;
