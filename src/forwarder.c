@@ -181,9 +181,7 @@ static size_t dynsym_count(const ElfW(Dyn) *dyn)
     return last + 1;
 }
 
-/* Whether name begins with one of the comma-separated prefixes (all names
- * when prefixes is NULL). */
-static bool name_wanted(const char *name, const char *prefixes)
+bool fwd_name_wanted(const char *name, const char *prefixes)
 {
     if (prefixes == NULL)
         return true;
@@ -252,7 +250,7 @@ int forwarder_create(void *handle, const struct fwd_spec *spec, char *soname_out
         if (type != STT_FUNC && type != STT_OBJECT && type != STT_GNU_IFUNC && type != STT_NOTYPE)
             continue;
         const char *name = strtab + s->st_name;
-        if (!name_wanted(name, spec->prefixes))
+        if (!fwd_name_wanted(name, spec->prefixes))
             continue;
         /* Data: the copy the program uses (a copy relocation may have moved
          * it into the executable).  Functions: the library's own, resolved

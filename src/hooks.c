@@ -9,20 +9,39 @@
 
 #define HOOKS(i) (builtin_families[i].hooks)
 
-size_t hooks_overrides(void *handle, struct fwd_override *ov, size_t cap)
+/* Family i's overrides for handle, written at ov, those the service
+ * forwards only (prefixes). */
+static size_t family_overrides(size_t i, void *handle, const char *prefixes,
+                               struct fwd_override *ov, size_t cap)
+{
+    if (HOOKS(i) == NULL || HOOKS(i)->overrides == NULL)
+        return 0;
+    size_t n = HOOKS(i)->overrides(handle, ov, cap), kept = 0;
+    for (size_t k = 0; k < n; k++)
+        if (fwd_name_wanted(ov[k].name, prefixes))
+            ov[kept++] = ov[k];
+    return kept;
+}
+
+size_t hooks_overrides(void *handle, const char *prefixes, struct fwd_override *ov, size_t cap)
 {
     size_t n = 0;
     for (size_t i = 0; i < nbuiltin_families; i++)
-        if (HOOKS(i) != NULL && HOOKS(i)->overrides != NULL)
-            n += HOOKS(i)->overrides(handle, ov + n, cap - n);
+        n += family_overrides(i, handle, prefixes, ov + n, cap - n);
     return n;
 }
 
-void hooks_note_service(void *handle)
+void hooks_note_service(void *handle, const char *prefixes)
 {
-    for (size_t i = 0; i < nbuiltin_families; i++)
-        if (HOOKS(i) != NULL && HOOKS(i)->note_service != NULL)
-            HOOKS(i)->note_service(handle);
+    struct fwd_override scratch[48];
+    for (size_t i = 0; i < nbuiltin_families; i++) {
+        if (HOOKS(i) == NULL || HOOKS(i)->note_service == NULL)
+            continue;
+        if (prefixes != NULL &&
+            family_overrides(i, handle, prefixes, scratch, sizeof scratch / sizeof *scratch) == 0)
+            continue;
+        HOOKS(i)->note_service(handle);
+    }
 }
 
 void hooks_enter(vlcs_ctx *c, int saved[VLCS_HOOK_SLOTS])

@@ -104,9 +104,14 @@ extern HIDDEN const struct service_hooks gpu_hooks; /* gpu.c */
 extern HIDDEN const struct service_hooks python_hooks; /* service_python.c */
 
 /* The built-in families' hooks (families.c), run in the table's order
- * (on_leave in reverse). */
-HIDDEN size_t hooks_overrides(void *handle, struct fwd_override *ov, size_t cap);
-HIDDEN void hooks_note_service(void *handle);
+ * (on_leave in reverse).  A service that forwards only names with given
+ * prefixes (the program's C API) is seen only by the families whose
+ * replaced entries it carries: the program's handle also finds what base
+ * code loaded RTLD_GLOBAL (a CUDA runtime, oneTBB), which is not the
+ * service.  prefixes NULL: every family. */
+HIDDEN size_t hooks_overrides(void *handle, const char *prefixes, struct fwd_override *ov,
+                              size_t cap);
+HIDDEN void hooks_note_service(void *handle, const char *prefixes);
 HIDDEN void hooks_enter(vlcs_ctx *c, int saved[VLCS_HOOK_SLOTS]);
 HIDDEN void hooks_leave(const int saved[VLCS_HOOK_SLOTS]);
 HIDDEN void hooks_ns_gone(vlcs_ctx *c);
@@ -533,6 +538,9 @@ struct fwd_spec {
     const char *prefixes; /* comma-separated name prefixes to forward; NULL: all */
 };
 
+/* Whether name begins with one of the comma-separated prefixes (every name
+ * when prefixes is NULL). */
+HIDDEN bool fwd_name_wanted(const char *name, const char *prefixes);
 /* A forwarder for `handle` (loaded in the base) as a memfd; its soname is
  * written to soname_out.  On failure -VLCS_E_* (a negated vlcs_errcode_t)
  * with err set. */

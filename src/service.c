@@ -143,7 +143,7 @@ static int service_add(void *h, const char *shown, struct fwd_spec spec)
     s->handle = h;
     struct fwd_override ov[48];
     spec.ov = ov;
-    spec.nov = hooks_overrides(h, ov, sizeof ov / sizeof ov[0]);
+    spec.nov = hooks_overrides(h, spec.prefixes, ov, sizeof ov / sizeof ov[0]);
     s->fd = forwarder_create(h, &spec, s->soname, sizeof s->soname, why, sizeof why);
     if (s->fd < 0) {
         code = -s->fd;
@@ -162,7 +162,7 @@ static int service_add(void *h, const char *shown, struct fwd_spec spec)
         goto fail_close;
     }
     /* Before any context can bind to the forwarder: its hooks need this. */
-    hooks_note_service(h);
+    hooks_note_service(h, spec.prefixes);
     /* Contexts that already have a namespace see it from now on; the
      * forwarder is closed with the context's other libraries. */
     for (vlcs_ctx *c = registry_first(); c && nloaded < nctx; c = registry_next(c)) {

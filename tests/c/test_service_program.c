@@ -29,6 +29,13 @@ int main(void)
               "exports no symbol whose name begins with no_such_prefix_");
     CHECK_EQ(VLCS_E_NOT_FOUND, vlcs_errcode(), "nothing to forward");
 
+    /* Base code loaded a CUDA runtime RTLD_GLOBAL (as torch's global deps
+     * do): the program's handle finds its symbols, but it is not the
+     * service, and entering a context with GPUs must leave it alone. */
+    void *cudart = dlopen(FAKE_CUDART_LIB, RTLD_NOW | RTLD_GLOBAL);
+    CHECK(cudart != NULL, "the stand-in CUDA runtime loads: %s", dlerror());
+    int (*get_device)(int *) = (int (*)(int *))dlsym(cudart, "cudaGetDevice");
+
     CHECK_EQ(0, vlcs_service_add_program("libvlcs_singleton.so", "singleton_"), "add the program");
     CHECK_EQ(0, vlcs_service_add_program("libvlcs_singleton.so", "singleton_"), "twice is fine");
     CHECK(dlopen(SINGLETON_LIB, RTLD_NOW | RTLD_NOLOAD) == NULL,
@@ -56,6 +63,13 @@ int main(void)
     CHECK(vlcs_ctx_sym(fwd, "program_other") == NULL, "another name of the program is not");
     CHECK(vlcs_ctx_sym(fwd, "stderr") == NULL, "nor the C library's data it holds (copy-relocated)");
     CHECK_EQ(7, program_other(), "the program's own");
+
+    int dev = -1;
+    CHECK_EQ(0, vlcs_ctx_set_gpus(a, "3"), "a GPU for a");
+    CHECK_EQ(0, vlcs_enter(a), "enter a");
+    get_device(&dev);
+    CHECK_EQ(0, vlcs_leave(), "leave a");
+    CHECK_EQ(0, dev, "the base's CUDA runtime was not taken for the program service's");
     PASS("service_program");
     return 0;
 }
