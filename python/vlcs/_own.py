@@ -38,7 +38,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
 from vlcs import _own_views
-from vlcs._errors import RemoteTraceback, VlcsError
+from vlcs._errors import RemoteTraceback, UnsupportedPlatformError, VlcsError
 from vlcs._interpreter import runtime_library
 from vlcs._lib import check, fail, lib
 from vlcs._own_views import _addresses, _Owner, _views
@@ -255,6 +255,7 @@ class Runtime:
             handle = lib().vlcs_ctx_load(ctx._h, libpython().encode())
             if not handle:
                 fail()
+            _check_version(handle)
             api = {name: _function(handle, name, *sig) for name, sig in _SIGNATURES.items()}
             # The runtime reads its paths and flags from the context's
             # environment when it starts; they are put back as they were
@@ -581,6 +582,20 @@ _SIGNATURES: dict[str, tuple[Any, ...]] = {
     "PyObject_SetArenaAllocator": (None, _P),
     "__ctype_init": (None,),  # the namespace's libc's, found through libpython's dependencies
 }
+
+
+def _check_version(handle: int) -> None:
+    """Refuse a libpython of another version than this interpreter's (its
+    stdlib, its bytecode and vlcs's bootstrap are this one's):
+    Py_GetVersion answers before the runtime is initialised."""
+    version = _function(handle, "Py_GetVersion", ctypes.c_char_p)().decode()
+    mine = f"{sys.version_info.major}.{sys.version_info.minor}"
+    if not version.startswith(mine + "."):
+        raise UnsupportedPlatformError(
+            f"python='own' needs a libpython {mine} like this interpreter, and "
+            f"{libpython()} is {version.split()[0]}: install the libpython{mine} of this "
+            "interpreter's distribution"
+        )
 
 
 def _function(handle: int, name: str, restype: Any, *argtypes: Any) -> Any:

@@ -148,6 +148,51 @@ def test_own_runtimes_start_from_a_shared_libpython_or_say_what_to_install(tmp_p
     assert r["after"] == 3.0 and r["live"] == 1, r  # the refused ones left nothing behind
 
 
+def _other_libpython() -> Path:
+    """A shared libpython of another CPython version than this one (pyenv's)."""
+    root = Path(os.environ.get("PYENV_ROOT", Path.home() / ".pyenv")) / "versions"
+    mine = f"libpython{sys.version_info.major}.{sys.version_info.minor}."
+    found = sorted(
+        p for p in root.glob("3.*/lib/libpython3.*.so.1.0") if not p.name.startswith(mine)
+    )
+    assert found, f"no other CPython's libpython under {root} (./run's machine has pyenv's)"
+    return found[-1]
+
+
+def test_an_own_runtime_refuses_a_libpython_of_another_version(tmp_path):
+    # A distribution's lib folder holding, under this version's name, another
+    # version's libpython: a static interpreter's own runtime refuses it in
+    # one sentence and the process goes on; a shared one never looks there.
+    other = _other_libpython()
+    env = _sysconfig_leading_nowhere(tmp_path, 1)
+    (tmp_path / "nowhere" / f"libpython{sysconfig.get_config_var('LDVERSION')}.so.1.0").symlink_to(
+        other
+    )
+    r = run_code(
+        """
+        import json, vlcs
+        c = vlcs.VLC(cpus="0", python="own")
+        try:
+            out = {"ran": c.submit(sum, [1, 2]).result()}
+        except vlcs.UnsupportedPlatformError as e:
+            out = {"error": str(e)}
+        d = vlcs.VLC(cpus="1")
+        with d:
+            import numpy
+        out["after"] = d.submit(lambda: float(numpy.ones(2).sum())).result()
+        out["linkage"] = vlcs.info()["python"]["linkage"]
+        print(json.dumps(out))
+        """,
+        **env,
+    )
+    if r["linkage"] == "shared":
+        assert r["ran"] == 3, r
+    else:
+        other_version = other.name[len("libpython") :].split(".so")[0]
+        assert f"is {other_version}." in r["error"] and "python='own' needs" in r["error"], r
+    assert r["after"] == 2.0, r
+
+
 def test_an_import_inside_a_context_without_the_reader_says_why(tmp_path):
     # As vlcs installs on a CPython whose frames it does not know: C
     # contexts, the base's imports and vlcs.share work; an import inside a
