@@ -61,6 +61,28 @@ def install_info() -> dict[str, Any]:
         "cpus_usable": sorted(os.sched_getaffinity(0)),
         "glibc": f"{name} {version}".strip(),
         "python": platform.python_version(),
+        **_python_support(),
         "glibc_tunables": tunables,
         "many_contexts_enabled": "glibc.rtld.nns" in tunables,
     }
+
+
+def _python_support() -> dict[str, str]:
+    """Where this Python's C API lives, what own runtimes start from, and
+    whether imports work inside contexts: each a line, or why not."""
+    from vlcs._errors import VlcsError
+    from vlcs._interpreter import c_api, runtime_library
+    from vlcs._isolation.reader import MISSING
+
+    out = {}
+    try:
+        api = c_api()
+        out["python_c_api"] = f"{api.linkage}: {api.path}"
+    except VlcsError as e:
+        out["python_c_api"] = f"unusable: {e}"
+    try:
+        out["python_own_runtimes"] = runtime_library()
+    except VlcsError as e:
+        out["python_own_runtimes"] = f"unavailable: {e}"
+    out["python_imports_in_contexts"] = "yes" if MISSING is None else f"no: {MISSING}"
+    return out

@@ -174,8 +174,9 @@ def _info(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(info, indent=2))
     else:
+        width = max(map(len, info))
         for key, value in info.items():
-            print(f"{key:22} {value}")
+            print(f"{key:{width}} {value}")
     return 0
 
 

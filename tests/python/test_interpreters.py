@@ -9,6 +9,7 @@ interpreter."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -17,6 +18,7 @@ from pathlib import Path
 
 import pytest
 import vlcs
+from conftest import vlcs_cmd
 from test_imports import needs_two, run_code
 from vlcs._isolation.reader import SUPPORTED, why_missing
 
@@ -52,6 +54,11 @@ def test_info_says_where_the_c_api_lives_as_the_process_maps_it():
     want = os.environ.get("VLCS_TEST_LINKAGE")
     if want:  # ./run knows which interpreter it runs this on
         assert info["linkage"] == want, (want, info)
+    # the command says the same, with what own runtimes start from
+    shown = json.loads(vlcs_cmd("info", "--json", check=True).stdout)
+    assert shown["python_c_api"] == f"{info['linkage']}: {info['path']}", shown
+    assert shown["python_own_runtimes"] == info["own_runtime_library"], shown
+    assert shown["python_imports_in_contexts"] == "yes", shown
 
 
 # sysconfig's answers replaced by ones that lead nowhere: a module of the
