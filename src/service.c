@@ -240,10 +240,11 @@ VLCS_API int vlcs_service_add_program(const char *soname, const char *prefixes)
 {
     if (vlcs_init() != 0)
         return -1;
-    if (soname == NULL || *soname == '\0' || strchr(soname, '/') != NULL) {
+    if (soname == NULL || *soname == '\0' || strchr(soname, '/') != NULL ||
+        strlen(soname) >= sizeof ((struct service *)0)->soname) {
         set_error(VLCS_E_INVALID,
-                  "Error adding the program as a service: the soname must be a file name, "
-                  "such as libpython3.11.so.1.0");
+                  "Error adding the program as a service: the soname must be a file name of "
+                  "under 256 bytes, such as libpython3.11.so.1.0");
         return -1;
     }
     if (prefixes != NULL && strspn(prefixes, ",") == strlen(prefixes)) {

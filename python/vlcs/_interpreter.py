@@ -88,10 +88,15 @@ def _same_file(a: str, b: str) -> bool:
         return False
 
 
+# The process's global scope, as extension modules see it (a handle of
+# vlcs's own: what is looked up here is not cached on ctypes.pythonapi).
+_program = ctypes.PyDLL(None)
+
+
 def _exported(name: str) -> bool:
-    """Whether the process's global scope has name (as an extension sees it)."""
+    """Whether the process's global scope has name."""
     try:
-        getattr(ctypes.pythonapi, name)
+        getattr(_program, name)
     except AttributeError:
         return False
     return True
@@ -113,7 +118,7 @@ def c_api() -> CApi:
             "missing from its dynamic symbols), so contexts cannot share it; run vlcs under a "
             "python executable, or link the program with -Xlinker -export-dynamic"
         )
-    address = ctypes.cast(ctypes.pythonapi.Py_IsInitialized, ctypes.c_void_p).value or 0
+    address = ctypes.cast(_program.Py_IsInitialized, ctypes.c_void_p).value or 0
     path = _mapped_file(address)
     if path is None:
         raise UnsupportedPlatformError(

@@ -23,6 +23,10 @@ int main(void)
     CHECK_EQ(VLCS_E_INVALID, vlcs_errcode(), "empty soname");
     CHECK_ERR(vlcs_service_add_program("/lib/libvlcs_singleton.so", "singleton_"),
               "soname must be a file name");
+    char long_name[300];
+    memset(long_name, 'l', sizeof long_name - 1);
+    long_name[sizeof long_name - 1] = '\0';
+    CHECK_ERR(vlcs_service_add_program(long_name, "singleton_"), "under 256 bytes");
     CHECK_ERR(vlcs_service_add_program("libvlcs_singleton.so", ",,"), "prefixes name nothing");
     CHECK_EQ(VLCS_E_INVALID, vlcs_errcode(), "prefixes");
     CHECK_ERR(vlcs_service_add_program("libvlcs_singleton.so", "no_such_prefix_"),
