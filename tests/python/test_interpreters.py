@@ -61,6 +61,19 @@ def test_info_says_where_the_c_api_lives_as_the_process_maps_it():
     assert shown["python_imports_in_contexts"] == "yes", shown
 
 
+def test_the_first_private_numpy_under_vlcs_run():
+    # The first thing a user tries, started by the launcher (which re-executes
+    # the interpreter with glibc's tunables): no second runtime, no abort.
+    code = (
+        "import vlcs\na = vlcs.VLC(cpus='0')\nwith a:\n    import numpy\n"
+        "import numpy as base\nprint(numpy is not base, a.submit(lambda: int(numpy.ones(3).sum()))"
+        ".result())"
+    )
+    r = vlcs_cmd("run", "--", sys.executable, "-c", code)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert r.stdout.split() == ["True", "3"], r.stdout
+
+
 # sysconfig's answers replaced by ones that lead nowhere: a module of the
 # same shape, named by CPython's own _PYTHON_SYSCONFIGDATA_NAME.
 _FAKE_SYSCONFIG = """
