@@ -231,14 +231,23 @@ def test_an_import_inside_a_context_without_the_reader_says_why(tmp_path):
             error = None
         except vlcs.UnsupportedPlatformError as e:
             error = str(e)
+        import importlib
+        try:
+            c.submit(importlib.import_module, "email.mime.image").result()
+            by_function = None
+        except vlcs.UnsupportedPlatformError as e:
+            by_function = str(e)
         import email.mime.text  # the base's import, as without vlcs
         vlcs.share("not_imported_anywhere")
-        print(json.dumps({"procs": procs, "error": error,
-                          "base": email.mime.text.__name__}))
+        image = importlib.import_module("email.mime.image")
+        print(json.dumps({"procs": procs, "error": error, "by_function": by_function,
+                          "base": email.mime.text.__name__, "base_by_function": image.__name__}))
         """
     )
     assert r["procs"] == 1 and r["base"] == "email.mime.text", r
+    assert r["base_by_function"] == "email.mime.image", r
     assert r["error"] and "module-table reader" in r["error"], r
+    assert r["by_function"] == r["error"], r
 
 
 def test_the_sentence_for_a_newer_cpython_names_the_versions_supported():

@@ -11,6 +11,7 @@ base's module silently.
 from __future__ import annotations
 
 import builtins
+import importlib
 import sys
 from collections.abc import Callable
 from typing import Any
@@ -70,18 +71,22 @@ else:
 
 
 def guard_imports(in_context: Callable[[], bool]) -> None:
-    """Without the reader: an import statement run inside a context raises
-    UnsupportedPlatformError (the base's imports are CPython's, one call
-    later).  Idempotent."""
-    original = builtins.__import__
-    if getattr(original, "_vlcs_guard", False) or MISSING is None:
+    """Without the reader: an import made inside a context, by an import
+    statement or ``importlib.import_module``, raises UnsupportedPlatformError
+    (the base's imports are CPython's, one call later).  Idempotent."""
+    if MISSING is None or getattr(builtins.__import__, "_vlcs_guard", False):
         return
     reason = MISSING
 
-    def __import__(name: str, *args: Any, **kwargs: Any) -> Any:
-        if in_context():
-            raise UnsupportedPlatformError(reason)
-        return original(name, *args, **kwargs)
+    def guarded(original: Callable[..., Any]) -> Callable[..., Any]:
+        def guard(name: str, *args: Any, **kwargs: Any) -> Any:
+            if in_context():
+                raise UnsupportedPlatformError(reason)
+            return original(name, *args, **kwargs)
 
-    __import__._vlcs_guard = True  # type: ignore[attr-defined]
-    builtins.__import__ = __import__
+        guard.__name__ = original.__name__
+        guard._vlcs_guard = True  # type: ignore[attr-defined]
+        return guard
+
+    builtins.__import__ = guarded(builtins.__import__)
+    importlib.import_module = guarded(importlib.import_module)
