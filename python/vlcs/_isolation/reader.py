@@ -2,8 +2,8 @@
 
 ``_fast`` reads CPython's frames, whose layout changes with each minor
 version: it is built only for the versions it knows (CMakeLists.txt).  On
-any other, vlcs installs without it; C contexts, ``vlcs exec``, the CLI
-and ``python="own"`` work, and an import inside a context raises
+any other, vlcs installs without it; C contexts, ``vlcs exec`` and the
+CLI work, and an import inside a context raises
 UnsupportedPlatformError (see ``guard_imports``) instead of giving the
 base's module silently.
 """
@@ -30,8 +30,8 @@ def why_missing(version: tuple[int, int], error: str) -> str:
     if version not in SUPPORTED:
         return (
             f"imports inside a context are not supported on CPython {shown} yet (vlcs supports "
-            f"{supported}); C contexts, vlcs exec, the CLI and python='own' work: use CPython "
-            f"{supported} to import packages into contexts"
+            f"{supported}); C contexts, vlcs exec and the CLI work: use CPython {supported} to "
+            "import packages into contexts"
         )
     return (
         f"vlcs was installed without its module-table reader (vlcs._isolation._fast: {error}), "
