@@ -36,8 +36,8 @@ import weakref
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-from vlcs import _own, libraries
-from vlcs._errors import ContextDestroyedError, InvalidArgumentError, VlcsError
+from vlcs import _interpreter, _own, libraries
+from vlcs._errors import ContextDestroyedError, InvalidArgumentError
 from vlcs._isolation import dlopen as _dlopen
 from vlcs._isolation import imports as _imports
 from vlcs._isolation import registries as _registries
@@ -792,26 +792,9 @@ def info() -> dict[str, Any]:
         "strict": strict_active(),
         "node_ledger": node_ledger(),
         "cpus_usable": sorted(_views.real_sched_getaffinity(0)),
-        "python": _python_info(),
+        "python": _interpreter.report(),
         "contexts": [c.info() for c in list(_contexts.values())],
     }
-
-
-def _python_info() -> dict[str, Any]:
-    """Where this interpreter's C API lives (vlcs._interpreter), and the
-    libpython own runtimes start from, or why either cannot be had."""
-    from vlcs._interpreter import c_api, runtime_library
-
-    try:
-        out: dict[str, Any] = c_api().as_dict()
-    except VlcsError as e:
-        return {"linkage": None, "error": str(e)}
-    try:
-        out["own_runtime_library"] = runtime_library()
-    except VlcsError as e:
-        out["own_runtime_library"] = None
-        out["own_runtime_error"] = str(e)
-    return out
 
 
 class _NativeSide:

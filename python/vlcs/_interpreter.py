@@ -31,7 +31,7 @@ import sysconfig
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from vlcs._errors import UnsupportedPlatformError
+from vlcs._errors import UnsupportedPlatformError, VlcsError
 
 # Names the C API exports (libpython's whole .dynsym): what a forwarder of
 # the executable carries, leaving out the C library's data the executable
@@ -210,3 +210,18 @@ def runtime_library() -> str:
         f"libpython{version}.so.1.0 with the interpreter), or use a Python built with "
         "--enable-shared"
     )
+
+
+def report() -> dict[str, Any]:
+    """c_api() as a dict, with the library own runtimes start from; in
+    place of either, why it cannot be had (vlcs.info, vlcs info)."""
+    try:
+        out: dict[str, Any] = c_api().as_dict()
+    except VlcsError as e:
+        return {"linkage": None, "error": str(e)}
+    try:
+        out["own_runtime_library"] = runtime_library()
+    except VlcsError as e:
+        out["own_runtime_library"] = None
+        out["own_runtime_error"] = str(e)
+    return out

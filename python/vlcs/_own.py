@@ -201,13 +201,6 @@ def _context_environ(ctx: _Context) -> dict[str, str]:
     return out
 
 
-def libpython() -> str:
-    """The shared libpython own runtimes are copies of (see
-    vlcs._interpreter.runtime_library): this interpreter's, or where its
-    executable carries libpython inside itself, the one shipped beside it."""
-    return runtime_library()
-
-
 def _dumps(obj: Any, buffers: list[pickle.PickleBuffer]) -> bytes:
     """obj pickled as for a process pool: by reference where it can be
     imported, by value (cloudpickle) for lambdas and functions of __main__."""
@@ -239,7 +232,7 @@ class Runtime:
         self._arenas: int | None = None
         self._code_at = 0  # an address in its libpython, to see that it went
         self._home: _Home | None = None
-        check(lib().vlcs_ctx_set_global_library(ctx._h, libpython().encode()))
+        check(lib().vlcs_ctx_set_global_library(ctx._h, runtime_library().encode()))
 
     @property
     def started(self) -> bool:
@@ -252,7 +245,7 @@ class Runtime:
             if self._finished:
                 raise VlcsError(f"the Python of context {self._ctx.name!r} was finalised")
             ctx = self._ctx
-            handle = lib().vlcs_ctx_load(ctx._h, libpython().encode())
+            handle = lib().vlcs_ctx_load(ctx._h, runtime_library().encode())
             if not handle:
                 fail()
             _check_version(handle)
@@ -274,7 +267,7 @@ class Runtime:
                 else:
                     ctx.setenv(name, value)
             environ = _context_environ(ctx) if ctx.mode == "copies" else None
-            given_now = (sys.executable, libpython(), environ, restore)
+            given_now = (sys.executable, runtime_library(), environ, restore)
             boot = (
                 f"_vlcs_given = {given_now!r}\n"
                 f"import marshal as _m\nexec(_m.loads({_bootstrap_code()!r}))\ndel _m\n"
@@ -593,7 +586,7 @@ def _check_version(handle: int) -> None:
     if not version.startswith(mine + "."):
         raise UnsupportedPlatformError(
             f"python='own' needs a libpython {mine} like this interpreter, and "
-            f"{libpython()} is {version.split()[0]}: install the libpython{mine} of this "
+            f"{runtime_library()} is {version.split()[0]}: install the libpython{mine} of this "
             "interpreter's distribution"
         )
 

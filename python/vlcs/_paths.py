@@ -70,19 +70,15 @@ def install_info() -> dict[str, Any]:
 def _python_support() -> dict[str, str]:
     """Where this Python's C API lives, what own runtimes start from, and
     whether imports work inside contexts: each a line, or why not."""
-    from vlcs._errors import VlcsError
-    from vlcs._interpreter import c_api, runtime_library
+    from vlcs._interpreter import report
     from vlcs._isolation.reader import MISSING
 
-    out = {}
-    try:
-        api = c_api()
-        out["python_c_api"] = f"{api.linkage}: {api.path}"
-    except VlcsError as e:
-        out["python_c_api"] = f"unusable: {e}"
-    try:
-        out["python_own_runtimes"] = runtime_library()
-    except VlcsError as e:
-        out["python_own_runtimes"] = f"unavailable: {e}"
-    out["python_imports_in_contexts"] = "yes" if MISSING is None else f"no: {MISSING}"
-    return out
+    r = report()
+    own = r.get("own_runtime_library")
+    return {
+        "python_c_api": f"{r['linkage']}: {r['path']}"
+        if r["linkage"]
+        else f"unusable: {r['error']}",
+        "python_own_runtimes": own or f"unavailable: {r.get('own_runtime_error', r.get('error'))}",
+        "python_imports_in_contexts": "yes" if MISSING is None else f"no: {MISSING}",
+    }
