@@ -293,13 +293,20 @@ typedef enum vlcs_cpuset {
 VLCS_API int vlcs_ctx_get_cpuset(const vlcs_ctx *c, int which, char *buf, unsigned long size);
 
 /**
- * Set the GPUs a context sees, e.g. "0,2" (ranges allowed; "" hides all).
- * Sets CUDA_VISIBLE_DEVICES, HIP_VISIBLE_DEVICES and ROCR_VISIBLE_DEVICES in
- * the context's environment, which a GPU runtime loaded inside the context
- * reads when it initialises (so set them before loading it).  When the
- * runtime is a service (vlcs_service_add("libcudart.so.12")), entering the
- * context makes its first GPU the thread's current device (cudaSetDevice /
- * hipSetDevice) and leaving restores the previous one.
+ * Set the GPUs a context sees, e.g. "0,2" (ranges allowed; "" hides all),
+ * numbered as the process sees them.  Set it before the context's first GPU
+ * call: runtimes ask for their devices once, when they initialise.
+ *  - CUDA: NVIDIA's driver is one per process (vlcs_service_auto); for the
+ *    context's code its device count and device lookup answer the listed
+ *    GPUs only, numbered from 0 in the order listed, so a private CUDA
+ *    runtime (torch, CuPy) sees them as devices 0, 1, ...
+ *  - ROCm: HIP_VISIBLE_DEVICES (and CUDA_VISIBLE_DEVICES, also set in the
+ *    context's environment) are read by a HIP runtime loaded in the context;
+ *    ROCR_VISIBLE_DEVICES is left to the process, whose HSA runtime is shared.
+ *  - A runtime that is itself a service (vlcs_service_add("libcudart.so.12"))
+ *    sees every GPU; entering the context makes its first GPU the thread's
+ *    current device (cudaSetDevice / hipSetDevice) and leaving restores the
+ *    previous one.
  *
  * @return 0, or -1 with vlcs_error() set (VLCS_E_INVALID: malformed list).
  */
@@ -431,6 +438,45 @@ VLCS_API int vlcs_service_add(const char *path_or_soname);
  *         nothing), VLCS_E_NOT_FOUND (the program exports no such symbol).
  */
 VLCS_API int vlcs_service_add_program(const char *soname, const char *prefixes);
+
+/**
+ * The libraries vlcs makes services on its own, because a second copy in
+ * one process breaks them: GPU drivers (NVIDIA's libcuda.so.1 and NVML,
+ * ROCm's HSA runtime; docs/gpus.md says why each).  Before the first load
+ * into any context, each one on this machine is loaded RTLD_LOCAL into the
+ * base, without being initialised, and becomes a service (see
+ * vlcs_service_add); one not on the machine is skipped.  The environment
+ * variable VLCS_AUTO_SERVICES, read at the first use, replaces the list
+ * ("libcuda.so.1,libfoo.so.2"; "" empties it) or edits it
+ * ("-libnvidia-ml.so.1,+libfoo.so.2").
+ *
+ * vlcs_service_auto adds `library` (a soname or a path) to the list (on
+ * != 0) or removes it (on == 0).  An added library becomes a service at the
+ * next load into any context.
+ *
+ * @return 0, or -1 with vlcs_error() set: VLCS_E_INVALID (an empty name, a
+ *         comma in it, or removing one that is a service already: services
+ *         stay for the life of the process), VLCS_E_LIMIT (32 entries).
+ */
+VLCS_API int vlcs_service_auto(const char *library, int on);
+
+/* The states of an automatic service (vlcs_service_auto_get). */
+enum {
+    VLCS_AUTO_PENDING = 0, /* no context has loaded anything since it was listed */
+    VLCS_AUTO_SERVICE = 1, /* loaded in the base and shared by every context */
+    VLCS_AUTO_ABSENT = 2,  /* not on this machine: nothing to share */
+    VLCS_AUTO_FAILED = 3   /* on the machine but could not be made a service */
+};
+
+/**
+ * Entry i of the automatic services: its name into `name`, and into `why`
+ * the reason it is listed, or for VLCS_AUTO_FAILED the failure's sentence
+ * (either buffer may be NULL).
+ *
+ * @return its VLCS_AUTO_* state, or -1 past the end (VLCS_E_NOT_FOUND).
+ */
+VLCS_API int vlcs_service_auto_get(unsigned long i, char *name, unsigned long name_size,
+                                   char *why, unsigned long why_size);
 
 /**
  * The calling thread joins context c: it runs on c's CPUs until the matching

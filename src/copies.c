@@ -898,8 +898,10 @@ static void *copy_dlopen(vlcs_ctx *c, const char *file, int mode, const void *ca
     struct copyset *cs = c->copyset;
     if (glibc_scoped(file))
         return glibc_scope(c);
-    if (process_wide_in(cs, file))
-        return dlopen(file, mode & ~RTLD_GLOBAL);
+    if (process_wide_in(cs, file)) {
+        void *fwd = services_open_forwarder(file);
+        return fwd != NULL ? fwd : dlopen(file, mode & ~RTLD_GLOBAL);
+    }
     /* on the heap: see load_tree */
     struct {
         char real[PATH_MAX], msg[PATH_MAX + 64], why[256];

@@ -79,6 +79,22 @@ void load_error(vlcs_ctx *c, const char *what, const char *dlerr)
                   dlerr ? dlerr : "unknown dlmopen failure");
 }
 
+/* Work a successful call does on the side (automatic services) may fail
+ * without the caller's error changing: successful calls leave it alone. */
+void error_save(struct saved_error *e)
+{
+    memcpy(e->text, last_error, sizeof e->text);
+    e->code = last_code;
+    e->limit = last_limit;
+}
+
+void error_restore(const struct saved_error *e)
+{
+    memcpy(last_error, e->text, sizeof last_error);
+    last_code = e->code;
+    last_limit = e->limit;
+}
+
 VLCS_API const char *vlcs_error(void) { return last_error; }
 
 VLCS_API int vlcs_errcode(void) { return last_code; }

@@ -1,16 +1,144 @@
 /*
  * gpu.c - which GPUs a context sees.
  *
- * CUDA and ROCm read their visibility variables when they initialise, so a
- * runtime loaded inside a context sees the context's devices through its
- * environment.  A runtime shared as a service initialises once for the
- * process; for it the thread's current device is set on enter and restored
- * on leave.
+ * Three layers, each read once where it lives:
+ *  - NVIDIA's driver (libcuda.so.1) is a service (service_auto.c): it reads
+ *    CUDA_VISIBLE_DEVICES once, from the process's environment.  A context
+ *    with a GPU list sees its devices through its forwarder: the driver's
+ *    device count and device lookup (also as cuGetProcAddress hands them
+ *    out, which is how CUDA runtimes reach the driver) answer, for code of
+ *    that context, its GPUs only, numbered from 0 in the order listed.
+ *    Every other driver call takes the device handles those return, so it
+ *    needs no translation.
+ *  - ROCm's HSA runtime is a service too and reads ROCR_VISIBLE_DEVICES once
+ *    for the process; HIP, private per context, reads HIP_VISIBLE_DEVICES
+ *    (and CUDA_VISIBLE_DEVICES) from the context's environment.  So the
+ *    context sets those two, never ROCR_VISIBLE_DEVICES, which a private
+ *    HSA would apply a second time.
+ *  - A CUDA or HIP runtime that is itself a service initialises once for
+ *    the process: for it the thread's current device is set on enter and
+ *    restored on leave.
+ * A context's GPU numbers are those the process sees.
  */
 #include "internal.h"
 
 #include <stdio.h>
 #include <string.h>
+
+/* CUDA's driver API, as far as it is used here (cuda.h). */
+typedef int cu_result;
+enum { CU_SUCCESS = 0, CU_ERROR_INVALID_DEVICE = 101 };
+typedef cu_result (*cu_count_fn)(int *);
+typedef cu_result (*cu_get_fn)(int *, int);
+typedef cu_result (*cu_getproc_fn)(const char *, void **, int, unsigned long long);
+typedef cu_result (*cu_getproc2_fn)(const char *, void **, int, unsigned long long, int *);
+
+static cu_count_fn _Atomic real_count;
+static cu_get_fn _Atomic real_get;
+static cu_getproc_fn _Atomic real_getproc;
+static cu_getproc2_fn _Atomic real_getproc2;
+
+/* The context whose code made the call at `caller` (only contexts' code
+ * reaches these hooks), or where a call from elsewhere jumped in (a tail
+ * call leaves its caller's caller), the thread's; NULL unless it was given
+ * GPUs. */
+static vlcs_ctx *gpu_owner(const void *caller)
+{
+    vlcs_ctx *c = ctx_of_address((const char *)caller - 1);
+    if (c == NULL)
+        c = thread_current();
+    return c != NULL && __atomic_load_n(&c->gpus_set, __ATOMIC_ACQUIRE) ? c : NULL;
+}
+
+/* The process's device number of c's device `ordinal`, or -1: the list's
+ * devices the process has, in order. */
+static int gpu_nth(const vlcs_ctx *c, int ordinal, int devices)
+{
+    for (int d = 0, k = 0; d < devices && d < VLCS_MAX_CPUS; d++)
+        if (((c->gpus.w[d / 64] >> (d % 64)) & 1) && k++ == ordinal)
+            return d;
+    return -1;
+}
+
+static cu_result hook_count(int *count)
+{
+    cu_result rc = atomic_load(&real_count)(count);
+    vlcs_ctx *c = gpu_owner(__builtin_return_address(0));
+    if (rc != CU_SUCCESS || c == NULL || count == NULL)
+        return rc;
+    int n = 0;
+    while (gpu_nth(c, n, *count) >= 0)
+        n++;
+    *count = n;
+    return rc;
+}
+
+static cu_result hook_get(int *device, int ordinal)
+{
+    vlcs_ctx *c = gpu_owner(__builtin_return_address(0));
+    if (c == NULL)
+        return atomic_load(&real_get)(device, ordinal);
+    int all = 0;
+    cu_result rc = atomic_load(&real_count)(&all);
+    if (rc != CU_SUCCESS)
+        return rc;
+    int d = ordinal >= 0 ? gpu_nth(c, ordinal, all) : -1;
+    return d < 0 ? CU_ERROR_INVALID_DEVICE : atomic_load(&real_get)(device, d);
+}
+
+static cu_result hook_getproc(const char *, void **, int, unsigned long long);
+static cu_result hook_getproc2(const char *, void **, int, unsigned long long, int *);
+
+/* What cuGetProcAddress hands out: the hooks in place of the driver's own. */
+static void swap_proc(const char *symbol, void **pfn)
+{
+    static const struct {
+        const char *name;
+        void *hook;
+    } hooked[] = {
+        {"cuDeviceGetCount", (void *)hook_count},
+        {"cuDeviceGet", (void *)hook_get},
+        {"cuGetProcAddress", (void *)hook_getproc},
+        {"cuGetProcAddress_v2", (void *)hook_getproc2},
+    };
+    if (symbol == NULL || pfn == NULL || *pfn == NULL)
+        return;
+    for (size_t i = 0; i < sizeof hooked / sizeof *hooked; i++)
+        if (strcmp(symbol, hooked[i].name) == 0)
+            *pfn = hooked[i].hook;
+}
+
+static cu_result hook_getproc(const char *symbol, void **pfn, int version, unsigned long long flags)
+{
+    cu_result rc = atomic_load(&real_getproc)(symbol, pfn, version, flags);
+    if (rc == CU_SUCCESS)
+        swap_proc(symbol, pfn);
+    return rc;
+}
+
+static cu_result hook_getproc2(const char *symbol, void **pfn, int version,
+                               unsigned long long flags, int *status)
+{
+    cu_result rc = atomic_load(&real_getproc2)(symbol, pfn, version, flags, status);
+    if (rc == CU_SUCCESS)
+        swap_proc(symbol, pfn);
+    return rc;
+}
+
+/* `name` as `handle`'s own object defines it (not a dependency's). */
+static void *own_symbol(void *handle, const char *name)
+{
+    void *addr = dlsym(handle, name), *map = NULL;
+    if (addr == NULL || dlinfo(handle, RTLD_DI_LINKMAP, &map) != 0)
+        return NULL;
+    return object_at(addr) == map ? addr : NULL;
+}
+
+static bool is_cuda_driver(void *handle)
+{
+    return own_symbol(handle, "cuDeviceGetCount") != NULL &&
+           own_symbol(handle, "cuDeviceGet") != NULL && own_symbol(handle, "cuInit") != NULL;
+}
 
 typedef int (*set_device_fn)(int);
 typedef int (*get_device_fn)(int *);
@@ -18,8 +146,29 @@ typedef int (*get_device_fn)(int *);
 static set_device_fn _Atomic set_device;
 static get_device_fn _Atomic get_device;
 
+static size_t gpu_overrides(void *handle, struct fwd_override *ov, size_t cap)
+{
+    if (!is_cuda_driver(handle) || cap < 4)
+        return 0;
+    size_t n = 0;
+    ov[n++] = (struct fwd_override){"cuDeviceGetCount", (void *)hook_count};
+    ov[n++] = (struct fwd_override){"cuDeviceGet", (void *)hook_get};
+    if (own_symbol(handle, "cuGetProcAddress") != NULL)
+        ov[n++] = (struct fwd_override){"cuGetProcAddress", (void *)hook_getproc};
+    if (own_symbol(handle, "cuGetProcAddress_v2") != NULL)
+        ov[n++] = (struct fwd_override){"cuGetProcAddress_v2", (void *)hook_getproc2};
+    return n;
+}
+
 static void gpu_note_service(void *handle)
 {
+    if (is_cuda_driver(handle)) {
+        atomic_store(&real_count, (cu_count_fn)own_symbol(handle, "cuDeviceGetCount"));
+        atomic_store(&real_get, (cu_get_fn)own_symbol(handle, "cuDeviceGet"));
+        atomic_store(&real_getproc, (cu_getproc_fn)own_symbol(handle, "cuGetProcAddress"));
+        atomic_store(&real_getproc2, (cu_getproc2_fn)own_symbol(handle, "cuGetProcAddress_v2"));
+        return;
+    }
     const char *set_names[] = {"cudaSetDevice", "hipSetDevice"};
     const char *get_names[] = {"cudaGetDevice", "hipGetDevice"};
     for (int i = 0; i < 2; i++) {
@@ -58,10 +207,14 @@ VLCS_API int vlcs_ctx_set_gpus(vlcs_ctx *h, const char *gpulist)
                 first = d;
             n += (size_t)snprintf(list + n, sizeof list - n, "%s%d", n ? "," : "", d);
         }
-    const char *vars[] = {"CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES"};
-    for (int i = 0; i < 3; i++)
+    const char *vars[] = {"CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES"};
+    for (int i = 0; i < 2; i++)
         if (ctx_setenv(c, vars[i], list) != 0)
             return -1;
+    /* Published by gpus_set's release store; the driver's hooks read it
+     * without a lock, so a list is set before the context's first CUDA
+     * call (a runtime asks for its devices once, when it initialises). */
+    c->gpus = m;
     __atomic_store_n(&c->gpu_first, first, __ATOMIC_RELEASE);
     __atomic_store_n(&c->gpus_set, true, __ATOMIC_RELEASE);
     return 0;
@@ -88,7 +241,8 @@ static void gpu_leave(int prev)
 }
 
 const struct service_hooks gpu_hooks = {
-    .family = "CUDA/HIP runtime",
+    .family = "CUDA/HIP runtime and NVIDIA's driver",
+    .overrides = gpu_overrides,
     .note_service = gpu_note_service,
     .on_enter = gpu_enter,
     .on_leave = gpu_leave,

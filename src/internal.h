@@ -163,6 +163,13 @@ HIDDEN void set_error(int code, const char *fmt, ...) __attribute__((format(prin
 /* The code for a dlopen/dlmopen/dlsym failure, from dlerror()'s words
  * (glibc's limits as LIMIT_CODE). */
 HIDDEN int dl_errcode(const char *dlerr);
+/* The calling thread's error, kept across work that may fail on the side. */
+struct saved_error {
+    char text[1024];
+    int code, limit;
+};
+HIDDEN void error_save(struct saved_error *e);
+HIDDEN void error_restore(const struct saved_error *e);
 struct vlcs_ctx;
 /* Sets the error for a failed dlmopen into c, with what to do about one of
  * glibc's limits when one was hit. */
@@ -246,6 +253,7 @@ struct vlcs_ctx {
     int created_live;  /* live threads created by its libraries */
     int gpu_first;     /* device made current on enter (gpu.c), -1: none */
     bool gpus_set;
+    vmask gpus;        /* its GPUs, as the process numbers them (gpu.c) */
 
     /* where its libraries live: vlcs_ctx_set_mode's wish (VLCS_MODE_*, 0:
      * VLCS_MODE's), then a namespace (has_ns) or copies (copy_mode) */
@@ -558,7 +566,13 @@ HIDDEN int services_root(int *fd, char *err, size_t errsize);
  * context's lock: a service is added under the write lock. */
 HIDDEN void services_read_lock(void);
 HIDDEN void services_unlock(void);
+HIDDEN bool services_held_here(void); /* this thread holds the read lock */
+HIDDEN int service_add_local(const char *library); /* loaded RTLD_LOCAL */
+/* The libraries that must exist once per process (service_auto.c) made
+ * services, those not tried yet; called before a load takes any lock. */
+HIDDEN void services_auto_add(void);
 HIDDEN bool services_has(const char *soname); /* a library of the Service context */
+HIDDEN void *services_open_forwarder(const char *soname); /* in the base namespace, or NULL */
 /* The path a memfd of this process is loaded from, "/proc/PID/fd/N", in a
  * buffer of FD_PATH_SIZE. */
 #define FD_PATH_SIZE 48

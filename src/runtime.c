@@ -498,6 +498,7 @@ VLCS_API void *vlcs_ctx_load(vlcs_ctx *ctx, const char *path)
                   c->name);
         return NULL;
     }
+    services_auto_add(); /* before any lock: it takes the services' write lock */
     services_read_lock();
     pthread_mutex_lock(&c->lock);
     void *h = NULL;

@@ -27,8 +27,24 @@ struct service {
 static pthread_rwlock_t services_lock = PTHREAD_RWLOCK_INITIALIZER;
 static struct service *services; /* in the order they were added */
 
-void services_read_lock(void) { pthread_rwlock_rdlock(&services_lock); }
-void services_unlock(void) { pthread_rwlock_unlock(&services_lock); }
+/* How deep this thread is in services_read_lock: a constructor that loads
+ * into a context while its own load holds the lock must not add a service
+ * (the write lock would wait for this very thread). */
+static _Thread_local int read_depth;
+
+void services_read_lock(void)
+{
+    pthread_rwlock_rdlock(&services_lock);
+    read_depth++;
+}
+
+void services_unlock(void)
+{
+    read_depth--;
+    pthread_rwlock_unlock(&services_lock);
+}
+
+bool services_held_here(void) { return read_depth > 0; }
 
 /* The list only grows, each service published whole (*tail's release store
  * in vlcs_service_add): copy mode reads it without the lock, which its
@@ -53,6 +69,21 @@ bool services_has(const char *soname)
         if (strcmp(s->soname, soname) == 0)
             return true;
     return false;
+}
+
+/* A new reference to the forwarder of service `soname`, in the base
+ * namespace: what copy mode's copies get when they open a service by name,
+ * so that they see the hooks' entries as they do through their DT_NEEDED.
+ * NULL when it is no service. */
+void *services_open_forwarder(const char *soname)
+{
+    for (const struct service *s = first_service(); s; s = next_service(s))
+        if (strcmp(s->soname, soname) == 0) {
+            char path[FD_PATH_SIZE];
+            fd_path(path, sizeof path, s->fd);
+            return dlopen(path, RTLD_NOW | RTLD_LOCAL);
+        }
+    return NULL;
 }
 
 /* The path a memfd is loaded from.  /proc/self would name, in a debugger
@@ -215,6 +246,21 @@ fail_unlock:
         dlclose(h); /* nothing of vlcs's refers to it: as a failed dlopen leaves it */
     set_error(code, "Error adding service library %s: %s", shown, why);
     return -1;
+}
+
+/* A service loaded RTLD_LOCAL: the base's global scope stays as the
+ * program left it (service_auto.c).  Fails with VLCS_E_NOT_FOUND, and
+ * vlcs_error() set, when the library is not on this machine. */
+int service_add_local(const char *library)
+{
+    dlerror();
+    void *h = dlopen(library, RTLD_NOW | RTLD_LOCAL);
+    if (h == NULL) {
+        const char *e = dlerror();
+        set_error(dl_errcode(e), "Error adding service library %s: %s", library, e);
+        return -1;
+    }
+    return service_add(h, library, (struct fwd_spec){0});
 }
 
 VLCS_API int vlcs_service_add(const char *library)
