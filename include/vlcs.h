@@ -298,7 +298,7 @@ VLCS_API int vlcs_ctx_get_cpuset(const vlcs_ctx *c, int which, char *buf, unsign
  * call: runtimes ask for their devices once, when they initialise.
  *  - CUDA: NVIDIA's driver is one per process (vlcs_service_auto); for the
  *    context's code its device count and device lookup answer the listed
- *    GPUs only, numbered from 0 in the order listed, so a private CUDA
+ *    GPUs only, numbered from 0 in increasing order, so a private CUDA
  *    runtime (torch, CuPy) sees them as devices 0, 1, ...
  *  - ROCm: HIP_VISIBLE_DEVICES (and CUDA_VISIBLE_DEVICES, also set in the
  *    context's environment) are read by a HIP runtime loaded in the context;
@@ -311,6 +311,13 @@ VLCS_API int vlcs_ctx_get_cpuset(const vlcs_ctx *c, int which, char *buf, unsign
  * @return 0, or -1 with vlcs_error() set (VLCS_E_INVALID: malformed list).
  */
 VLCS_API int vlcs_ctx_set_gpus(vlcs_ctx *c, const char *gpulist);
+
+/**
+ * The GPUs vlcs_ctx_set_gpus gave c, as a list ("0-1,3"; "" for none).
+ * @return 0, or 1 when its GPUs were never set (buf ""), or -1 with
+ *         vlcs_error() set.
+ */
+VLCS_API int vlcs_ctx_get_gpus(const vlcs_ctx *c, char *buf, unsigned long size);
 
 /**
  * Set an environment variable in the context only.  Libraries read it with
@@ -597,11 +604,12 @@ VLCS_API int vlcs_ctx_exec(vlcs_ctx *c, char *const argv[]);
 VLCS_API int vlcs_ctx_set_stdio(vlcs_ctx *c, int in_fd, int out_fd, int err_fd);
 
 /**
- * The library a context's namespace starts with in its global scope, in
- * place of the services (vlcs_service_add): what it exports is what objects
- * loaded later bind to when they name no library (a libpython of the
- * context's own, whose extension modules link no libpython).  Set before
- * the context's first load.
+ * The library a context's namespace starts with in its global scope, before
+ * the services (vlcs_service_add) and in place of the one with its soname:
+ * what it exports is what objects loaded later bind to when they name no
+ * library (a libpython of the context's own, whose extension modules link
+ * no libpython, in place of the base's).  Set before the context's first
+ * load.
  * @return 0, or -1 with vlcs_error() set
  */
 VLCS_API int vlcs_ctx_set_global_library(vlcs_ctx *c, const char *path);

@@ -54,6 +54,7 @@ struct copyset {
      * copied even if it is a service's, and every root lists its copy
      * instead of the services' forwarders */
     char *global_real;
+    char global_soname[256]; /* the service it stands in for (services_paths) */
     int global_copy; /* index in copies, -1 until loaded */
 
     /* the context's environment: what the process's was when the context
@@ -375,6 +376,7 @@ int copies_create(vlcs_ctx *c)
                       "%s cannot be found", c->name, c->global_lib);
             goto fail;
         }
+        elf_soname_of(real, cs->global_soname, sizeof cs->global_soname);
     }
     raise_fd_limit();
     if (env_start(c) != 0) {
@@ -660,8 +662,8 @@ static void *load_tree(vlcs_ctx *c, const char *real, const char *shown)
      * entries that vlcs replaces, libpython's PyDict_* on the module table,
      * come before the base's), then the new copies, path's first. */
     enum { MAX_SERVICES = 16 };
-    const char **needed = calloc(made + 1 + MAX_SERVICES, sizeof *needed);
-    char (*paths)[FD_PATH_SIZE] = calloc(made + 1 + MAX_SERVICES, sizeof *paths);
+    const char **needed = calloc(made + 2 + MAX_SERVICES, sizeof *needed);
+    char (*paths)[FD_PATH_SIZE] = calloc(made + 2 + MAX_SERVICES, sizeof *paths);
     if (needed == NULL || paths == NULL) {
         free(needed);
         free(paths);
@@ -672,17 +674,16 @@ static void *load_tree(vlcs_ctx *c, const char *real, const char *shown)
     fd_path(paths[nn], sizeof *paths, cs->ip_fd);
     needed[nn] = paths[nn];
     nn++;
-    if (cs->global_real != NULL) { /* its own global library, no services */
-        if (cs->global_copy >= 0) {
-            snprintf(paths[nn], sizeof *paths, "%s", cs->copies[cs->global_copy].path);
-            needed[nn] = paths[nn];
-            nn++;
-        }
-    } else {
-        size_t nsvc = services_paths(paths + nn, MAX_SERVICES);
-        for (size_t k = 0; k < nsvc; k++, nn++)
-            needed[nn] = paths[nn];
+    /* its own global library first, then the services it does not stand in for */
+    if (cs->global_real != NULL && cs->global_copy >= 0) {
+        snprintf(paths[nn], sizeof *paths, "%s", cs->copies[cs->global_copy].path);
+        needed[nn] = paths[nn];
+        nn++;
     }
+    size_t nsvc = services_paths(paths + nn, MAX_SERVICES,
+                                 cs->global_real != NULL ? cs->global_soname : NULL);
+    for (size_t k = 0; k < nsvc; k++, nn++)
+        needed[nn] = paths[nn];
     for (size_t i = 0; i < n; i++)
         if (items[i].existing < 0 && items[i].fd >= 0) {
             fd_path(paths[nn], sizeof *paths, items[i].fd);

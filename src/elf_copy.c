@@ -197,6 +197,23 @@ int elf_names_read(int fd, const char *path, struct elf_names *e, char *why, siz
     return VLCS_OK;
 }
 
+/* The soname of the library at path, else its file name: the name
+ * dependants find it by. */
+void elf_soname_of(const char *path, char *out, size_t size)
+{
+    snprintf(out, size, "%s", base_name(path));
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    struct elf_names e;
+    char why[128];
+    if (fd >= 0 && elf_names_read(fd, path, &e, why, sizeof why) == VLCS_OK) {
+        if (e.soname != UINT64_MAX && elf_str(&e, e.soname) != NULL)
+            snprintf(out, size, "%s", elf_str(&e, e.soname));
+        elf_names_free(&e);
+    }
+    if (fd >= 0)
+        close(fd);
+}
+
 const char *elf_str(const struct elf_names *e, uint64_t off)
 {
     return off == UINT64_MAX ? NULL : e->strtab + off;

@@ -7,7 +7,7 @@
  *    with a GPU list sees its devices through its forwarder: the driver's
  *    device count and device lookup (also as cuGetProcAddress hands them
  *    out, which is how CUDA runtimes reach the driver) answer, for code of
- *    that context, its GPUs only, numbered from 0 in the order listed.
+ *    that context, its GPUs only, numbered from 0 in increasing order.
  *    Every other driver call takes the device handles those return, so it
  *    needs no translation.
  *  - ROCm's HSA runtime is a service too and reads ROCR_VISIBLE_DEVICES once
@@ -217,6 +217,22 @@ VLCS_API int vlcs_ctx_set_gpus(vlcs_ctx *h, const char *gpulist)
     c->gpus = m;
     __atomic_store_n(&c->gpu_first, first, __ATOMIC_RELEASE);
     __atomic_store_n(&c->gpus_set, true, __ATOMIC_RELEASE);
+    return 0;
+}
+
+VLCS_API int vlcs_ctx_get_gpus(const vlcs_ctx *h, char *buf, unsigned long size)
+{
+    vlcs_ctx *c = ctx_get(h, "reading GPUs");
+    if (c == NULL)
+        return -1;
+    if (buf == NULL || size == 0) {
+        set_error(VLCS_E_INVALID, "Error reading GPUs of context '%s': no buffer", c->name);
+        return -1;
+    }
+    buf[0] = '\0';
+    if (!__atomic_load_n(&c->gpus_set, __ATOMIC_ACQUIRE))
+        return 1;
+    mask_format(&c->gpus, buf, size);
     return 0;
 }
 

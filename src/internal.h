@@ -431,6 +431,7 @@ struct elf_rename {
 };
 HIDDEN int elf_names_read(int fd, const char *path, struct elf_names *e, char *why, size_t size);
 HIDDEN void elf_names_free(struct elf_names *e);
+HIDDEN void elf_soname_of(const char *path, char *out, size_t size);
 HIDDEN const char *elf_str(const struct elf_names *e, uint64_t off);
 struct elf_from { /* an object that needs a library, and its file */
     const struct elf_names *e;
@@ -577,7 +578,9 @@ HIDDEN void *services_open_forwarder(const char *soname); /* in the base namespa
  * buffer of FD_PATH_SIZE. */
 #define FD_PATH_SIZE 48
 HIDDEN void fd_path(char *buf, size_t size, int fd);
-HIDDEN size_t services_paths(char (*out)[FD_PATH_SIZE], size_t cap); /* their forwarders */
+/* Their forwarders, but that of the service named `except` (NULL: none):
+ * a context whose own global library stands in for it (its own libpython). */
+HIDDEN size_t services_paths(char (*out)[FD_PATH_SIZE], size_t cap, const char *except);
 
 /* ---- threads (thread.c) ---------------------------------------------------- */
 

@@ -161,9 +161,17 @@ int ns_create(vlcs_ctx *c)
      * namespace's global scope.  Without, the interposer itself is first. */
     char why[512], rootpath[FD_PATH_SIZE];
     int root = -1, code = VLCS_OK;
-    if (c->global_lib != NULL) { /* its own global library instead of the services */
-        const char *needed[] = {interposer_path(), c->global_lib};
-        root = forwarder_root(needed, 2, why, sizeof why);
+    if (c->global_lib != NULL) {
+        /* its own global library first, then the services it does not
+         * stand in for (its own libpython for the base's) */
+        enum { MAX_SERVICES = 16 };
+        char soname[256], paths[MAX_SERVICES][FD_PATH_SIZE];
+        const char *needed[2 + MAX_SERVICES] = {interposer_path(), c->global_lib};
+        elf_soname_of(c->global_lib, soname, sizeof soname);
+        size_t n = 2 + services_paths(paths, MAX_SERVICES, soname);
+        for (size_t i = 2; i < n; i++)
+            needed[i] = paths[i - 2];
+        root = forwarder_root(needed, n, why, sizeof why);
         if (root < 0)
             code = -root;
     } else {

@@ -55,11 +55,12 @@ static const struct service *next_service(const struct service *s)
     return __atomic_load_n(&s->next, __ATOMIC_ACQUIRE);
 }
 
-size_t services_paths(char (*out)[FD_PATH_SIZE], size_t cap)
+size_t services_paths(char (*out)[FD_PATH_SIZE], size_t cap, const char *except)
 {
     size_t n = 0;
     for (const struct service *s = first_service(); s && n < cap; s = next_service(s))
-        fd_path(out[n++], FD_PATH_SIZE, s->fd);
+        if (except == NULL || strcmp(s->soname, except) != 0)
+            fd_path(out[n++], FD_PATH_SIZE, s->fd);
     return n;
 }
 

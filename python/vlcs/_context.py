@@ -67,6 +67,20 @@ def _cpu_list(cpus: str | Iterable[int]) -> bytes:
     return ",".join(str(c) for c in ids).encode()
 
 
+def _gpu_list(gpus: str | Iterable[int]) -> bytes:
+    """A GPU list for vlcs_ctx_set_gpus: "0,2", ids, or "" / [] for none."""
+    if isinstance(gpus, str):
+        return c_string(gpus, "gpus")
+    try:
+        ids = list(gpus)
+    except TypeError:
+        raise TypeError(f'gpus must be a list like "0,2" or GPU ids; got {gpus!r}') from None
+    bad = [g for g in ids if not isinstance(g, int) or isinstance(g, bool) or g < 0]
+    if bad:
+        raise ValueError(f"GPU ids must be ints >= 0; got {bad[0]!r} in gpus={gpus!r}")
+    return ",".join(str(g) for g in ids).encode()
+
+
 def _parse_list(text: str) -> list[int]:
     out: list[int] = []
     for part in filter(None, text.split(",")):
@@ -154,6 +168,8 @@ class VLC:
         context holds a CPython runtime of its own (its own GIL, its own
         numpy), given work with ``submit`` as a process pool is: functions
         and arguments by pickle, numpy arrays as views of the same memory.
+    gpus: the GPUs its code sees, as "0,2" or ids ("" or [] for none;
+        default: the process's), see :meth:`set_gpus`.
     """
 
     def __init__(
@@ -165,6 +181,7 @@ class VLC:
         elastic: str | Iterable[int] | None = None,
         weight: int = 0,
         python: str = "shared",
+        gpus: str | Iterable[int] | None = None,
     ) -> None:
         if python not in _own.PYTHONS:
             raise ValueError(f"python must be one of {', '.join(_own.PYTHONS)}; got {python!r}")
@@ -199,6 +216,8 @@ class VLC:
             if elastic is not None:
                 # before env: the user's OMP_NUM_THREADS wins over elastic's
                 self.set_elastic(elastic, weight)
+            if gpus is not None:
+                self.set_gpus(gpus)
             for key, value in (env or {}).items():
                 self.setenv(key, value)
             if python == "own":
@@ -235,6 +254,32 @@ class VLC:
         """
         check(lib().vlcs_ctx_set_cpus(self._h, _cpu_list(cpus)))
         self._place = cpus if isinstance(cpus, str) and ":" in cpus else None
+
+    def set_gpus(self, gpus: str | Iterable[int]) -> None:
+        """Give the context these GPUs: "0,2" or ids, as the process numbers
+        them ("" or [] for none).  Its code sees them as devices 0, 1, ... in
+        increasing order, whatever it loads: NVIDIA's driver, one per
+        process, answers the context's CUDA runtime (torch's, CuPy's) with
+        these only; a HIP runtime reads ``HIP_VISIBLE_DEVICES``, which is
+        set in the context.  Call it before the context's first GPU call
+        (runtimes ask for their devices once); docs/gpus.md says more.
+
+        >>> import vlcs
+        >>> ctx = vlcs.VLC(cpus="0")
+        >>> ctx.set_gpus("0,2")
+        >>> ctx.gpus, ctx.getenv("CUDA_VISIBLE_DEVICES")
+        ([0, 2], '0,2')
+        >>> ctx.close()
+        """
+        check(lib().vlcs_ctx_set_gpus(self._h, _gpu_list(gpus)))
+
+    @property
+    def gpus(self) -> list[int] | None:
+        """Its GPUs as :meth:`set_gpus` gave them, or None: the process's."""
+        buf = ctypes.create_string_buffer(4096)
+        if check(lib().vlcs_ctx_get_gpus(self._h, buf, len(buf))) == 1:
+            return None
+        return _parse_list(buf.value.decode())
 
     @classmethod
     def from_plan(cls, plan: str | os.PathLike[str] | Mapping[str, Any], task: str) -> VLC:
@@ -586,6 +631,7 @@ class VLC:
             "cpus": self.cpus,
             "place": self._place,
             "home_cpus": self.home_cpus,
+            "gpus": self.gpus,
             "elastic": elastic,
             "lent_cpus": self.lent_cpus if elastic is not None else [],
             "env": dict(self._env),
@@ -784,7 +830,7 @@ def info() -> dict[str, Any]:
     >>> import json, vlcs
     >>> _ = json.dumps(vlcs.info())
     """
-    from vlcs._lib import node_ledger, strict_active
+    from vlcs._lib import auto_services, node_ledger, strict_active
     from vlcs._version import __version__
 
     return {
@@ -793,6 +839,7 @@ def info() -> dict[str, Any]:
         "node_ledger": node_ledger(),
         "cpus_usable": sorted(_views.real_sched_getaffinity(0)),
         "python": _interpreter.report(),
+        "auto_services": auto_services(),
         "contexts": [c.info() for c in list(_contexts.values())],
     }
 

@@ -61,6 +61,10 @@ _SIGNATURES: dict[str, tuple[Any, list[Any]]] = {
     "vlcs_node_ledger": (_s, []),
     "vlcs_service_add": (_i, [_s]),
     "vlcs_service_add_program": (_i, [_s, _s]),
+    "vlcs_service_auto": (_i, [_s, _i]),
+    "vlcs_service_auto_get": (_i, [ctypes.c_ulong, _s, ctypes.c_ulong, _s, ctypes.c_ulong]),
+    "vlcs_ctx_set_gpus": (_i, [_c, _s]),
+    "vlcs_ctx_get_gpus": (_i, [_c, _s, ctypes.c_ulong]),
     "vlcs_ctx_create": (_c, [_s]),
     "vlcs_ctx_name": (_s, [_c]),
     "vlcs_ctx_set_cpus": (_i, [_c, _s]),
@@ -329,3 +333,45 @@ def service(library: str) -> None:
     >>> vlcs.service("libm.so.6")
     """
     check(lib().vlcs_service_add(c_string(library, "library", path=True)))
+
+
+# vlcs_service_auto_get's states (VLCS_AUTO_* in vlcs.h)
+_AUTO_STATES = ("pending", "service", "absent", "failed")
+
+
+def auto_services() -> list[dict[str, str]]:
+    """The libraries vlcs makes services on its own, because a second copy
+    in one process breaks them (GPU drivers: NVIDIA's libcuda.so.1 and NVML,
+    ROCm's HSA runtime), each with its ``state``: "pending" (no context has
+    loaded anything since it was listed), "service" (one copy, in the base,
+    shared by every context), "absent" (not on this machine) or "failed"
+    (on the machine, but could not be shared: ``why`` says what happened),
+    and ``why`` it is listed.  docs/gpus.md has the table and its reasons.
+
+    >>> import vlcs
+    >>> [s["name"] for s in vlcs.auto_services()][:1]
+    ['libcuda.so.1']
+    """
+    out = []
+    name, why = ctypes.create_string_buffer(256), ctypes.create_string_buffer(512)
+    while (state := lib().vlcs_service_auto_get(len(out), name, 256, why, 512)) >= 0:
+        out.append(
+            {"name": name.value.decode(), "state": _AUTO_STATES[state], "why": why.value.decode()}
+        )
+    return out
+
+
+def auto_service(library: str, enabled: bool = True) -> None:
+    """Add ``library`` (a soname or a path) to the libraries vlcs makes
+    services on its own, or remove it (``enabled=False``), before the first
+    load into any context; one added later becomes a service at the next
+    load.  The environment variable ``VLCS_AUTO_SERVICES`` does the same
+    from outside ("-libnvidia-ml.so.1,+libfoo.so.2"; "" for none).  Raises
+    InvalidArgumentError when removing one that is a service already
+    (services stay for the life of the process).
+
+    >>> import vlcs
+    >>> vlcs.auto_service("libvlcs-example.so.1")
+    >>> vlcs.auto_service("libvlcs-example.so.1", enabled=False)
+    """
+    check(lib().vlcs_service_auto(c_string(library, "library", path=True), 1 if enabled else 0))

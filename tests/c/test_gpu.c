@@ -22,7 +22,15 @@ static int env_part(void)
     CHECK(ga("ROCR_VISIBLE_DEVICES") == NULL,
           "ROCr's variable is left to the process: its HSA runtime is shared");
     CHECK_STR("0,1,2", gb("CUDA_VISIBLE_DEVICES"), "CUDA wants commas, not ranges");
+    char list[64];
+    CHECK_EQ(0, vlcs_ctx_get_gpus(b, list, sizeof list), "read back");
+    CHECK_STR("0-2", list, "b's GPUs");
+    vlcs_ctx *never = vlcs_ctx_create("never");
+    CHECK_EQ(1, vlcs_ctx_get_gpus(never, list, sizeof list), "GPUs never set");
+    CHECK_STR("", list, "no list");
     CHECK_EQ(0, vlcs_ctx_set_gpus(b, ""), "hide every GPU");
+    CHECK_EQ(0, vlcs_ctx_get_gpus(b, list, sizeof list), "read back");
+    CHECK_STR("", list, "none");
     CHECK_STR("", gb("CUDA_VISIBLE_DEVICES"), "hidden");
     CHECK(getenv("CUDA_VISIBLE_DEVICES") == NULL || strcmp(getenv("CUDA_VISIBLE_DEVICES"), "1,3"),
           "the base is untouched");

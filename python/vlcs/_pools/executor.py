@@ -262,6 +262,39 @@ def _homes(
     return split_cpus(every, n), every
 
 
+def split_gpus(
+    gpus: str | Iterable[int] | Sequence[str | Iterable[int]] | None, n: int
+) -> list[list[int] | None]:
+    """Each of n workers' GPUs: the pool's GPUs split as CPUs are (one per
+    worker when there are as many, as Ray and Dask give GPU workers theirs;
+    taken in turn when there are fewer), or one GPU list per worker; None
+    for every worker when gpus is None (each sees the process's).
+
+    >>> split_gpus("0-3", 2)
+    [[0, 1], [2, 3]]
+    >>> split_gpus([0, 1], 4)
+    [[0], [1], [0], [1]]
+    >>> split_gpus(["0", ""], 2)
+    [[0], []]
+    """
+    if gpus is None:
+        return [None] * n
+    if isinstance(gpus, str):
+        try:
+            every = _parse_list(gpus.replace(" ", ""))
+        except ValueError:
+            raise ValueError(f'gpus must be a GPU list like "0-3" or GPU ids; got {gpus!r}') from None
+        return split_cpus(every, n) if every else [[] for _ in range(n)]
+    items = list(gpus)
+    if items and not all(isinstance(g, int) and not isinstance(g, bool) for g in items):
+        if len(items) != n:
+            raise ValueError(f"gpus gives {len(items)} GPU lists for {n} workers (one per worker)")
+        return [split_gpus(g, 1)[0] for g in items]  # type: ignore[arg-type]
+    if any(g < 0 for g in items):
+        raise ValueError(f"GPU ids must be >= 0; got {gpus!r}")
+    return split_cpus(items, n) if items else [[] for _ in range(n)]
+
+
 # --- the workers --------------------------------------------------------------------------
 
 
@@ -422,6 +455,11 @@ class ContextPoolExecutor(concurrent.futures.Executor):
         caller and the tasks.
     elastic: let a busy worker borrow the CPUs of idle ones (every worker
         elastic over the pool's CPUs; see ``VLC.set_elastic``).
+    gpus: the GPUs of the pool ("0-3" or ids), split among the workers as
+        CPUs are: one each when there are as many, taken in turn when there
+        are fewer; or one GPU list per worker (["0", "1"]).  Each worker's
+        code sees its share as devices 0, 1, ... (``VLC.set_gpus``);
+        default: every worker sees the process's GPUs.
     python: "shared" (the default): the workers run tasks on this
         interpreter, taking turns on its GIL for pure-Python work; "own":
         each worker is a context with a CPython runtime of its own (see
@@ -444,6 +482,7 @@ class ContextPoolExecutor(concurrent.futures.Executor):
         name: str = "worker",
         places: str | None = None,
         python: str = "shared",
+        gpus: str | Iterable[int] | Sequence[str | Iterable[int]] | None = None,
     ) -> None:
         if python not in PYTHONS:
             raise ValueError(f"python must be one of {', '.join(PYTHONS)}; got {python!r}")
@@ -472,6 +511,7 @@ class ContextPoolExecutor(concurrent.futures.Executor):
         if names:
             _share(*names)
         self._homes = homes
+        self._gpus = split_gpus(gpus, n)
         self._envs = envs
         self._elastic = every if elastic else None
         self._name = name
@@ -501,7 +541,11 @@ class ContextPoolExecutor(concurrent.futures.Executor):
 
     def _make_context(self, i: int) -> VLC:
         ctx = VLC(
-            cpus=self._homes[i], env=self._envs[i], name=f"{self._name}-{i}", python=self._python
+            cpus=self._homes[i],
+            env=self._envs[i],
+            name=f"{self._name}-{i}",
+            python=self._python,
+            gpus=self._gpus[i],
         )
         try:
             if self._python == "own" and self._max_tasks_per_child is not None:
@@ -628,6 +672,11 @@ class ContextPoolExecutor(concurrent.futures.Executor):
     def worker_cpus(self) -> list[list[int]]:
         """Each worker's home CPUs."""
         return [list(h) for h in self._homes]
+
+    @property
+    def worker_gpus(self) -> list[list[int] | None]:
+        """Each worker's GPUs (None: the process's)."""
+        return [None if g is None else list(g) for g in self._gpus]
 
     # --- failures -----------------------------------------------------------------------
     def _drain(self, fail: Callable[[concurrent.futures.Future[Any]], Any]) -> None:

@@ -77,6 +77,9 @@ class ContextPool:
     renamed copy of libpython); :meth:`submit` then pickles the task into the context's
     runtime, as ``ContextPoolExecutor(python="own")`` does, and
     ``with ctx:`` on a handed-out context is refused (use ``ctx.submit``).
+    gpus: the GPUs of the pool split among the contexts, one each when there
+    are as many (or one GPU list per context), as ``ContextPoolExecutor(gpus=)``
+    splits them; a context comes back with its share.
     """
 
     def __init__(
@@ -89,6 +92,7 @@ class ContextPool:
         name: str = "pool",
         places: str | None = None,
         python: str = "shared",
+        gpus: str | Iterable[int] | Sequence[str | Iterable[int]] | None = None,
     ) -> None:
         if size is not None and (not isinstance(size, int) or isinstance(size, bool) or size < 1):
             raise ValueError(f"size must be an int >= 1; got {size!r}")
@@ -103,6 +107,9 @@ class ContextPool:
             self._homes: list[CpuList | None] = list(_split_homes(every, size or 1, places)[0])
         else:
             self._homes = _homes(cpus, size)
+        from vlcs._pools.executor import split_gpus
+
+        self._gpus = split_gpus(gpus, len(self._homes))
         self._env = dict(env or {})
         self._reset = reset
         self._name = name
@@ -142,7 +149,11 @@ class ContextPool:
 
     def _make(self, slot: int) -> VLC:
         ctx = VLC(
-            cpus=self._homes[slot], env=self._env, name=f"{self._name}-{slot}", python=self._python
+            cpus=self._homes[slot],
+            env=self._env,
+            name=f"{self._name}-{slot}",
+            python=self._python,
+            gpus=self._gpus[slot],
         )
         self._slot_of[id(ctx)] = slot
         return ctx
@@ -177,6 +188,9 @@ class ContextPool:
 
     def _restore(self, ctx: VLC) -> None:
         home = self._homes[self._slot_of[id(ctx)]]
+        gpus = self._gpus[self._slot_of[id(ctx)]]
+        if gpus is not None and ctx.gpus != gpus:
+            ctx.set_gpus(gpus)
         if ctx._elastic:  # a user made it elastic: static again
             ctx.set_elastic(None)
         if home is not None:
