@@ -36,5 +36,6 @@ def driver_copies() -> int:
         return sum(
             1
             for line in f
-            if line.split()[2:3] == ["00000000"] and line.rstrip().endswith("fake_driver/libcuda.so.1")
+            if line.split()[2:3] == ["00000000"]
+            and line.rstrip().endswith("fake_driver/libcuda.so.1")
         )

@@ -166,6 +166,7 @@ def test_info_is_json_able_and_lists_contexts():
             "cpus": [0],
             "place": None,  # given as a CPU list, not an hwloc place
             "home_cpus": [0],
+            "gpus": None,  # never set: the process's
             "elastic": None,
             "lent_cpus": [],
             "env": {"X_VLCS": "1"},

@@ -33,12 +33,29 @@ def stand_ins(tmp_path_factory) -> dict[str, str]:
     driver = out / "fake_driver" / "libcuda.so.1"
     runtime = out / "libfake_cudart.so"
     subprocess.run(
-        [cc, "-shared", "-fPIC", "-O2", "-Wl,-soname,libcuda.so.1", "-o", str(driver),
-         str(LIB / "fake_cuda_driver.c")],
+        [
+            cc,
+            "-shared",
+            "-fPIC",
+            "-O2",
+            "-Wl,-soname,libcuda.so.1",
+            "-o",
+            str(driver),
+            str(LIB / "fake_cuda_driver.c"),
+        ],
         check=True,
     )
     subprocess.run(
-        [cc, "-shared", "-fPIC", "-O2", "-o", str(runtime), str(LIB / "fake_cuda_runtime.c"), "-ldl"],
+        [
+            cc,
+            "-shared",
+            "-fPIC",
+            "-O2",
+            "-o",
+            str(runtime),
+            str(LIB / "fake_cuda_runtime.c"),
+            "-ldl",
+        ],
         check=True,
     )
     return {"dir": str(driver.parent), "runtime": str(runtime)}
@@ -135,8 +152,8 @@ own = vlcs.VLC(cpus="0", gpus="1", python="own", name="own")
 own_seen = own.submit(gpu_tasks.devices, RT).result()
 own.close()
 pool.close()
-print(json.dumps({"split": split, "got": got, "each": sorted(set(each)), "shares": shares, "back": back,
-                  "own": own_seen, "copies": gpu_tasks.driver_copies(),
+print(json.dumps({"split": split, "got": got, "each": sorted(set(each)), "shares": shares,
+                  "back": back, "own": own_seen, "copies": gpu_tasks.driver_copies(),
                   "base": gpu_tasks.base_devices()}))
 """
 

@@ -283,7 +283,9 @@ def split_gpus(
         try:
             every = _parse_list(gpus.replace(" ", ""))
         except ValueError:
-            raise ValueError(f'gpus must be a GPU list like "0-3" or GPU ids; got {gpus!r}') from None
+            raise ValueError(
+                f'gpus must be a GPU list like "0-3" or GPU ids; got {gpus!r}'
+            ) from None
         return split_cpus(every, n) if every else [[] for _ in range(n)]
     items = list(gpus)
     if items and not all(isinstance(g, int) and not isinstance(g, bool) for g in items):
