@@ -52,7 +52,7 @@ struct copyset {
     size_t nroots, caproots;
     /* vlcs_ctx_set_global_library (a Python of its own): that library is
      * copied even if it is a service's, and every root lists its copy
-     * instead of the services' forwarders */
+     * before the services' forwarders, in place of the one it stands in for */
     char *global_real;
     char global_soname[256]; /* the service it stands in for (services_paths) */
     int global_copy; /* index in copies, -1 until loaded */
@@ -658,9 +658,10 @@ static void *load_tree(vlcs_ctx *c, const char *real, const char *shown)
         set_error(code, "Error loading %s into context '%s': %s", shown, c->name, why);
         goto out;
     }
-    /* The root: the interposer first, then the services' forwarders (their
-     * entries that vlcs replaces, libpython's PyDict_* on the module table,
-     * come before the base's), then the new copies, path's first. */
+    /* The root: the interposer first, then the context's own global
+     * library, then the services' forwarders (their entries that vlcs
+     * replaces, libpython's PyDict_* on the module table, come before the
+     * base's), then the new copies, path's first. */
     enum { MAX_SERVICES = 16 };
     const char **needed = calloc(made + 2 + MAX_SERVICES, sizeof *needed);
     char (*paths)[FD_PATH_SIZE] = calloc(made + 2 + MAX_SERVICES, sizeof *paths);
