@@ -188,7 +188,8 @@ VLCS_API int vlcs_ctx_set_gpus(vlcs_ctx *h, const char *gpulist)
     if (c == NULL)
         return -1;
     vmask m = {{0}};
-    char why[256], list[1024] = "";
+    /* every id of the mask, at most 4 digits and a comma each */
+    char why[256], list[VLCS_MAX_CPUS * 5 + 1] = "";
     if (gpulist == NULL) {
         set_error(VLCS_E_INVALID, "Error setting GPUs of context '%s': the GPU list is NULL", c->name);
         return -1;
@@ -205,7 +206,8 @@ VLCS_API int vlcs_ctx_set_gpus(vlcs_ctx *h, const char *gpulist)
         if ((m.w[d / 64] >> (d % 64)) & 1) {
             if (first < 0)
                 first = d;
-            n += (size_t)snprintf(list + n, sizeof list - n, "%s%d", n ? "," : "", d);
+            if (n < sizeof list)
+                n += (size_t)snprintf(list + n, sizeof list - n, "%s%d", n ? "," : "", d);
         }
     const char *vars[] = {"CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES"};
     for (int i = 0; i < 2; i++)

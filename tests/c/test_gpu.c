@@ -34,6 +34,10 @@ static int env_part(void)
     CHECK_STR("", gb("CUDA_VISIBLE_DEVICES"), "hidden");
     CHECK(getenv("CUDA_VISIBLE_DEVICES") == NULL || strcmp(getenv("CUDA_VISIBLE_DEVICES"), "1,3"),
           "the base is untouched");
+    CHECK_EQ(0, vlcs_ctx_set_gpus(b, "0-1023"), "the longest list there is");
+    const char *all = gb("CUDA_VISIBLE_DEVICES");
+    CHECK(all != NULL && strncmp(all, "0,1,2,", 6) == 0 && strstr(all, ",1022,1023") != NULL,
+          "every id written out");
     CHECK_ERR(vlcs_ctx_set_gpus(a, "x"), "malformed");
     CHECK_ERR(vlcs_ctx_set_gpus(a, NULL), "NULL");
     PASS("gpu env");
