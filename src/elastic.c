@@ -153,9 +153,7 @@ void elastic_node_changed(uint32_t generation)
     elastic_lock();
     if (!node_planned_here(generation)) {
         size_t n = gather(plan_keys);
-        for (size_t i = 0; i < n; i++)
-            plan_out[i] = plan_in[i].home;
-        node_read(plan_keys, n, plan_out);
+        node_read(plan_keys, plan_in, n, plan_out);
         apply(n, NULL, "planned in another process");
     }
     elastic_unlock();

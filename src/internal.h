@@ -384,9 +384,10 @@ HIDDEN void node_after_fork(void); /* a child is no member */
  * (keys[i] names in[i]), plans over the node's, stores and announces the
  * plan; out[i] is keys[i]'s share. */
 HIDDEN void node_plan(const uint64_t *keys, const struct elastic_in *in, size_t n, vmask *out);
-/* With elastic_lock() held: the latest plan's shares of keys[i] into out[i]
- * (left alone for a key the ledger has no slot for). */
-HIDDEN void node_read(const uint64_t *keys, size_t n, vmask *out);
+/* With elastic_lock() held: the latest plan's shares of keys[i] (whose
+ * own view is in[i]) into out[i], within in[i]'s home and bound; the home
+ * for a key the ledger has no slot for. */
+HIDDEN void node_read(const uint64_t *keys, const struct elastic_in *in, size_t n, vmask *out);
 /* Adds to out the CPUs of home that another member of the node runs on. */
 HIDDEN void node_lent(uint64_t key, const vmask *home, vmask *out);
 /* Whether this process's own plan produced that generation. */

@@ -3,15 +3,24 @@
  * process on the machine plan together, through one ledger in shared memory
  * (issue 15; nOS-V's shared scheduler is the model).
  *
- * The ledger is a file on tmpfs (/dev/shm/vlcs-node-<uid>, or
- * VLCS_NODE_LEDGER) mapped by every member.  It holds one slot per elastic
- * context of the node: owner pid, home, bound, busy, weight, and the CPUs the
- * last plan gave it.  The design keeps the shared state small and
- * self-healing:
+ * The ledger is a file mapped by every member, where only its user can
+ * reach it: $XDG_RUNTIME_DIR/vlcs/node-ledger, else
+ * /dev/shm/vlcs-<uid>/node-ledger, in a directory vlcs makes with mode 0700
+ * and checks (or the file VLCS_NODE_LEDGER names).  Nothing another user
+ * plants is used: the file and its directory are opened without following
+ * symbolic links and must be this user's, with no access for group or
+ * others.  It holds one slot per elastic context of the node: owner pid,
+ * home, bound, busy, weight, and the CPUs the last plan gave it.  The design
+ * keeps the shared state small and self-healing:
  *
- *   - one robust, process-shared mutex guards the slots; a member that dies
- *     holding it leaves EOWNERDEAD to the next locker, who drops the dead
- *     member's slots and plans again;
+ *   - the kernel's lock on the file's first byte (an open-file-description
+ *     lock) guards the slots: no word of the file can leave it taken, and a
+ *     member that dies holding it loses it with its descriptors;
+ *   - every value is checked under that lock before it is used (every
+ *     process of the user can write the file, and one that dies mid-write
+ *     leaves it half-written): a damaged header starts the ledger afresh, a
+ *     slot with an impossible owner is dropped, CPUs past the machine's are
+ *     cleared, and a context's share is cut to its home and bound;
  *   - a process writes only its own slots, then plans for everyone with the
  *     same pure function as inside one process (elastic_policy.c) and stores
  *     each slot's share, so every member reads one consistent plan;
@@ -52,9 +61,11 @@
 #include <unistd.h>
 
 #define LEDGER_MAGIC UINT64_C(0x65646f6e73636c76) /* "vlcsnode" */
-#define LEDGER_VERSION 1
+#define LEDGER_VERSION 2
 #define LEDGER_SLOTS 256
 #define REAP_MS 100
+#define PID_LIMIT 4194304 /* the kernel's PID_MAX_LIMIT on 64-bit */
+#define WEIGHT_LIMIT 1000000
 
 struct slot {
     int32_t pid; /* 0: free */
@@ -70,7 +81,6 @@ struct ledger {
     uint64_t magic;
     uint32_t version;
     uint32_t size; /* sizeof(struct ledger): a build with another VLCS_MAX_CPUS differs */
-    pthread_mutex_t lock;
     _Atomic uint32_t generation; /* futex word: bumped after every plan */
     uint32_t pad;
     /* Homes of members that exited or died: free CPUs, lent to any busy
@@ -142,29 +152,79 @@ static int reap_locked(void)
     return freed;
 }
 
-static uint32_t replan_locked(void);
-
 /* Set under the ledger lock when a plan was stored: the unlocking thread
  * wakes the other members. */
 static bool wake_pending;
 
+/* The CPUs this machine has: what any member's CPUs can be. */
+static vmask machine;
+
+static void clamp(vmask *m)
+{
+    for (int w = 0; w < MASK_WORDS; w++)
+        m->w[w] &= machine.w[w];
+}
+
+static void ledger_fresh_header(struct ledger *l)
+{
+    l->version = LEDGER_VERSION;
+    l->size = sizeof *l;
+    __atomic_store_n(&l->magic, LEDGER_MAGIC, __ATOMIC_RELEASE);
+}
+
+/* Makes what the ledger holds usable; with the ledger lock held.  A damaged
+ * header starts it afresh: every member writes its slots again at its next
+ * plan, and meanwhile its CPUs are in no one's home, so no one borrows them. */
+static void check_locked(void)
+{
+    struct stat st;
+    if (fstat(live_fd, &st) == 0 && st.st_size < (off_t)sizeof *L)
+        (void)ftruncate(live_fd, sizeof *L); /* cut short: the pages past the end would fault */
+    if (L->magic != LEDGER_MAGIC || L->version != LEDGER_VERSION || L->size != sizeof *L) {
+        memset(L->slot, 0, sizeof L->slot);
+        memset(&L->freed, 0, sizeof L->freed);
+        ledger_fresh_header(L);
+        atomic_fetch_add_explicit(&L->generation, 1, memory_order_release);
+        wake_pending = true;
+    }
+    for (int i = 0; i < LEDGER_SLOTS; i++) {
+        struct slot *s = &L->slot[i];
+        if (s->pid < 0 || s->pid > PID_LIMIT)
+            memset(s, 0, sizeof *s);
+        if (s->pid == 0)
+            continue;
+        clamp(&s->home);
+        clamp(&s->bound);
+        clamp(&s->current);
+        if (s->weight > WEIGHT_LIMIT)
+            s->weight = WEIGHT_LIMIT;
+    }
+    clamp(&L->freed);
+}
+
+/* The threads of this process take local_lock first: an open-file-
+ * description lock belongs to the open file, which they share. */
+static pthread_mutex_t local_lock = PTHREAD_MUTEX_INITIALIZER;
+
 static void ledger_lock(void)
 {
-    int rc = pthread_mutex_lock(&L->lock);
-    if (rc == EOWNERDEAD) {
-        /* Its owner died inside: its slots may be half written, but they are
-         * its own, and it is gone; the others get a plan without it. */
-        pthread_mutex_consistent(&L->lock);
-        reap_locked();
-        replan_locked();
-    }
+    pthread_mutex_lock(&local_lock);
+    struct flock l = {.l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = 0, .l_len = 1};
+    /* Another error (no lock records left) leaves only this process's
+     * threads excluded: a plan from two processes at once is one of two
+     * consistent plans, and the next one settles it. */
+    while (fcntl(live_fd, F_OFD_SETLKW, &l) != 0 && errno == EINTR)
+        ;
+    check_locked();
 }
 
 static void ledger_unlock(void)
 {
     bool wake = wake_pending;
     wake_pending = false;
-    pthread_mutex_unlock(&L->lock);
+    struct flock l = {.l_type = F_UNLCK, .l_whence = SEEK_SET, .l_start = 0, .l_len = 1};
+    fcntl(live_fd, F_OFD_SETLK, &l);
+    pthread_mutex_unlock(&local_lock);
     if (wake)
         syscall(SYS_futex, &L->generation, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
 }
@@ -207,6 +267,15 @@ static uint32_t replan_locked(void)
     return atomic_fetch_add_explicit(&L->generation, 1, memory_order_release) + 1;
 }
 
+/* A context's share as the ledger's plan gives it, cut to what this
+ * process knows of the context: its home, and borrowed CPUs of its bound
+ * only (whatever the file says).  Its home alone without a slot. */
+static void share(const struct slot *s, const struct elastic_in *in, vmask *out)
+{
+    for (int w = 0; w < MASK_WORDS; w++)
+        out->w[w] = in->home.w[w] | (s != NULL ? s->current.w[w] & in->bound.w[w] : 0);
+}
+
 static struct slot *own_slot(uint64_t key)
 {
     for (int i = 0; i < LEDGER_SLOTS; i++)
@@ -246,21 +315,16 @@ void node_plan(const uint64_t *keys, const struct elastic_in *in, size_t n, vmas
         s->weight = in[k].weight;
     }
     own_generation = replan_locked();
-    for (size_t k = 0; k < n; k++) {
-        const struct slot *s = own_slot(keys[k]);
-        out[k] = s != NULL ? s->current : in[k].home;
-    }
+    for (size_t k = 0; k < n; k++)
+        share(own_slot(keys[k]), &in[k], &out[k]);
     ledger_unlock();
 }
 
-void node_read(const uint64_t *keys, size_t n, vmask *out)
+void node_read(const uint64_t *keys, const struct elastic_in *in, size_t n, vmask *out)
 {
     ledger_lock();
-    for (size_t k = 0; k < n; k++) {
-        const struct slot *s = own_slot(keys[k]);
-        if (s != NULL)
-            out[k] = s->current;
-    }
+    for (size_t k = 0; k < n; k++)
+        share(own_slot(keys[k]), &in[k], &out[k]);
     ledger_unlock();
 }
 
@@ -328,21 +392,151 @@ static void leave(void)
 
 void node_after_fork(void) { atomic_store(&active, false); }
 
+/* Whether the object fd refers to is this user's alone; else why not, in
+ * err, naming `path` and what to do. */
+static bool ours_alone(int fd, const char *path, bool dir, char *err, size_t errsize)
+{
+    struct stat st;
+    const char *what = dir ? "directory" : "file";
+    if (fstat(fd, &st) != 0) {
+        snprintf(err, errsize, "cannot inspect %s: %s", path, strerror(errno));
+        return false;
+    }
+    if (dir ? !S_ISDIR(st.st_mode) : !S_ISREG(st.st_mode)) {
+        snprintf(err, errsize, "%s is not a regular %s; remove it, or set VLCS_NODE_LEDGER to a "
+                 "file of your own", path, what);
+        return false;
+    }
+    if (st.st_uid != getuid()) {
+        snprintf(err, errsize,
+                 "the %s %s belongs to uid %u, not to this user (uid %u): another user may have "
+                 "planted it, and vlcs will not share its ledger through it; have it removed (its "
+                 "owner or an administrator), or set VLCS_NODE_LEDGER to a file of your own",
+                 what, path, (unsigned)st.st_uid, (unsigned)getuid());
+        return false;
+    }
+    if ((st.st_mode & 077) != 0) {
+        snprintf(err, errsize,
+                 "the %s %s is open to other users (mode %04o): they could read and change the "
+                 "node's plan; run `chmod go= %s`, or set VLCS_NODE_LEDGER to a file of your own",
+                 what, path, (unsigned)(st.st_mode & 07777), path);
+        return false;
+    }
+    return true;
+}
+
+/* The open failed because the last component is a symbolic link. */
+static void link_refused(const char *path, char *err, size_t errsize)
+{
+    snprintf(err, errsize,
+             "%s is a symbolic link, which vlcs does not follow for its ledger (another user may "
+             "have planted it); remove it, or set VLCS_NODE_LEDGER to a file of your own",
+             path);
+}
+
+/* The folder the ledger lives in, made with mode 0700 if missing, as an
+ * open descriptor, or -1 with *code and err set.  Checked before it is
+ * opened (a folder of another user's may not even be readable) and again,
+ * through the descriptor, after. */
+static int private_dir(const char *dir, int *code, char *err, size_t errsize)
+{
+    *code = VLCS_E_INVALID;
+    if (mkdir(dir, 0700) != 0 && errno != EEXIST) {
+        snprintf(err, errsize,
+                 "cannot make the folder %s for the node ledger: %s; node-wide mode needs a "
+                 "shared-memory folder: mount a tmpfs at /dev/shm or set VLCS_NODE_LEDGER to a "
+                 "file on one",
+                 dir, strerror(errno));
+        *code = VLCS_E_SYSTEM;
+        return -1;
+    }
+    struct stat st;
+    if (lstat(dir, &st) == 0 && S_ISLNK(st.st_mode)) {
+        link_refused(dir, err, errsize);
+        return -1;
+    }
+    if (lstat(dir, &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid != getuid()) {
+        snprintf(err, errsize,
+                 "the directory %s belongs to uid %u, not to this user (uid %u): another user may "
+                 "have planted it, and vlcs will not keep its ledger there; have it removed (its "
+                 "owner or an administrator), or set VLCS_NODE_LEDGER to a file of your own",
+                 dir, (unsigned)st.st_uid, (unsigned)getuid());
+        return -1;
+    }
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0) {
+        if (errno == ELOOP)
+            link_refused(dir, err, errsize);
+        else if (errno == ENOTDIR)
+            snprintf(err, errsize, "%s is not a directory; remove it, or set VLCS_NODE_LEDGER "
+                     "to a file of your own", dir);
+        else {
+            snprintf(err, errsize, "cannot open the folder %s of the node ledger: %s", dir,
+                     strerror(errno));
+            *code = VLCS_E_SYSTEM;
+        }
+        return -1;
+    }
+    if (!ours_alone(fd, dir, true, err, errsize)) {
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
 /* Opens (and, first, creates) the ledger.  VLCS_OK or a code, with err. */
 static int ledger_open(char *err, size_t errsize)
 {
     const char *env = getenv("VLCS_NODE_LEDGER");
-    if (env != NULL && *env != '\0')
+    int dirfd = AT_FDCWD;
+    const char *name = ledger_path;
+    if (env != NULL && *env != '\0') {
         snprintf(ledger_path, sizeof ledger_path, "%s", env);
-    else
-        snprintf(ledger_path, sizeof ledger_path, "/dev/shm/vlcs-node-%u", (unsigned)getuid());
-    int fd = open(ledger_path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    } else {
+        /* The user's runtime folder (systemd's, mode 0700) where there is
+         * one, else a folder of the user's own on tmpfs. */
+        char dir[PATH_MAX - 16];
+        const char *xdg = getenv("XDG_RUNTIME_DIR");
+        if (xdg != NULL && xdg[0] == '/' && strlen(xdg) < sizeof dir - 8)
+            snprintf(dir, sizeof dir, "%s/vlcs", xdg);
+        else
+            snprintf(dir, sizeof dir, "/dev/shm/vlcs-%u", (unsigned)getuid());
+        int code;
+        dirfd = private_dir(dir, &code, err, errsize);
+        if (dirfd < 0)
+            return code;
+        snprintf(ledger_path, sizeof ledger_path, "%s/node-ledger", dir);
+        name = "node-ledger";
+    }
+    int fd = openat(dirfd, name, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+    int open_errno = errno;
+    if (dirfd != AT_FDCWD)
+        close(dirfd);
     if (fd < 0) {
+        /* The kernel may refuse a link of another user's before it gets to
+         * O_NOFOLLOW (fs.protected_symlinks: EACCES): what is there says. */
+        struct stat st;
+        bool planted = lstat(ledger_path, &st) == 0;
+        if (planted && S_ISLNK(st.st_mode)) {
+            link_refused(ledger_path, err, errsize);
+            return VLCS_E_INVALID;
+        }
+        if (planted && st.st_uid != getuid()) {
+            snprintf(err, errsize,
+                     "the file %s belongs to uid %u, not to this user (uid %u), and cannot be "
+                     "opened (%s); set VLCS_NODE_LEDGER to a file of your own",
+                     ledger_path, (unsigned)st.st_uid, (unsigned)getuid(), strerror(open_errno));
+            return VLCS_E_INVALID;
+        }
         snprintf(err, errsize,
-                 "cannot open the node ledger %s: %s; node-wide mode needs shared memory: mount a "
-                 "tmpfs at /dev/shm or set VLCS_NODE_LEDGER to a file on one",
-                 ledger_path, strerror(errno));
+                 "cannot open the node ledger %s: %s; node-wide mode needs shared memory: "
+                 "mount a tmpfs at /dev/shm or set VLCS_NODE_LEDGER to a file on one",
+                 ledger_path, strerror(open_errno));
         return VLCS_E_SYSTEM;
+    }
+    if (!ours_alone(fd, ledger_path, false, err, errsize)) {
+        close(fd);
+        return VLCS_E_INVALID;
     }
     /* flock serialises the first initialisation; the kernel drops it if the
      * initialising process dies. */
@@ -374,16 +568,8 @@ static int ledger_open(char *err, size_t errsize)
         goto out;
     }
     if (l->magic == 0) {
-        pthread_mutexattr_t a;
-        pthread_mutexattr_init(&a);
-        pthread_mutexattr_setpshared(&a, PTHREAD_PROCESS_SHARED);
-        pthread_mutexattr_setrobust(&a, PTHREAD_MUTEX_ROBUST);
-        pthread_mutex_init(&l->lock, &a);
-        pthread_mutexattr_destroy(&a);
-        l->version = LEDGER_VERSION;
-        l->size = sizeof *l;
         atomic_store(&l->generation, 1);
-        __atomic_store_n(&l->magic, LEDGER_MAGIC, __ATOMIC_RELEASE);
+        ledger_fresh_header(l);
     } else if (l->magic != LEDGER_MAGIC || l->version != LEDGER_VERSION || l->size != sizeof *l) {
         snprintf(err, errsize,
                  "%s is not a node ledger of this vlcs version; stop the processes using it and "
@@ -397,7 +583,7 @@ static int ledger_open(char *err, size_t errsize)
 out:
     flock(fd, LOCK_UN);
     if (code == VLCS_OK)
-        live_fd = fd; /* the mapping stays; the descriptor carries the liveness lock */
+        live_fd = fd; /* the mapping stays; the descriptor carries the locks */
     else
         close(fd);
     return code;
@@ -416,6 +602,11 @@ int node_enable(void (*changed)(uint32_t generation), char *err, size_t errsize)
         code = VLCS_E_UNSUPPORTED;
         goto out;
     }
+    long ncpu = sysconf(_SC_NPROCESSORS_CONF);
+    if (ncpu <= 0)
+        ncpu = VLCS_MAX_CPUS;
+    for (long cpu = 0; cpu < ncpu && cpu < VLCS_MAX_CPUS; cpu++)
+        machine.w[cpu / 64] |= UINT64_C(1) << (cpu % 64);
     code = ledger_open(err, errsize);
     if (code != VLCS_OK)
         goto out;
