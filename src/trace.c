@@ -17,11 +17,13 @@
 #include "internal.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <sched.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -40,6 +42,9 @@ struct tbuf {
 static pthread_mutex_t trace_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct tbuf *buffers; /* every thread's, since the trace started */
 static char trace_path[4096];
+/* Opened once, when the trace starts: the file written at the stop is the
+ * one checked then, whatever is put at its path meanwhile. */
+static int trace_fd = -1;
 static unsigned trace_epoch; /* a buffer of an older trace is started afresh */
 static __thread struct tbuf *mine;
 static __thread unsigned mine_epoch;
@@ -212,7 +217,12 @@ static void trace_child(void)
 
 static void write_out(void)
 {
-    FILE *f = fopen(trace_path, "w");
+    FILE *f = NULL;
+    if (trace_fd >= 0 && ftruncate(trace_fd, 0) == 0 && lseek(trace_fd, 0, SEEK_SET) == 0)
+        f = fdopen(trace_fd, "w");
+    if (f == NULL && trace_fd >= 0)
+        close(trace_fd);
+    trace_fd = -1;
     if (f == NULL) {
         fprintf(stderr, "vlcs: cannot write the trace %s: %s\n", trace_path, strerror(errno));
         return;
@@ -247,13 +257,6 @@ VLCS_API int vlcs_trace_start(const char *path)
         set_error(VLCS_E_INVALID, "Error starting a trace: no file given");
         return -1;
     }
-    FILE *probe = fopen(path, "w");
-    if (probe == NULL) {
-        set_error(VLCS_E_SYSTEM, "Error starting a trace: cannot write %s: %s", path,
-                  strerror(errno));
-        return -1;
-    }
-    fclose(probe);
     static bool handlers;
     pthread_mutex_lock(&trace_lock);
     if (atomic_load(&trace_recording)) {
@@ -262,6 +265,33 @@ VLCS_API int vlcs_trace_start(const char *path)
                   trace_path);
         return -1;
     }
+    /* Not through a link, nor into another user's file: in a shared folder
+     * (/tmp) either may have been planted there. */
+    int fd = open(path, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != getuid()) {
+        int e = errno;
+        struct stat ls;
+        if (fd >= 0 && S_ISREG(st.st_mode) && st.st_uid != getuid())
+            set_error(VLCS_E_INVALID, "Error starting a trace: %s belongs to uid %u, not to this "
+                      "user; write the trace to a file of your own", path, (unsigned)st.st_uid);
+        else if (fd >= 0)
+            set_error(VLCS_E_INVALID, "Error starting a trace: %s is not a regular file", path);
+        else if (lstat(path, &ls) == 0 && S_ISLNK(ls.st_mode))
+            set_error(VLCS_E_INVALID, "Error starting a trace: %s is a symbolic link, which vlcs "
+                      "does not follow (another user may have planted it); write the trace to "
+                      "the file itself", path);
+        else
+            set_error(VLCS_E_SYSTEM, "Error starting a trace: cannot write %s: %s", path,
+                      strerror(e));
+        if (fd >= 0)
+            close(fd);
+        pthread_mutex_unlock(&trace_lock);
+        return -1;
+    }
+    if (trace_fd >= 0)
+        close(trace_fd);
+    trace_fd = fd;
     snprintf(trace_path, sizeof trace_path, "%s", path);
     buffers = NULL;
     __atomic_add_fetch(&trace_epoch, 1, __ATOMIC_RELEASE);

@@ -81,11 +81,19 @@ def _gpu_list(gpus: str | Iterable[int]) -> bytes:
     return ",".join(str(g) for g in ids).encode()
 
 
+# Past any machine's CPU or GPU ids: a list naming more is refused, not
+# expanded (a plan or trace from elsewhere may say "0-1000000000").
+_MAX_ID = 1 << 16
+
+
 def _parse_list(text: str) -> list[int]:
     out: list[int] = []
     for part in filter(None, text.split(",")):
         lo, _, hi = part.partition("-")
-        out.extend(range(int(lo), int(hi or lo) + 1))
+        first, last = int(lo), int(hi or lo)
+        if last >= _MAX_ID or len(out) + last - first >= _MAX_ID:
+            raise ValueError(f"the list {text!r} names ids past {_MAX_ID - 1}")
+        out.extend(range(first, last + 1))
     return out
 
 

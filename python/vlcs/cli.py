@@ -156,6 +156,13 @@ def _trace(args: argparse.Namespace) -> int:
     except (OSError, ValueError) as e:
         print(f"vlcs trace show: {e}", file=sys.stderr)
         return 1
+    except (KeyError, TypeError, AttributeError) as e:
+        print(
+            f"vlcs trace show: {args.trace} is not a trace vlcs wrote (an event lacks {e}); "
+            "give the file `vlcs run --trace` or vlcs.trace() wrote",
+            file=sys.stderr,
+        )
+        return 1
     print(summary)
     return 0
 

@@ -50,6 +50,14 @@ int main(void)
     CHECK(fd >= 0, "mkstemp");
     close(fd);
     CHECK_ERRC(VLCS_E_SYSTEM, vlcs_trace_start("/nonexistent-dir/t.json"));
+    /* a link planted where the trace goes is not followed */
+    char link[64], target[80];
+    snprintf(link, sizeof link, "%s-link", path);
+    snprintf(target, sizeof target, "%s-target", path);
+    CHECK(symlink(target, link) == 0, "symlink");
+    CHECK_ERR(vlcs_trace_start(link), "symbolic link");
+    CHECK(access(target, F_OK) != 0, "nothing written through the link");
+    unlink(link);
     for (int i = 0; i < THREADS; i++) {
         char name[16];
         snprintf(name, sizeof name, "t%d", i);
