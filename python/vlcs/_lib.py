@@ -294,11 +294,13 @@ def init(strict: bool = False, node: bool = False) -> None:
 
     Node-wide mode makes the elastic contexts of every process on the
     machine that turned it on (``vlcs.init(node=True)`` or ``VLCS_NODE=1``)
-    lend and reclaim CPUs through one ledger in shared memory
-    (``/dev/shm/vlcs-node-<uid>``, or the file ``VLCS_NODE_LEDGER`` names):
-    an idle job's CPUs go to a busy one, and come back when it has work or
-    dies.  Raises VlcsError when the ledger cannot be opened; elastic
-    contexts keep lending within the process.
+    lend and reclaim CPUs through one ledger in shared memory that only the
+    user can reach (``$XDG_RUNTIME_DIR/vlcs/node-ledger``, else
+    ``/dev/shm/vlcs-<uid>/node-ledger``, or the file ``VLCS_NODE_LEDGER``
+    names): an idle job's CPUs go to a busy one, and come back when it has
+    work or dies.  Raises VlcsError when the ledger cannot be opened, or is
+    not the user's alone (another user's file, a symbolic link: the
+    sentence names it); elastic contexts keep lending within the process.
 
     >>> import vlcs
     >>> vlcs.init()
