@@ -138,8 +138,9 @@ VLCS_API int vlcs_init_opts(const vlcs_opts *opts);
 /*
  * Node-wide mode (opts.node = 1, or VLCS_NODE=1 in the environment read by
  * vlcs_init()): the elastic contexts of every process on the machine that
- * turned it on lend and reclaim CPUs through one ledger in shared memory,
- * /dev/shm/vlcs-node-<uid> (VLCS_NODE_LEDGER names another file), with the
+ * turned it on lend and reclaim CPUs through one ledger in shared memory
+ * that only the user can reach, $XDG_RUNTIME_DIR/vlcs/node-ledger, else
+ * /dev/shm/vlcs-<uid>/node-ledger (VLCS_NODE_LEDGER names another file), with the
  * same plan as inside one process (see vlcs_ctx_set_elastic): two jobs never
  * oversubscribe the CPUs their elastic contexts own, and an idle one's
  * CPUs go to the busy one.  Inside this process a reclaim is immediate; a
@@ -148,7 +149,11 @@ VLCS_API int vlcs_init_opts(const vlcs_opts *opts);
  * within 0.1 s.  Members must share a pid namespace; a forked child is no
  * member.  It cannot be turned off.  Fails with VLCS_E_SYSTEM when the
  * ledger cannot be opened (no /dev/shm), VLCS_E_INVALID when the file is
- * not a ledger of this version; contexts keep lending within the process.
+ * not a ledger of this version or is not the user's alone (a symbolic link,
+ * another user's file or folder, access for group or others: the sentence
+ * names the path and its owner); contexts keep lending within the process.
+ * What another process writes into the ledger is checked before use
+ * (docs/security.md).
  */
 
 /**
