@@ -64,16 +64,7 @@ def install_info() -> dict[str, Any]:
         **_python_support(),
         "glibc_tunables": tunables,
         "many_contexts_enabled": "glibc.rtld.nns" in tunables,
-        "auto_services": _auto_services(),
     }
-
-
-def _auto_services() -> str:
-    """The libraries made services before the first load into a context."""
-    from vlcs._lib import auto_services
-
-    names = [s["name"] for s in auto_services()]
-    return ", ".join(names) if names else "none (VLCS_AUTO_SERVICES is empty)"
 
 
 def _python_support() -> dict[str, str]:

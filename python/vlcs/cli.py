@@ -20,6 +20,7 @@ import sys
 from pathlib import Path
 
 from vlcs._exec import OUTPUTS, STDINS
+from vlcs._lib import auto_services
 from vlcs._paths import include_dir, install_info, native_dir, program_path
 from vlcs._topo import PLACES
 from vlcs._version import __version__
@@ -178,6 +179,9 @@ def _info(args: argparse.Namespace) -> int:
         print(" ".join(parts))
         return 0
     info = install_info()
+    # what the first load into a context makes services (docs/gpus.md)
+    names = [s["name"] for s in auto_services()]
+    info["auto_services"] = ", ".join(names) if names else "none (VLCS_AUTO_SERVICES is empty)"
     if args.json:
         print(json.dumps(info, indent=2))
     else:
