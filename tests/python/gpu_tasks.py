@@ -20,6 +20,25 @@ def devices(runtime: str) -> dict:
     return {"rc": rc, "devices": names}
 
 
+def worker_devices(runtime: str) -> dict:
+    """devices(), with the name of the pool worker that ran it."""
+    import vlcs
+
+    return dict(devices(runtime), worker=vlcs.current().name)
+
+
+def record(runtime: str, folder: str) -> None:
+    """A pool worker's initializer: its devices, written to folder/NAME.json."""
+    import json
+    import os
+
+    import vlcs
+
+    name = vlcs.current().name
+    with open(os.path.join(folder, f"{name}.json"), "w") as f:
+        json.dump(devices(runtime), f)
+
+
 def base_devices() -> dict:
     """The base's own driver: cuInit and the device count, as base CUDA sees it."""
     drv = ctypes.CDLL("libcuda.so.1")

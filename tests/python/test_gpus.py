@@ -135,12 +135,16 @@ def test_without_the_automatic_service_a_second_driver_breaks_the_gpu(stand_ins)
 
 POOLS = r"""
 import json, vlcs, gpu_tasks
-with vlcs.ContextPoolExecutor(max_workers=2, cpus="0-1", gpus="0-3") as ex:
+import os, tempfile
+folder = tempfile.mkdtemp()
+with vlcs.ContextPoolExecutor(
+    max_workers=2, cpus="0-1", gpus="0-3", name="w",
+    initializer=gpu_tasks.record, initargs=(RT, folder),  # runs in every worker
+) as ex:
     split = ex.worker_gpus
-    got = sorted(map(json.dumps, ex.map(gpu_tasks.devices, [RT] * 2, chunksize=1)))
-    # each worker: its own answer, whichever ran the tasks
-    each = [json.dumps(f.result()) for f in
-            [ex.submit(gpu_tasks.devices, RT) for _ in range(4)]]
+    # tasks: each answered by the worker that ran it, whichever that was
+    each = [f.result() for f in [ex.submit(gpu_tasks.worker_devices, RT) for _ in range(6)]]
+got = {n[:-5]: json.load(open(os.path.join(folder, n))) for n in sorted(os.listdir(folder))}
 pool = vlcs.ContextPool(size=2, cpus=["0", "1"], gpus=[0, 1, 2, 3])
 held = [pool.acquire(), pool.acquire()]
 shares = [ctx.gpus for ctx in held]
@@ -152,7 +156,7 @@ own = vlcs.VLC(cpus="0", gpus="1", python="own", name="own")
 own_seen = own.submit(gpu_tasks.devices, RT).result()
 own.close()
 pool.close()
-print(json.dumps({"split": split, "got": got, "each": sorted(set(each)), "shares": shares,
+print(json.dumps({"split": split, "got": got, "each": each, "shares": shares,
                   "back": back, "own": own_seen, "copies": gpu_tasks.driver_copies(),
                   "base": gpu_tasks.base_devices()}))
 """
@@ -165,8 +169,9 @@ def test_pools_split_gpus_and_own_runtimes_see_theirs(stand_ins):
         {"rc": 0, "devices": ["stand-in GPU 0", "stand-in GPU 1"]},
         {"rc": 0, "devices": ["stand-in GPU 2", "stand-in GPU 3"]},
     ]
-    assert sorted(map(json.loads, r["got"]), key=str) == sorted(halves, key=str), r
-    assert all(json.loads(e) in halves for e in r["each"]), r
+    assert r["got"] == {"w-0": halves[0], "w-1": halves[1]}, r
+    for e in r["each"]:
+        assert {"rc": e["rc"], "devices": e["devices"]} == halves[int(e["worker"][-1])], r
     assert sorted(r["shares"]) == [[0, 1], [2, 3]] and r["back"] == [[0, 1], [2, 3]], r
     assert r["own"] == {"rc": 0, "devices": ["stand-in GPU 1"]}, r
     assert r["copies"] == 1 and r["base"] == {"rc": 0, "count": 4}, r
