@@ -177,9 +177,6 @@ static void ledger_fresh_header(struct ledger *l)
  * plan, and meanwhile its CPUs are in no one's home, so no one borrows them. */
 static void check_locked(void)
 {
-    struct stat st;
-    if (fstat(live_fd, &st) == 0 && st.st_size < (off_t)sizeof *L)
-        (void)ftruncate(live_fd, sizeof *L); /* cut short: the pages past the end would fault */
     if (L->magic != LEDGER_MAGIC || L->version != LEDGER_VERSION || L->size != sizeof *L) {
         memset(L->slot, 0, sizeof L->slot);
         memset(&L->freed, 0, sizeof L->freed);
@@ -362,6 +359,12 @@ static void *watch(void *arg)
             seen = now;
             on_plan(now);
         } else if (rc != 0 && errno == ETIMEDOUT) {
+            /* A file cut short is grown back (its pages past the end would
+             * fault; only the user's own processes can cut it, and until
+             * then one touching those pages dies: the mode trusts them). */
+            struct stat st;
+            if (fstat(live_fd, &st) == 0 && st.st_size < (off_t)sizeof *L)
+                (void)ftruncate(live_fd, sizeof *L);
             /* A plan without the departed; this process applies it too, at
              * the next turn (it is not marked as its own). */
             ledger_lock();
