@@ -249,13 +249,13 @@ fail_unlock:
     return -1;
 }
 
-/* A service loaded RTLD_LOCAL: the base's global scope stays as the
- * program left it (service_auto.c).  Fails with VLCS_E_NOT_FOUND, and
- * vlcs_error() set, when the library is not on this machine. */
-int service_add_local(const char *library)
+/* library loaded into the base with `scope` (RTLD_GLOBAL, RTLD_LOCAL) and
+ * made a service.  VLCS_E_NOT_FOUND, and vlcs_error() set, when it is not
+ * on this machine. */
+static int service_open(const char *library, int scope)
 {
     dlerror();
-    void *h = dlopen(library, RTLD_NOW | RTLD_LOCAL);
+    void *h = dlopen(library, RTLD_NOW | scope);
     if (h == NULL) {
         const char *e = dlerror();
         set_error(dl_errcode(e), "Error adding service library %s: %s", library, e);
@@ -263,6 +263,10 @@ int service_add_local(const char *library)
     }
     return service_add(h, library, (struct fwd_spec){0});
 }
+
+/* RTLD_LOCAL: the base's global scope stays as the program left it
+ * (service_auto.c). */
+int service_add_local(const char *library) { return service_open(library, RTLD_LOCAL); }
 
 VLCS_API int vlcs_service_add(const char *library)
 {
@@ -272,14 +276,7 @@ VLCS_API int vlcs_service_add(const char *library)
         set_error(VLCS_E_INVALID, "Error adding a service library: the library name is empty");
         return -1;
     }
-    dlerror();
-    void *h = dlopen(library, RTLD_NOW | RTLD_GLOBAL);
-    if (h == NULL) {
-        const char *e = dlerror();
-        set_error(dl_errcode(e), "Error adding service library %s: %s", library, e);
-        return -1;
-    }
-    return service_add(h, library, (struct fwd_spec){0});
+    return service_open(library, RTLD_GLOBAL);
 }
 
 /* The program is never unloaded: its handle only names it. */

@@ -52,33 +52,32 @@ _MODE_NAMESPACE = 1
 _MODE_COPIES = 2
 
 
-def _cpu_list(cpus: str | Iterable[int]) -> bytes:
-    if isinstance(cpus, str):
-        return c_string(cpus, "cpus")
+def _id_list(value: str | Iterable[int], what: str, empty_ok: bool) -> bytes:
+    """A CPU or GPU list for libvlcs: a string as given, or ids joined."""
+    if isinstance(value, str):
+        return c_string(value, f"{what.lower()}s")
     try:
-        ids = list(cpus)
+        ids = list(value)
     except TypeError:
-        raise TypeError(f'cpus must be a list like "0-3,8" or CPU ids; got {cpus!r}') from None
-    bad = [c for c in ids if not isinstance(c, int) or isinstance(c, bool)]
+        raise TypeError(
+            f'{what.lower()}s must be a list like "0-3,8" or {what} ids; got {value!r}'
+        ) from None
+    bad = [i for i in ids if not isinstance(i, int) or isinstance(i, bool)]
     if bad:
-        raise TypeError(f"CPU ids must be ints; got {bad[0]!r} in cpus={cpus!r}")
-    if not ids or any(c < 0 for c in ids):
-        raise ValueError(f"cpus must be non-empty CPU ids >= 0; got {cpus!r}")
-    return ",".join(str(c) for c in ids).encode()
+        raise TypeError(f"{what} ids must be ints; got {bad[0]!r} in {what.lower()}s={value!r}")
+    if (not ids and not empty_ok) or any(i < 0 for i in ids):
+        none = "" if empty_ok else "non-empty "
+        raise ValueError(f"{what.lower()}s must be {none}{what} ids >= 0; got {value!r}")
+    return ",".join(str(i) for i in ids).encode()
+
+
+def _cpu_list(cpus: str | Iterable[int]) -> bytes:
+    return _id_list(cpus, "CPU", empty_ok=False)
 
 
 def _gpu_list(gpus: str | Iterable[int]) -> bytes:
     """A GPU list for vlcs_ctx_set_gpus: "0,2", ids, or "" / [] for none."""
-    if isinstance(gpus, str):
-        return c_string(gpus, "gpus")
-    try:
-        ids = list(gpus)
-    except TypeError:
-        raise TypeError(f'gpus must be a list like "0,2" or GPU ids; got {gpus!r}') from None
-    bad = [g for g in ids if not isinstance(g, int) or isinstance(g, bool) or g < 0]
-    if bad:
-        raise ValueError(f"GPU ids must be ints >= 0; got {bad[0]!r} in gpus={gpus!r}")
-    return ",".join(str(g) for g in ids).encode()
+    return _id_list(gpus, "GPU", empty_ok=True)
 
 
 # Past any machine's CPU or GPU ids: a list naming more is refused, not
