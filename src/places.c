@@ -10,8 +10,11 @@
  * hwloc-calc reads them ("core:0-7.pu:0": the first hardware thread of
  * each of cores 0-7).  The CPUs are the union of the chosen objects'.
  *
- * libhwloc is loaded when a place is first given (dlopen: libvlcs runs
- * without it, and says so when one is asked for).  The topology is the
+ * libhwloc (hwloc 2, libhwloc.so.15) is loaded when a place is first given
+ * (dlopen: libvlcs runs without it, and says so when one is asked for), and
+ * vlcs builds without its headers: what is used of its ABI is declared in
+ * hwloc_abi.h, so a pip install on a machine with only the run-time library
+ * has places.  The topology is the
  * machine's, or VLCS_TOPOLOGY's: an hwloc XML export of another machine,
  * or "synthetic:DESC" (for planning a node one is not on, and for tests).
  */
@@ -22,46 +25,49 @@
 #include <stdlib.h>
 #include <string.h>
 
-#if __has_include(<hwloc.h>)
-#include <hwloc.h>
-#define HAVE_HWLOC 1
-#else
-#define HAVE_HWLOC 0
-#endif
-
-#if HAVE_HWLOC
+#include "hwloc_abi.h"
 
 static struct {
-    int (*init)(hwloc_topology_t *);
-    int (*set_xml)(hwloc_topology_t, const char *);
-    int (*set_synthetic)(hwloc_topology_t, const char *);
-    int (*load)(hwloc_topology_t);
-    void (*destroy)(hwloc_topology_t);
-    int (*type_sscanf)(const char *, hwloc_obj_type_t *, union hwloc_obj_attr_u *, size_t);
-    int (*type_depth)(hwloc_topology_t, hwloc_obj_type_t);
-    unsigned (*nbobjs)(hwloc_topology_t, int);
-    hwloc_obj_t (*obj)(hwloc_topology_t, int, unsigned);
-    int (*included)(hwloc_const_bitmap_t, hwloc_const_bitmap_t);
-    int (*first)(hwloc_const_bitmap_t);
-    int (*next)(hwloc_const_bitmap_t, int);
-    int (*iszero)(hwloc_const_bitmap_t);
+    int (*init)(vh_topology_t *);
+    int (*set_xml)(vh_topology_t, const char *);
+    int (*set_synthetic)(vh_topology_t, const char *);
+    int (*load)(vh_topology_t);
+    void (*destroy)(vh_topology_t);
+    int (*type_sscanf)(const char *, vh_obj_type_t *, union vh_attr *, size_t);
+    int (*type_depth)(vh_topology_t, vh_obj_type_t);
+    unsigned (*nbobjs)(vh_topology_t, int);
+    vh_obj_t (*obj)(vh_topology_t, int, unsigned);
+    int (*included)(vh_const_bitmap_t, vh_const_bitmap_t);
+    int (*first)(vh_const_bitmap_t);
+    int (*next)(vh_const_bitmap_t, int);
+    int (*iszero)(vh_const_bitmap_t);
 } hw;
 
 static pthread_mutex_t topo_lock = PTHREAD_MUTEX_INITIALIZER;
-static hwloc_topology_t topo;
+static vh_topology_t topo;
 static char topo_error[512]; /* why there is none, once tried */
 
 /* The topology, loaded once (with topo_lock held); NULL with topo_error. */
-static hwloc_topology_t topology(void)
+static vh_topology_t topology(void)
 {
     if (topo != NULL || topo_error[0] != '\0')
         return topo;
     void *lib = dlopen("libhwloc.so.15", RTLD_NOW | RTLD_LOCAL);
     if (lib == NULL) {
         snprintf(topo_error, sizeof topo_error,
-                 "places need libhwloc (libhwloc.so.15, Debian's libhwloc15), which cannot be "
-                 "loaded: %s",
+                 "places need libhwloc (libhwloc.so.15), which cannot be loaded (%s); install "
+                 "hwloc 2's library (apt install libhwloc15, dnf install hwloc-libs) and give CPU "
+                 "lists like \"0-3,8\" meanwhile",
                  dlerror());
+        return NULL;
+    }
+    /* hwloc 2 (soname 15): the ABI hwloc_abi.h declares */
+    unsigned (*api)(void) = (unsigned (*)(void))dlsym(lib, "hwloc_get_api_version");
+    if (api == NULL || api() < 0x20000 || api() >= 0x30000) {
+        snprintf(topo_error, sizeof topo_error,
+                 "libhwloc.so.15 is not hwloc 2 (API version %#x); install hwloc 2.x "
+                 "(apt install libhwloc15)",
+                 api ? api() : 0);
         return NULL;
     }
     void **fn[] = {(void **)&hw.init,        (void **)&hw.set_xml,    (void **)&hw.set_synthetic,
@@ -80,7 +86,7 @@ static hwloc_topology_t topology(void)
             snprintf(topo_error, sizeof topo_error, "libhwloc.so.15 lacks %s", names[i]);
             return NULL;
         }
-    hwloc_topology_t t;
+    vh_topology_t t;
     if (hw.init(&t) != 0) {
         snprintf(topo_error, sizeof topo_error, "hwloc could not start");
         return NULL;
@@ -151,7 +157,7 @@ bad:
     return -1;
 }
 
-static void bits_into(hwloc_const_bitmap_t b, vmask *m)
+static void bits_into(vh_const_bitmap_t b, vmask *m)
 {
     for (int i = hw.first(b); i >= 0; i = hw.next(b, i))
         if (i < VLCS_MAX_CPUS)
@@ -161,9 +167,9 @@ static void bits_into(hwloc_const_bitmap_t b, vmask *m)
 #define MAX_CHOSEN 4096
 
 /* with topo_lock held */
-static int resolve(hwloc_topology_t t, const char *place, vmask *out, char *err, size_t errsize)
+static int resolve(vh_topology_t t, const char *place, vmask *out, char *err, size_t errsize)
 {
-    hwloc_obj_t *chosen = malloc(MAX_CHOSEN * sizeof *chosen), *next = malloc(MAX_CHOSEN * sizeof *next);
+    vh_obj_t *chosen = malloc(MAX_CHOSEN * sizeof *chosen), *next = malloc(MAX_CHOSEN * sizeof *next);
     unsigned char *pick = malloc(MAX_CHOSEN);
     int rc = -1;
     if (!chosen || !next || !pick) {
@@ -185,15 +191,15 @@ static int resolve(hwloc_topology_t t, const char *place, vmask *out, char *err,
         char type[32];
         memcpy(type, p, tlen);
         type[tlen] = '\0';
-        hwloc_obj_type_t ty;
-        union hwloc_obj_attr_u attr;
+        vh_obj_type_t ty;
+        union vh_attr attr;
         if (hw.type_sscanf(type, &ty, &attr, sizeof attr) != 0) {
             snprintf(err, errsize, "unknown location type \"%s\" in \"%s\": give package, numa, "
                                    "l3, l2, core or pu (hwloc's names)", type, place);
             goto out;
         }
         int depth = hw.type_depth(t, ty);
-        if (depth == HWLOC_TYPE_DEPTH_UNKNOWN || depth == HWLOC_TYPE_DEPTH_MULTIPLE) {
+        if (depth == VH_DEPTH_UNKNOWN || depth == VH_DEPTH_MULTIPLE) {
             snprintf(err, errsize, "this machine has no %s (in \"%s\")", type, place);
             goto out;
         }
@@ -205,7 +211,7 @@ static int resolve(hwloc_topology_t t, const char *place, vmask *out, char *err,
             /* the objects of this type inside the chosen one, in logical order */
             unsigned n = 0;
             for (unsigned i = 0; i < total; i++) {
-                hwloc_obj_t o = hw.obj(t, depth, i);
+                vh_obj_t o = hw.obj(t, depth, i);
                 if (o->cpuset && !hw.iszero(o->cpuset) && hw.included(o->cpuset, chosen[c]->cpuset))
                     n++;
             }
@@ -216,14 +222,14 @@ static int resolve(hwloc_topology_t t, const char *place, vmask *out, char *err,
                 goto out;
             unsigned k = 0;
             for (unsigned i = 0; i < total && k < n; i++) {
-                hwloc_obj_t o = hw.obj(t, depth, i);
+                vh_obj_t o = hw.obj(t, depth, i);
                 if (!o->cpuset || hw.iszero(o->cpuset) || !hw.included(o->cpuset, chosen[c]->cpuset))
                     continue;
                 if (pick[k++] && nnext < MAX_CHOSEN)
                     next[nnext++] = o;
             }
         }
-        hwloc_obj_t *swap = chosen;
+        vh_obj_t *swap = chosen;
         chosen = next;
         next = swap;
         nchosen = nnext;
@@ -246,7 +252,7 @@ out:
 int places_resolve(const char *place, vmask *out, char *err, size_t errsize)
 {
     pthread_mutex_lock(&topo_lock);
-    hwloc_topology_t t = topology();
+    vh_topology_t t = topology();
     int rc = -1;
     if (t == NULL)
         snprintf(err, errsize, "%s", topo_error);
@@ -263,14 +269,14 @@ VLCS_API int vlcs_topo_objects(const char *type, char *buf, unsigned long size)
         return -1;
     }
     pthread_mutex_lock(&topo_lock);
-    hwloc_topology_t t = topology();
+    vh_topology_t t = topology();
     if (t == NULL) {
         set_error(VLCS_E_UNSUPPORTED, "Error listing %s objects: %s", type, topo_error);
         pthread_mutex_unlock(&topo_lock);
         return -1;
     }
-    hwloc_obj_type_t ty;
-    union hwloc_obj_attr_u attr;
+    vh_obj_type_t ty;
+    union vh_attr attr;
     if (hw.type_sscanf(type, &ty, &attr, sizeof attr) != 0) {
         pthread_mutex_unlock(&topo_lock);
         set_error(VLCS_E_INVALID,
@@ -282,9 +288,9 @@ VLCS_API int vlcs_topo_objects(const char *type, char *buf, unsigned long size)
     int depth = hw.type_depth(t, ty);
     size_t at = 0;
     buf[0] = '\0';
-    unsigned total = depth >= 0 || depth == HWLOC_TYPE_DEPTH_NUMANODE ? hw.nbobjs(t, depth) : 0;
+    unsigned total = depth >= 0 || depth == VH_DEPTH_NUMANODE ? hw.nbobjs(t, depth) : 0;
     for (unsigned i = 0; i < total; i++) {
-        hwloc_obj_t o = hw.obj(t, depth, i);
+        vh_obj_t o = hw.obj(t, depth, i);
         vmask m = {{0}};
         if (o->cpuset)
             bits_into(o->cpuset, &m);
@@ -302,26 +308,6 @@ VLCS_API int vlcs_topo_objects(const char *type, char *buf, unsigned long size)
     return (int)total;
 }
 
-#else
-
-int places_resolve(const char *place, vmask *out, char *err, size_t errsize)
-{
-    (void)place;
-    (void)out;
-    snprintf(err, errsize, "vlcs was built without hwloc's headers (libhwloc-dev): places like "
-                           "\"numa:0\" are not available; give a CPU list like \"0-3,8\"");
-    return -1;
-}
-
-VLCS_API int vlcs_topo_objects(const char *type, char *buf, unsigned long size)
-{
-    (void)buf;
-    (void)size;
-    set_error(VLCS_E_UNSUPPORTED, "Error listing %s objects: vlcs was built without hwloc", type);
-    return -1;
-}
-
-#endif
 
 VLCS_API int vlcs_place_cpus(const char *place, char *buf, unsigned long size)
 {
