@@ -14,6 +14,11 @@ from collections import defaultdict
 from typing import Any
 
 from vlcs._context import _parse_list as _cpus
+from vlcs._plots import MISSING, pyplot
+
+
+class NoPlots(RuntimeError):
+    """matplotlib is missing: the summary of the trace, no picture."""
 
 
 def load(path: str) -> list[dict[str, Any]]:
@@ -40,12 +45,8 @@ def spans(events: list[dict[str, Any]]) -> list[tuple[int, str, float, float, di
 
 
 def draw(path: str, output: str) -> str:
-    """Draw the trace at path into output (PNG); a one-line summary."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    """Draw the trace at path into output (PNG); a one-line summary.
+    Raises NoPlots, carrying the summary, without matplotlib."""
     events = load(path)
     if not events:
         raise ValueError(f"{path} holds no timed events")
@@ -59,6 +60,14 @@ def draw(path: str, output: str) -> str:
         }
     )
     lends = [e for e in events if e.get("cat") == "elastic" and e["ph"] == "i"]
+    duration = (events[-1]["ts"] - t0) / 1e3
+    summary = (
+        f"{len(contexts)} contexts, {len(sl)} slices, {len(lends)} lends and "
+        f"reclaims over {duration:.1f} ms"
+    )
+    plt = pyplot()
+    if plt is None:
+        raise NoPlots(f"{path}: {summary}; no picture written: {MISSING}")
     # each context's CPU set over time: from its enters and its lends/reclaims
     sets: dict[str, list[tuple[float, list[int]]]] = defaultdict(list)
     for e in events:
@@ -114,8 +123,4 @@ def draw(path: str, output: str) -> str:
     fig.tight_layout()
     fig.savefig(output, dpi=110)
     plt.close(fig)
-    duration = (events[-1]["ts"] - t0) / 1e3
-    return (
-        f"{output}: {len(contexts)} contexts, {len(sl)} slices, {len(lends)} lends and "
-        f"reclaims over {duration:.1f} ms"
-    )
+    return f"{output}: {summary}"

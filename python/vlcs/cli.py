@@ -150,10 +150,13 @@ def _topo_list(cpus: list[int]) -> str:
 
 
 def _trace(args: argparse.Namespace) -> int:
-    from vlcs._trace_show import draw
+    from vlcs._trace_show import NoPlots, draw
 
     try:
         summary = draw(args.trace, args.output)
+    except NoPlots as e:
+        print(f"vlcs trace show: {e}", file=sys.stderr)
+        return 1
     except (OSError, ValueError) as e:
         print(f"vlcs trace show: {e}", file=sys.stderr)
         return 1

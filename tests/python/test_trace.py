@@ -103,6 +103,21 @@ def test_vlcs_trace_show_draws_the_timeline(tmp_path):
     assert "4 contexts" in r.stdout and "lends and reclaims" in r.stdout, r.stdout
 
 
+def test_without_matplotlib_trace_show_says_what_it_skipped(tmp_path):
+    """A venv without the [plots] extra: the summary and one line naming the
+    extra, no traceback, no picture."""
+    _run_traced(tmp_path)
+    blocker = tmp_path / "no-plots" / "matplotlib"
+    blocker.mkdir(parents=True)
+    (blocker / "__init__.py").write_text("raise ImportError('matplotlib hidden for this test')\n")
+    png = tmp_path / "timeline.png"
+    env = dict(os.environ, PYTHONPATH=str(blocker.parent))
+    r = vlcs_cmd("trace", "show", str(tmp_path / "trace.json"), "-o", str(png), env=env)
+    assert r.returncode == 1 and not png.exists(), r
+    assert "4 contexts" in r.stderr and "pip install 'vlcs[plots]'" in r.stderr, r.stderr
+    assert "Traceback" not in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
+
+
 def test_vlcs_run_trace_records_a_program(tmp_path):
     out = tmp_path / "run.json"
     code = "import vlcs\nwith vlcs.VLC(cpus='0', name='c'):\n    pass\n"

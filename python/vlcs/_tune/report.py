@@ -3,11 +3,13 @@ tasks, the heatmap."""
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from vlcs._context import _parse_list
+from vlcs._plots import MISSING, pyplot
 from vlcs._tune import space as _space
 
 
@@ -84,6 +86,9 @@ def write_report(
         lines += ["", "Failed trials:", *[f"- {k}: {v}" for k, v in plan["failures"].items()]]
     if len(names) == 2 and _heatmap(plan, out / "heatmap.png", names, n, found):
         lines += ["", "![makespan by CPUs per task](heatmap.png)"]
+    elif len(names) == 2:
+        lines += ["", f"(No heatmap: {MISSING}.)"]
+        print(f"vlcs tune: heatmap.png skipped: {MISSING}", file=sys.stderr)
     (out / "report.md").write_text("\n".join(lines) + "\n")
 
 
@@ -130,14 +135,11 @@ def _heatmap(
     """The paper's Fig. 2: cells are makespans by CPUs per task, blank
     where not measured, the optimum boxed, the counts reachable without
     contexts dotted.  False when matplotlib is missing."""
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-        from matplotlib.patches import Rectangle
-    except ImportError:
+    plt = pyplot()
+    if plt is None:
         return False
+    from matplotlib.patches import Rectangle
+
     places = plan.get("places")
     sizes = [len(_parse_list(d)) for d in places["domains"]] if places else None
     if sizes:
