@@ -66,9 +66,9 @@ static cu_result hook_count(int *count)
     vlcs_ctx *c = gpu_owner(__builtin_return_address(0));
     if (rc != CU_SUCCESS || c == NULL || count == NULL)
         return rc;
-    int n = 0;
-    while (gpu_nth(c, n, *count) >= 0)
-        n++;
+    int n = 0; /* the list's devices the process has */
+    for (int d = 0; d < *count && d < VLCS_MAX_CPUS; d++)
+        n += (int)((c->gpus.w[d / 64] >> (d % 64)) & 1);
     *count = n;
     return rc;
 }
@@ -89,23 +89,26 @@ static cu_result hook_get(int *device, int ordinal)
 static cu_result hook_getproc(const char *, void **, int, unsigned long long);
 static cu_result hook_getproc2(const char *, void **, int, unsigned long long, int *);
 
-/* What cuGetProcAddress hands out: the hooks in place of the driver's own. */
+/* The driver's entries a context's forwarder replaces, and what
+ * cuGetProcAddress hands out in their place. */
+static const struct {
+    const char *name;
+    void *hook;
+} driver_hooks[] = {
+    {"cuDeviceGetCount", (void *)hook_count},
+    {"cuDeviceGet", (void *)hook_get},
+    {"cuGetProcAddress", (void *)hook_getproc},
+    {"cuGetProcAddress_v2", (void *)hook_getproc2},
+};
+#define NDRIVER_HOOKS (sizeof driver_hooks / sizeof *driver_hooks)
+
 static void swap_proc(const char *symbol, void **pfn)
 {
-    static const struct {
-        const char *name;
-        void *hook;
-    } hooked[] = {
-        {"cuDeviceGetCount", (void *)hook_count},
-        {"cuDeviceGet", (void *)hook_get},
-        {"cuGetProcAddress", (void *)hook_getproc},
-        {"cuGetProcAddress_v2", (void *)hook_getproc2},
-    };
     if (symbol == NULL || pfn == NULL || *pfn == NULL)
         return;
-    for (size_t i = 0; i < sizeof hooked / sizeof *hooked; i++)
-        if (strcmp(symbol, hooked[i].name) == 0)
-            *pfn = hooked[i].hook;
+    for (size_t i = 0; i < NDRIVER_HOOKS; i++)
+        if (strcmp(symbol, driver_hooks[i].name) == 0)
+            *pfn = driver_hooks[i].hook;
 }
 
 static cu_result hook_getproc(const char *symbol, void **pfn, int version, unsigned long long flags)
@@ -148,15 +151,12 @@ static get_device_fn _Atomic get_device;
 
 static size_t gpu_overrides(void *handle, struct fwd_override *ov, size_t cap)
 {
-    if (!is_cuda_driver(handle) || cap < 4)
+    if (!is_cuda_driver(handle))
         return 0;
-    size_t n = 0;
-    ov[n++] = (struct fwd_override){"cuDeviceGetCount", (void *)hook_count};
-    ov[n++] = (struct fwd_override){"cuDeviceGet", (void *)hook_get};
-    if (own_symbol(handle, "cuGetProcAddress") != NULL)
-        ov[n++] = (struct fwd_override){"cuGetProcAddress", (void *)hook_getproc};
-    if (own_symbol(handle, "cuGetProcAddress_v2") != NULL)
-        ov[n++] = (struct fwd_override){"cuGetProcAddress_v2", (void *)hook_getproc2};
+    size_t n = 0; /* those this driver has: older ones lack cuGetProcAddress_v2 */
+    for (size_t i = 0; i < NDRIVER_HOOKS && n < cap; i++)
+        if (own_symbol(handle, driver_hooks[i].name) != NULL)
+            ov[n++] = (struct fwd_override){driver_hooks[i].name, driver_hooks[i].hook};
     return n;
 }
 
