@@ -454,11 +454,12 @@ static int private_dir(const char *dir, int *code, char *err, size_t errsize)
         return -1;
     }
     struct stat st;
-    if (lstat(dir, &st) == 0 && S_ISLNK(st.st_mode)) {
+    bool there = lstat(dir, &st) == 0;
+    if (there && S_ISLNK(st.st_mode)) {
         link_refused(dir, err, errsize);
         return -1;
     }
-    if (lstat(dir, &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid != getuid()) {
+    if (there && S_ISDIR(st.st_mode) && st.st_uid != getuid()) {
         snprintf(err, errsize,
                  "the directory %s belongs to uid %u, not to this user (uid %u): another user may "
                  "have planted it, and vlcs will not keep its ledger there; have it removed (its "
