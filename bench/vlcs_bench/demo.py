@@ -29,6 +29,8 @@ import threading
 import time
 from typing import Any
 
+from vlcs._plots import MISSING, pyplot
+
 
 def task(h5py: Any, np: Any, path: str, data: Any, mat: Any) -> float:
     """One task: compressed writes then dense solves; returns a checksum."""
@@ -147,7 +149,9 @@ def run(out_png: str | None = "vlcs-demo.png", repeats: int = 1) -> list[dict[st
     for row in rows:
         flag = "" if row["same_results"] else "  RESULTS DIFFER"
         print(f"{row['strategy']:<26}{row['wall_s']:>10.2f}{row['speedup']:>9.2f}x{flag}")
-    if out_png:
+    if out_png and pyplot() is None:
+        print(f"\nchart skipped: {MISSING}")
+    elif out_png:
         _chart(rows, ceiling, out_png)
         print(f"\nchart saved to {out_png}")
     shutil.rmtree(tmp, ignore_errors=True)
@@ -155,10 +159,7 @@ def run(out_png: str | None = "vlcs-demo.png", repeats: int = 1) -> list[dict[st
 
 
 def _chart(rows: list[dict[str, Any]], ceiling: float, path: str) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     fig, ax = plt.subplots(figsize=(7, 3.2))
     names = [r["strategy"] for r in rows]

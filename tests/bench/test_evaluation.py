@@ -146,3 +146,47 @@ def test_kernel_cache_rebuilds_when_a_cpp_source_or_header_changes(tmp_path, mon
     assert built_rc() == 2
     (kernels / "answer.hpp").write_text("constexpr int answer = 5;\n")
     assert built_rc() == 6
+
+
+def _one_group_doc() -> dict:
+    g = summarise(
+        "two tasks",
+        {"sequential": [2.0, 2.1], "vlcs contexts": [1.1, 1.0]},
+        ideal_speedup=2.0,
+    )
+    machine = {
+        "cpu_model": "cpu",
+        "cpus": 2,
+        "memory_gib": 24,
+        "kernel": "6",
+        "glibc": "glibc 2.36",
+        "python": "3.11",
+        "vlcs": "0",
+        "libraries": {},
+    }
+    case = {"case": 1, "name": "one", "groups": [g], "elapsed_s": 1.0}
+    return {"mode": "quick", "started": "now", "machine": machine, "cases": [case]}
+
+
+def test_report_draws_a_chart_per_group_with_matplotlib(tmp_path) -> None:
+    pytest.importorskip("matplotlib", reason="./run installs matplotlib in the main .venv")
+    from vlcs_bench.evaluation import report
+
+    md = report.write(_one_group_doc(), tmp_path).read_text()
+    pngs = list(tmp_path.glob("*.png"))
+    assert len(pngs) == 1 and f"]({pngs[0].name})" in md, md
+    assert pngs[0].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_report_without_matplotlib_writes_its_data_and_says_what_it_skipped(
+    tmp_path, monkeypatch, capsys
+) -> None:
+    from vlcs_bench.evaluation import report
+
+    monkeypatch.setattr(report, "pyplot", lambda: None)
+    md = report.write(_one_group_doc(), tmp_path).read_text()
+    assert not list(tmp_path.glob("*.png"))
+    assert json.loads((tmp_path / "results.json").read_text())["cases"][0]["case"] == 1
+    assert "| 1 | two tasks |" in md and "pip install 'vlcs[plots]'" in md, md
+    out = capsys.readouterr().out
+    assert out.count("\n") == 1 and "charts skipped" in out and "vlcs[plots]" in out, out

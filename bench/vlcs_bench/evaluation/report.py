@@ -9,6 +9,8 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+from vlcs._plots import MISSING, pyplot
+
 
 def _slug(text: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")[:60]
@@ -84,10 +86,7 @@ def _group_md(g: dict[str, Any], png: str | None) -> list[str]:
 
 
 def _chart(g: dict[str, Any], path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     rows = g["rows"]
     fig, ax = plt.subplots(figsize=(7, 0.45 * len(rows) + 1.4))
@@ -110,10 +109,7 @@ def _chart(g: dict[str, Any], path: Path) -> None:
 
 
 def _heatmap(h: dict[str, Any], path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     fig, ax = plt.subplots(figsize=(4.5, 3.8))
     im = ax.imshow(h["values"], cmap="viridis_r", origin="lower")
@@ -173,6 +169,10 @@ def write(doc: dict[str, Any], out_dir: str | Path, charts: bool = True) -> Path
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     _move_traces(doc, out)
+    skipped = charts and pyplot() is None
+    if skipped:
+        charts = False
+        print(f"vlcs bench: charts skipped, {MISSING}; results.json and report.md are written")
     (out / "results.json").write_text(json.dumps(doc, indent=2) + "\n")
     m = doc["machine"]
     libs = ", ".join(f"{k} {v}" for k, v in m["libraries"].items() if v)
@@ -190,6 +190,7 @@ def write(doc: dict[str, Any], out_dir: str | Path, charts: bool = True) -> Path
         "",
         "## Summary",
         "",
+        *([f"_Charts skipped: {MISSING}._", ""] if skipped else []),
         "| case | workload | contexts speedup | ideal | p | best other strategy |",
         "|---|---|---|---|---|---|",
     ]
