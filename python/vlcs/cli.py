@@ -22,7 +22,7 @@ from pathlib import Path
 from vlcs._exec import OUTPUTS, STDINS
 from vlcs._lib import auto_services
 from vlcs._paths import include_dir, install_info, native_dir, program_path
-from vlcs._topo import PLACES
+from vlcs._topo import PLACES, hwloc_library
 from vlcs._version import __version__
 
 
@@ -185,6 +185,12 @@ def _info(args: argparse.Namespace) -> int:
     # what the first load into a context makes services (docs/gpus.md)
     names = [s["name"] for s in auto_services()]
     info["auto_services"] = ", ".join(names) if names else "none (VLCS_AUTO_SERVICES is empty)"
+    from vlcs._errors import VlcsError
+
+    try:
+        info["hwloc"] = hwloc_library()
+    except VlcsError as e:
+        info["hwloc"] = f"none: {e}"
     if args.json:
         print(json.dumps(info, indent=2))
     else:

