@@ -55,6 +55,22 @@ def hwloc_library() -> str:
     return buf.value.decode()
 
 
+def cpu_list(cpus: Sequence[int]) -> str:
+    """Sorted CPUs as a taskset list.
+
+    >>> cpu_list([0, 1, 2, 3, 8])
+    '0-3,8'
+    """
+    out, i = [], 0
+    while i < len(cpus):
+        j = i
+        while j + 1 < len(cpus) and cpus[j + 1] == cpus[j] + 1:
+            j += 1
+        out.append(str(cpus[i]) if i == j else f"{cpus[i]}-{cpus[j]}")
+        i = j + 1
+    return ",".join(out)
+
+
 def _contiguous(items: Sequence[list[int]], k: int) -> list[list[int]]:
     """items in k runs whose lengths differ by at most one, each run flattened."""
     q, r = divmod(len(items), k)

@@ -22,7 +22,7 @@ from pathlib import Path
 from vlcs._exec import OUTPUTS, STDINS
 from vlcs._lib import auto_services
 from vlcs._paths import include_dir, install_info, native_dir, program_path
-from vlcs._topo import PLACES, hwloc_library
+from vlcs._topo import PLACES, cpu_list, hwloc_library
 from vlcs._version import __version__
 
 
@@ -131,22 +131,11 @@ def _topo(args: argparse.Namespace) -> int:
         )
         return 0
     for kind, objs in machine.items():
-        lists = "  ".join(_topo_list(o) for o in objs[:16]) + ("  ..." if len(objs) > 16 else "")
+        lists = "  ".join(cpu_list(o) for o in objs[:16]) + ("  ..." if len(objs) > 16 else "")
         print(f"{kind:8} {len(objs):4}  {lists}")
     for i, s in enumerate(splits):
-        print(f"worker {i}: cpus {_topo_list(s)} (inside {where(s)})")
+        print(f"worker {i}: cpus {cpu_list(s)} (inside {where(s)})")
     return 0
-
-
-def _topo_list(cpus: list[int]) -> str:
-    out, i = [], 0
-    while i < len(cpus):
-        j = i
-        while j + 1 < len(cpus) and cpus[j + 1] == cpus[j] + 1:
-            j += 1
-        out.append(str(cpus[i]) if i == j else f"{cpus[i]}-{cpus[j]}")
-        i = j + 1
-    return ",".join(out)
 
 
 def _trace(args: argparse.Namespace) -> int:
@@ -169,6 +158,12 @@ def _trace(args: argparse.Namespace) -> int:
         return 1
     print(summary)
     return 0
+
+
+def _doctor(args: argparse.Namespace) -> int:
+    from vlcs._doctor import main as doctor
+
+    return doctor(as_json=args.json)
 
 
 def _info(args: argparse.Namespace) -> int:
@@ -382,6 +377,13 @@ def build_parser() -> argparse.ArgumentParser:
     show.add_argument("trace", help="the trace (JSON)")
     show.add_argument("-o", "--output", default="timeline.png", help="the PNG to write")
     show.set_defaults(func=_trace)
+
+    d = sub.add_parser(
+        "doctor",
+        help="what this machine and Python give vlcs, and what to do where they fall short",
+    )
+    d.add_argument("--json", action="store_true", help="print JSON")
+    d.set_defaults(func=_doctor)
 
     i = sub.add_parser("info", help="where vlcs is installed; compiler flags")
     i.add_argument("--cflags", action="store_true", help="print the include flag")

