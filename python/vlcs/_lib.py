@@ -352,8 +352,9 @@ def auto_services() -> list[dict[str, str]]:
     and ``why`` it is listed.  docs/gpus.md has the table and its reasons.
 
     >>> import vlcs
-    >>> [s["name"] for s in vlcs.auto_services()][:1]
-    ['libcuda.so.1']
+    >>> names = [s["name"] for s in vlcs.auto_services()]
+    >>> names[0]
+    'libcuda.so.1'
     """
     out = []
     name, why = ctypes.create_string_buffer(256), ctypes.create_string_buffer(512)

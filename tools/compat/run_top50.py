@@ -156,7 +156,8 @@ def write_report(path: Path, rows: Sequence[dict[str, str]], python: str) -> tup
         f"**{passed} of {total} pass ({pct:.0f} %)** — goal (at least 90 %): {goal}.",
         "",
         f"Run {datetime.date.today().isoformat()} with CPython {ver} (`{python}`), "
-        "`vlcs check --json` one package per invocation; see README.md for the ranking.",
+        "`vlcs check --json` one package per invocation; "
+        "see docs/compatibility.md for the ranking.",
         "",
         "| rank | distribution | version | import | result | reason |",
         "|---:|---|---|---|---|---|",
