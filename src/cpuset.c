@@ -36,8 +36,6 @@ int mask_parse(const char *list, vmask *out, char *err, size_t errsize)
         snprintf(err, errsize, "the CPU list is NULL");
         return -1;
     }
-    if (strchr(list, ':') != NULL) /* a place: "numa:0", "core:0-7.pu:0" */
-        return places_resolve(list, out, err, errsize);
     const char *p = list;
     while (isspace((unsigned char)*p))
         p++;

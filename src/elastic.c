@@ -272,7 +272,7 @@ VLCS_API int vlcs_ctx_set_elastic(vlcs_ctx *h, const char *bound, unsigned weigh
     vmask b = {{0}};
     if (!off) {
         char why[256];
-        if (mask_parse(bound, &b, why, sizeof why) != 0) {
+        if (cpus_parse(bound, &b, why, sizeof why) != 0) {
             set_error(VLCS_E_INVALID, "Error making context '%s' elastic: %s", c->name, why);
             return -1;
         }

@@ -28,9 +28,11 @@ typedef struct {
     uint64_t w[MASK_WORDS];
 } vmask;
 
-/* A taskset list "0-3,8", or an hwloc place "numa:0" (places.c). */
+/* A taskset list "0-3,8" (cpuset.c): GPU lists, and CPU lists once
+ * places are resolved. */
 HIDDEN int mask_parse(const char *list, vmask *out, char *err, size_t errsize);
-HIDDEN int places_resolve(const char *place, vmask *out, char *err, size_t errsize);
+/* A CPU argument: a taskset list, or an hwloc place "numa:0" (places.c). */
+HIDDEN int cpus_parse(const char *cpus, vmask *out, char *err, size_t errsize);
 /* libhwloc, dlopened once (hwloc_find.c); NULL with why in err. */
 HIDDEN void *hwloc_find(char *err, size_t errsize);
 HIDDEN int mask_format(const vmask *m, char *buf, size_t size);
@@ -342,7 +344,10 @@ HIDDEN const char *base_name(const char *path);
 /* Makes m the context's CPU set (with c->lock held): its view published,
  * its threads moved.  0, or -1 when out of memory. */
 HIDDEN int ctx_switch_view(vlcs_ctx *c, const vmask *m);
+/* libvlcs_interpose.so's path (interposer_path.c); interposer_locate finds
+ * it once, at start: 0, or a VLCS_E_* code with the sentence in err. */
 HIDDEN const char *interposer_path(void);
+HIDDEN int interposer_locate(char *err, size_t errsize);
 /* vlcs_ctx_setenv (value) or unsetenv (NULL) of vlcs's own, for a context
  * it holds: 0, or -1 with the error set. */
 HIDDEN int ctx_setenv(vlcs_ctx *c, const char *name, const char *value);

@@ -244,15 +244,17 @@ out:
     return rc;
 }
 
-int places_resolve(const char *place, vmask *out, char *err, size_t errsize)
+int cpus_parse(const char *cpus, vmask *out, char *err, size_t errsize)
 {
+    if (cpus == NULL || strchr(cpus, ':') == NULL) /* not a place: "numa:0", "core:0-7.pu:0" */
+        return mask_parse(cpus, out, err, errsize);
     pthread_mutex_lock(&topo_lock);
     vh_topology_t t = topology();
     int rc = -1;
     if (t == NULL)
         snprintf(err, errsize, "%s", topo_error);
     else
-        rc = resolve(t, place, out, err, errsize);
+        rc = resolve(t, cpus, out, err, errsize);
     pthread_mutex_unlock(&topo_lock);
     return rc;
 }
@@ -312,7 +314,7 @@ VLCS_API int vlcs_place_cpus(const char *place, char *buf, unsigned long size)
         set_error(VLCS_E_INVALID, "Error resolving a place: a NULL place or buffer");
         return -1;
     }
-    if (mask_parse(place, &m, err, sizeof err) != 0) {
+    if (cpus_parse(place, &m, err, sizeof err) != 0) {
         set_error(VLCS_E_INVALID, "Error resolving \"%s\": %s", place, err);
         return -1;
     }

@@ -303,7 +303,7 @@ VLCS_API int vlcs_ctx_apply_plan(vlcs_ctx *h, const char *path, const char *task
     /* Checked before anything changes: the CPUs, then the names. */
     vmask m;
     char why[256];
-    if (mask_parse(e->cpus, &m, why, sizeof why) != 0) {
+    if (cpus_parse(e->cpus, &m, why, sizeof why) != 0) {
         set_error(VLCS_E_INVALID, "Error applying plan %s: task '%s': %s", path, task, why);
         goto out;
     }

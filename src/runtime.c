@@ -11,13 +11,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
 static int init_rc, init_code;
 static char init_error[PATH_MAX + 512];
-static char ip_path[PATH_MAX];
 
 VLCS_API const char *vlcs_version(void) { return VLCS_VERSION_STRING; }
 
@@ -44,38 +42,14 @@ static void registry_child(void)
     elastic_unlock(); /* the forking thread took it: its owner */
 }
 
-const char *interposer_path(void) { return ip_path; }
-
 static void *noop_thread(void *arg) { return arg; }
 
 static void do_init(void)
 {
-    const char *env = getenv("VLCS_INTERPOSER");
-    if (env != NULL && *env != '\0') {
-        snprintf(ip_path, sizeof ip_path, "%s", env);
-    } else {
-        /* The interposer is installed beside libvlcs.so. */
-        Dl_info info;
-        if (dladdr((void *)vlcs_init, &info) == 0 || info.dli_fname == NULL) {
-            snprintf(init_error, sizeof init_error,
-                     "Error initialising vlcs: cannot tell where libvlcs.so was loaded from");
-            init_rc = -1;
-            init_code = VLCS_E_SYSTEM;
-            return;
-        }
-        const char *slash = strrchr(info.dli_fname, '/');
-        int dirlen = slash ? (int)(slash - info.dli_fname) : 1;
-        snprintf(ip_path, sizeof ip_path, "%.*s/libvlcs_interpose.so", dirlen,
-                 slash ? info.dli_fname : ".");
-    }
-    struct stat st;
-    if (stat(ip_path, &st) != 0) {
-        snprintf(init_error, sizeof init_error,
-                 "Error initialising vlcs: %s: %s; reinstall vlcs or point VLCS_INTERPOSER "
-                 "at libvlcs_interpose.so",
-                 ip_path, strerror(errno));
+    int code = interposer_locate(init_error, sizeof init_error);
+    if (code != 0) {
         init_rc = -1;
-        init_code = errno == ENOENT ? VLCS_E_NOT_FOUND : VLCS_E_SYSTEM;
+        init_code = code;
         return;
     }
     vmask allowed; /* CPUs the process may use, read once */
@@ -225,7 +199,7 @@ VLCS_API int vlcs_ctx_set_cpus(vlcs_ctx *h, const char *cpulist)
         return -1;
     vmask m;
     char why[256];
-    if (mask_parse(cpulist, &m, why, sizeof why) != 0) {
+    if (cpus_parse(cpulist, &m, why, sizeof why) != 0) {
         set_error(VLCS_E_INVALID, "Error setting CPUs of context '%s': %s", c->name, why);
         return -1;
     }
