@@ -2,7 +2,7 @@
  * caller.c - which of a set of loaded objects is the innermost one on the
  * calling thread's native stack.  Python code cannot see C callers: when
  * numpy's C code imports a module lazily, only the native stack says which
- * copy of numpy asked (see python/vlcs/_imports.py).
+ * copy of numpy asked (see python/vlcs/_isolation/imports.py).
  */
 #include "internal.h"
 

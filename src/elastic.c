@@ -1,6 +1,6 @@
 /*
  * elastic.c - elastic contexts: idle contexts lend their CPUs to busy ones
- * and take them back when a thread enters (issue 15).
+ * and take them back when a thread enters.
  *
  * The decision is elastic_policy.c's, a pure function of who is busy; this
  * file keeps the list of elastic contexts, runs the plan whenever one of

@@ -1,6 +1,6 @@
 /*
  * elastic_policy.c - which CPUs each elastic context runs on, given who is
- * busy (issue 15's lending; this file decides, the runtime applies).
+ * busy (this file decides what is lent, the runtime applies it).
  *
  * The rules, in order:
  *   - an idle context runs on its home: nothing of it runs, and a thread

@@ -1,7 +1,7 @@
 /*
  * node.c - node-wide lending: the elastic contexts of every cooperating
  * process on the machine plan together, through one ledger in shared memory
- * (issue 15; nOS-V's shared scheduler is the model).
+ * (nOS-V's shared scheduler is the model).
  *
  * The ledger is a file mapped by every member, where only its user can
  * reach it: $XDG_RUNTIME_DIR/vlcs/node-ledger, else

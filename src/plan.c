@@ -1,6 +1,6 @@
 /*
  * plan.c - vlcs_ctx_apply_plan: configure a context as `vlcs tune` planned
- * one task (issue 16), so that tuning and running stay separate.
+ * one task, so that tuning and running stay separate.
  *
  * The plan is the JSON file the tuner writes (plan.json).  This reads only
  * what it needs, {"version": 1, "tasks": [{"name", "cpus", "env": {...}}]},

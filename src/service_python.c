@@ -3,7 +3,7 @@
  * read and write the module table through its methods.
  *
  * Once a context exists, the Python package stands a dict subclass (the
- * module table, python/vlcs/_modtable.py) in place of the interpreter's
+ * module table, python/vlcs/_isolation/modtable.py) in place of the interpreter's
  * module dict.  CPython reads a dict subclass through PyObject_GetItem and
  * friends, which the table answers per owner; but C code that calls
  * PyDict_GetItem*, PyDict_Contains*, PyDict_SetItem* or PyDict_DelItem* on

@@ -116,7 +116,7 @@ def test_the_package_types_every_function_it_calls():
 
 
 def _c_fields(struct: str) -> list[tuple[str, str]]:
-    body = re.search(r"struct %s \{(.*?)\}" % struct, _header(), re.S)
+    body = re.search(r"struct " + struct + r" \{(.*?)\}", _header(), re.S)
     assert body, struct
     fields = []
     for decl in body.group(1).split(";"):

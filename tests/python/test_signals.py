@@ -1,6 +1,6 @@
 """Entering and leaving a context from Python under a storm of SIGINT: a
 KeyboardInterrupt lands before the enter or after the leave, never leaving
-the thread inside a context it left (issue 18)."""
+the thread inside a context it left."""
 
 from __future__ import annotations
 

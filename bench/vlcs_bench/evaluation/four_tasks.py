@@ -1,4 +1,4 @@
-"""Case 9 (nOS-V's co-execution, issue 15): four unequal tasks at once."""
+"""Case 9 (nOS-V's co-execution): four unequal tasks at once."""
 
 from __future__ import annotations
 

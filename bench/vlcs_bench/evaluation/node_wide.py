@@ -1,4 +1,4 @@
-"""Case 10 (issue 15): two processes on one node, lending through the ledger."""
+"""Case 10: two processes on one node, lending through the ledger."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Case 12 (issue 17): process pools against ContextPoolExecutor.
+"""Case 12: process pools against ContextPoolExecutor.
 
 Every run is a whole job in a fresh interpreter (python -m
 vlcs_bench.evaluation.pools STRATEGY WORKLOAD): it makes its inputs, starts

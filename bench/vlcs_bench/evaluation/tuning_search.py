@@ -1,4 +1,4 @@
-"""Case 11 (issue 16): ``vlcs tune``'s grid against its smart search."""
+"""Case 11: ``vlcs tune``'s grid against its smart search."""
 
 from __future__ import annotations
 
