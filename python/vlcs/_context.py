@@ -36,7 +36,7 @@ import weakref
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-from vlcs import _interpreter, _own, libraries
+from vlcs import _cpus, _interpreter, _own, libraries
 from vlcs._errors import ContextDestroyedError, InvalidArgumentError
 from vlcs._isolation import dlopen as _dlopen
 from vlcs._isolation import imports as _imports
@@ -50,50 +50,6 @@ from vlcs._lib import c_string, check, enter_binding, fail, forged_files, last_e
 # vlcs_mode (vlcs.h)
 _MODE_NAMESPACE = 1
 _MODE_COPIES = 2
-
-
-def _id_list(value: str | Iterable[int], what: str, empty_ok: bool) -> bytes:
-    """A CPU or GPU list for libvlcs: a string as given, or ids joined."""
-    if isinstance(value, str):
-        return c_string(value, f"{what.lower()}s")
-    try:
-        ids = list(value)
-    except TypeError:
-        raise TypeError(
-            f'{what.lower()}s must be a list like "0-3,8" or {what} ids; got {value!r}'
-        ) from None
-    bad = [i for i in ids if not isinstance(i, int) or isinstance(i, bool)]
-    if bad:
-        raise TypeError(f"{what} ids must be ints; got {bad[0]!r} in {what.lower()}s={value!r}")
-    if (not ids and not empty_ok) or any(i < 0 for i in ids):
-        none = "" if empty_ok else "non-empty "
-        raise ValueError(f"{what.lower()}s must be {none}{what} ids >= 0; got {value!r}")
-    return ",".join(str(i) for i in ids).encode()
-
-
-def _cpu_list(cpus: str | Iterable[int]) -> bytes:
-    return _id_list(cpus, "CPU", empty_ok=False)
-
-
-def _gpu_list(gpus: str | Iterable[int]) -> bytes:
-    """A GPU list for vlcs_ctx_set_gpus: "0,2", ids, or "" / [] for none."""
-    return _id_list(gpus, "GPU", empty_ok=True)
-
-
-# Past any machine's CPU or GPU ids: a list naming more is refused, not
-# expanded (a plan or trace from elsewhere may say "0-1000000000").
-_MAX_ID = 1 << 16
-
-
-def _parse_list(text: str) -> list[int]:
-    out: list[int] = []
-    for part in filter(None, text.split(",")):
-        lo, _, hi = part.partition("-")
-        first, last = int(lo), int(hi or lo)
-        if last >= _MAX_ID or len(out) + last - first >= _MAX_ID:
-            raise ValueError(f"the list {text!r} names ids past {_MAX_ID - 1}")
-        out.extend(range(first, last + 1))
-    return out
 
 
 _contexts: weakref.WeakValueDictionary[int, VLC] = weakref.WeakValueDictionary()
@@ -259,7 +215,7 @@ class VLC:
 
         Raises InvalidArgumentError (a ValueError) naming the offending value.
         """
-        check(lib().vlcs_ctx_set_cpus(self._h, _cpu_list(cpus)))
+        check(lib().vlcs_ctx_set_cpus(self._h, _cpus.to_c(cpus, "CPU", empty_ok=False)))
         self._place = cpus if isinstance(cpus, str) and ":" in cpus else None
 
     def set_gpus(self, gpus: str | Iterable[int]) -> None:
@@ -278,7 +234,7 @@ class VLC:
         ([0, 2], '0,2')
         >>> ctx.close()
         """
-        check(lib().vlcs_ctx_set_gpus(self._h, _gpu_list(gpus)))
+        check(lib().vlcs_ctx_set_gpus(self._h, _cpus.to_c(gpus, "GPU", empty_ok=True)))
 
     @property
     def gpus(self) -> list[int] | None:
@@ -286,7 +242,7 @@ class VLC:
         buf = ctypes.create_string_buffer(4096)
         if check(lib().vlcs_ctx_get_gpus(self._h, buf, len(buf))) == 1:
             return None
-        return _parse_list(buf.value.decode())
+        return _cpus.parse_list(buf.value.decode())
 
     @classmethod
     def from_plan(cls, plan: str | os.PathLike[str] | Mapping[str, Any], task: str) -> VLC:
@@ -310,7 +266,7 @@ class VLC:
             names = [t.get("name") for t in doc["tasks"]]
             raise ValueError(f"the plan has no task {task!r}; its tasks: {names}")
         usable = set(_views.real_sched_getaffinity(0))
-        missing = sorted(set(_parse_list(entry["cpus"])) - usable)
+        missing = sorted(set(_cpus.parse_list(entry["cpus"])) - usable)
         if missing:
             host = doc.get("machine", {}).get("hostname", "another machine")
             raise ValueError(
@@ -343,7 +299,7 @@ class VLC:
         """
         if not isinstance(weight, int) or isinstance(weight, bool) or weight < 0:
             raise ValueError(f"weight must be an int >= 0; got {weight!r}")
-        raw = None if bound is None else _cpu_list(bound)
+        raw = None if bound is None else _cpus.to_c(bound, "CPU", empty_ok=False)
         check(lib().vlcs_ctx_set_elastic(self._h, raw, weight))
         self._elastic = bound is not None
         if bound is not None:
@@ -425,7 +381,7 @@ class VLC:
     def _cpuset(self, which: int) -> list[int]:
         buf = ctypes.create_string_buffer(8192)
         check(lib().vlcs_ctx_get_cpuset(self._h, which, buf, len(buf)))
-        return _parse_list(buf.value.decode())
+        return _cpus.parse_list(buf.value.decode())
 
     @property
     def cpus(self) -> list[int]:

@@ -187,11 +187,11 @@ def _hwloc() -> Finding:
 
 
 def _cpus() -> Finding:
-    from vlcs._topo import cpu_list
+    from vlcs._cpus import format_list
 
     usable = sorted(os.sched_getaffinity(0))
     total = os.cpu_count() or len(usable)
-    detail = f"{len(usable)} of {total} CPUs usable by this process: {cpu_list(usable)}"
+    detail = f"{len(usable)} of {total} CPUs usable by this process: {format_list(usable)}"
     if len(usable) < 2:
         return Finding("cpus", NOTE, detail, "contexts on one CPU share it; give the job more")
     return Finding("cpus", OK, detail)

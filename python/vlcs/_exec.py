@@ -21,8 +21,9 @@ from collections.abc import Mapping, Sequence
 from typing import BinaryIO
 
 from vlcs._context import VLC
+from vlcs._cpus import CpuList, resolve
 from vlcs._isolation.threads import base_thread
-from vlcs._pools.executor import CpuList, _homes, _ids
+from vlcs._pools.executor import _homes
 
 OUTPUTS = ("tag", "plain")
 # glibc's linker namespaces (16) less the base's
@@ -109,7 +110,7 @@ def exec_instances(
         raise ValueError(f"output must be one of {', '.join(OUTPUTS)}; got {output!r}")
     if stdin not in STDINS:
         raise ValueError(f"stdin must be one of {', '.join(STDINS)}; got {stdin!r}")
-    pool = _ids(cpus) if cpus is not None else sorted(os.sched_getaffinity(0))
+    pool = resolve(cpus) if cpus is not None else sorted(os.sched_getaffinity(0))
     homes, _ = _homes(pool, n, places)
     tagger = _Tagger() if output == "tag" else None
     devnull = os.open(os.devnull, os.O_RDONLY)

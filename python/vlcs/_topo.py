@@ -14,22 +14,11 @@ import ctypes
 import os
 from collections.abc import Iterable, Sequence
 
-from vlcs._context import _parse_list
+from vlcs._cpus import parse_list
 from vlcs._lib import c_string, check, lib
 
 # the domains a split can follow, in hwloc's names, widest first
 PLACES = ("package", "numa", "l3", "l2", "core", "pu")
-
-
-def place_cpus(place: str) -> list[int]:
-    """The CPUs a place (or a CPU list) stands for.
-
-    >>> place_cpus("0-1,3")
-    [0, 1, 3]
-    """
-    buf = ctypes.create_string_buffer(16384)
-    check(lib().vlcs_place_cpus(c_string(place, "the place"), buf, len(buf)))
-    return _parse_list(buf.value.decode())
 
 
 def objects(kind: str) -> list[list[int]]:
@@ -37,7 +26,7 @@ def objects(kind: str) -> list[list[int]]:
     hwloc's logical order; [] when the machine has none."""
     buf = ctypes.create_string_buffer(1 << 20)
     n = check(lib().vlcs_topo_objects(c_string(kind, "the location type"), buf, len(buf)))
-    return [_parse_list(x) for x in buf.value.decode().split(";")] if n else []
+    return [parse_list(x) for x in buf.value.decode().split(";")] if n else []
 
 
 def hwloc_library() -> str:
@@ -53,22 +42,6 @@ def hwloc_library() -> str:
     buf = ctypes.create_string_buffer(4096)
     check(lib().vlcs_hwloc_library(buf, len(buf)))
     return buf.value.decode()
-
-
-def cpu_list(cpus: Sequence[int]) -> str:
-    """Sorted CPUs as a taskset list.
-
-    >>> cpu_list([0, 1, 2, 3, 8])
-    '0-3,8'
-    """
-    out, i = [], 0
-    while i < len(cpus):
-        j = i
-        while j + 1 < len(cpus) and cpus[j + 1] == cpus[j] + 1:
-            j += 1
-        out.append(str(cpus[i]) if i == j else f"{cpus[i]}-{cpus[j]}")
-        i = j + 1
-    return ",".join(out)
 
 
 def _contiguous(items: Sequence[list[int]], k: int) -> list[list[int]]:

@@ -13,7 +13,7 @@ import json
 from collections import defaultdict
 from typing import Any
 
-from vlcs._context import _parse_list as _cpus
+from vlcs._cpus import parse_list
 from vlcs._plots import MISSING, pyplot
 
 
@@ -73,9 +73,9 @@ def draw(path: str, output: str) -> str:
     for e in events:
         args = e.get("args", {})
         if e["ph"] == "B" and e.get("cat") == "context":
-            sets[args.get("context", "")].append((e["ts"], _cpus(args.get("cpus", ""))))
+            sets[args.get("context", "")].append((e["ts"], parse_list(args.get("cpus", ""))))
         elif e in lends:
-            sets[args["context"]].append((e["ts"], _cpus(args["to"])))
+            sets[args["context"]].append((e["ts"], parse_list(args["to"])))
     colour = {c: plt.cm.tab10(i % 10) for i, c in enumerate(contexts)}
     fig, (top, bottom) = plt.subplots(2, 1, figsize=(11, 6.5), sharex=True)
     for _tid, name, begin, end, args in sl:

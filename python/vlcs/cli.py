@@ -19,10 +19,11 @@ import os
 import sys
 from pathlib import Path
 
+from vlcs._cpus import format_list, place_cpus
 from vlcs._exec import OUTPUTS, STDINS
 from vlcs._lib import auto_services
 from vlcs._paths import include_dir, install_info, native_dir, program_path
-from vlcs._topo import PLACES, cpu_list, hwloc_library
+from vlcs._topo import PLACES, hwloc_library
 from vlcs._version import __version__
 
 
@@ -104,7 +105,7 @@ def _topo(args: argparse.Namespace) -> int:
 
     try:
         machine = _topo.describe()
-        cpus = None if args.cpus is None else _topo.place_cpus(args.cpus)
+        cpus = None if args.cpus is None else place_cpus(args.cpus)
         if cpus is None and (args.topology or args.synthetic):
             cpus = machine.get("pu") and [c for pu in machine["pu"] for c in pu]
         splits = _topo.split(args.workers, args.places, cpus) if args.workers else []
@@ -131,10 +132,10 @@ def _topo(args: argparse.Namespace) -> int:
         )
         return 0
     for kind, objs in machine.items():
-        lists = "  ".join(cpu_list(o) for o in objs[:16]) + ("  ..." if len(objs) > 16 else "")
+        lists = "  ".join(format_list(o) for o in objs[:16]) + ("  ..." if len(objs) > 16 else "")
         print(f"{kind:8} {len(objs):4}  {lists}")
     for i, s in enumerate(splits):
-        print(f"worker {i}: cpus {cpu_list(s)} (inside {where(s)})")
+        print(f"worker {i}: cpus {format_list(s)} (inside {where(s)})")
     return 0
 
 

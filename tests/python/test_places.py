@@ -127,7 +127,7 @@ def run(code: str, topology: str | None = None) -> dict:
 
 RESOLVE = """
 import json, sys
-from vlcs._topo import place_cpus
+from vlcs._cpus import place_cpus
 from vlcs._errors import VlcsError
 out = {}
 for place in %r:

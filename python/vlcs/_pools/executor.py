@@ -52,7 +52,8 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures.process import BrokenProcessPool
 from typing import Any, NamedTuple
 
-from vlcs._context import _MODE_COPIES, VLC, _parse_list
+from vlcs._context import _MODE_COPIES, VLC
+from vlcs._cpus import CpuList, resolve, split, split_gpus
 from vlcs._errors import RemoteTraceback as _RemoteTraceback
 from vlcs._errors import VlcsLimitError
 from vlcs._isolation import views as _views
@@ -195,47 +196,6 @@ def _unpack(outcome: tuple[bool, _Payload]) -> tuple[bool, Any]:
 
 # --- CPUs of the workers -----------------------------------------------------------------
 
-CpuList = str | Iterable[int]
-
-
-def _ids(cpus: CpuList) -> list[int]:
-    if isinstance(cpus, str) and ":" in cpus:  # a place: "numa:0", "l3:0-1"
-        from vlcs._topo import place_cpus
-
-        return place_cpus(cpus)
-    if isinstance(cpus, str):
-        try:
-            ids = _parse_list(cpus.replace(" ", ""))
-        except ValueError:
-            ids = []
-        if not ids:
-            raise ValueError(f'cpus must be a CPU list like "0-3,8"; got {cpus!r}')
-        return ids
-    ids = list(cpus)
-    if not ids or any(not isinstance(c, int) or isinstance(c, bool) or c < 0 for c in ids):
-        raise ValueError(f"cpus must be CPU ids >= 0; got {cpus!r}")
-    return ids
-
-
-def split_cpus(cpus: Sequence[int], n: int) -> list[list[int]]:
-    """cpus in n contiguous parts whose sizes differ by at most one; with
-    fewer CPUs than parts, the parts take the CPUs in turn.
-
-    >>> split_cpus([0, 1, 2, 3, 4], 2)
-    [[0, 1, 2], [3, 4]]
-    >>> split_cpus([0, 1], 3)
-    [[0], [1], [0]]
-    """
-    if n > len(cpus):
-        return [[cpus[i % len(cpus)]] for i in range(n)]
-    q, r = divmod(len(cpus), n)
-    out, at = [], 0
-    for i in range(n):
-        size = q + (i < r)
-        out.append(list(cpus[at : at + size]))
-        at += size
-    return out
-
 
 def _homes(
     cpus: CpuList | Sequence[CpuList] | None, max_workers: int | None, places: str | None = None
@@ -245,7 +205,7 @@ def _homes(
     if cpus is not None and not isinstance(cpus, str):
         items = list(cpus)
         if items and not all(isinstance(c, int) for c in items):
-            homes = [_ids(c) for c in items]
+            homes = [resolve(c) for c in items]
             if max_workers is not None and max_workers != len(homes):
                 raise ValueError(
                     f"max_workers={max_workers} but cpus gives {len(homes)} CPU lists "
@@ -253,48 +213,13 @@ def _homes(
                 )
             return homes, sorted({c for h in homes for c in h})
         cpus = items
-    every = sorted(_views.real_sched_getaffinity(0)) if cpus is None else _ids(cpus)
+    every = sorted(_views.real_sched_getaffinity(0)) if cpus is None else resolve(cpus)
     n = max_workers if max_workers is not None else len(every)
     if places is not None:
-        from vlcs._topo import split
+        from vlcs._topo import split as split_along
 
-        return split(n, places, every), every
-    return split_cpus(every, n), every
-
-
-def split_gpus(
-    gpus: str | Iterable[int] | Sequence[str | Iterable[int]] | None, n: int
-) -> list[list[int] | None]:
-    """Each of n workers' GPUs: the pool's GPUs split as CPUs are (one per
-    worker when there are as many, as Ray and Dask give GPU workers theirs;
-    taken in turn when there are fewer), or one GPU list per worker; None
-    for every worker when gpus is None (each sees the process's).
-
-    >>> split_gpus("0-3", 2)
-    [[0, 1], [2, 3]]
-    >>> split_gpus([0, 1], 4)
-    [[0], [1], [0], [1]]
-    >>> split_gpus(["0", ""], 2)
-    [[0], []]
-    """
-    if gpus is None:
-        return [None] * n
-    if isinstance(gpus, str):
-        try:
-            every = _parse_list(gpus.replace(" ", ""))
-        except ValueError:
-            raise ValueError(
-                f'gpus must be a GPU list like "0-3" or GPU ids; got {gpus!r}'
-            ) from None
-        return split_cpus(every, n) if every else [[] for _ in range(n)]
-    items = list(gpus)
-    if items and not all(isinstance(g, int) and not isinstance(g, bool) for g in items):
-        if len(items) != n:
-            raise ValueError(f"gpus gives {len(items)} GPU lists for {n} workers (one per worker)")
-        return [split_gpus(g, 1)[0] for g in items]  # type: ignore[arg-type]
-    if any(g < 0 for g in items):
-        raise ValueError(f"GPU ids must be >= 0; got {gpus!r}")
-    return split_cpus(items, n) if items else [[] for _ in range(n)]
+        return split_along(n, places, every), every
+    return split(every, n), every
 
 
 # --- the workers --------------------------------------------------------------------------

@@ -29,11 +29,10 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 from vlcs._context import VLC, current
+from vlcs._cpus import CpuList, resolve, split_gpus
 from vlcs._errors import ContextBusyError, ContextDestroyedError
 from vlcs._isolation.threads import starting_in_base
 from vlcs._own import PYTHONS
-
-CpuList = str | Iterable[int]
 
 
 def _homes(cpus: CpuList | Sequence[CpuList] | None, size: int | None) -> list[CpuList | None]:
@@ -101,14 +100,11 @@ class ContextPool:
         self._python = python
         if places is not None:  # cpus split among the contexts along the topology
             from vlcs._pools.executor import _homes as _split_homes
-            from vlcs._pools.executor import _ids
 
-            every = sorted(os.sched_getaffinity(0)) if cpus is None else _ids(cpus)  # type: ignore[arg-type]
+            every = sorted(os.sched_getaffinity(0)) if cpus is None else resolve(cpus)  # type: ignore[arg-type]
             self._homes: list[CpuList | None] = list(_split_homes(every, size or 1, places)[0])
         else:
             self._homes = _homes(cpus, size)
-        from vlcs._pools.executor import split_gpus
-
         self._gpus = split_gpus(gpus, len(self._homes))
         self._env = dict(env or {})
         self._reset = reset

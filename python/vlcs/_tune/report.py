@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from vlcs._context import _parse_list
+from vlcs._cpus import parse_list
 from vlcs._plots import MISSING, pyplot
 from vlcs._tune import space as _space
 
@@ -141,7 +141,7 @@ def _heatmap(
     from matplotlib.patches import Rectangle
 
     places = plan.get("places")
-    sizes = [len(_parse_list(d)) for d in places["domains"]] if places else None
+    sizes = [len(parse_list(d)) for d in places["domains"]] if places else None
     if sizes:
         n = len(sizes)
     values, marks, (a, b) = heatmap_cells(found, n, plan["without_contexts"]["reachable"], sizes)
