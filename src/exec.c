@@ -19,7 +19,11 @@
  *    that read or write them (getopt, setenv, tzset...: ip_exec.c);
  *  - exit(), _exit() and quick_exit() reach libvlcs through the interposer
  *    (api->exit): on the thread running an instance they end that instance
- *    (a longjmp back here), anywhere else the process;
+ *    (a longjmp back here), anywhere else the process; so do abort() and
+ *    the ends libc reaches inside itself (error(), err(), assert), which
+ *    the interposer catches (ip_end.c);
+ *  - an exec would replace the process: on an instance's thread the new
+ *    program runs in a grandchild instead (exec_instead);
  *  - program_invocation_name is the instance's argv[0].
  *
  * Refused before anything is loaded, each in one sentence: a static
@@ -39,7 +43,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <signal.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #if defined(__x86_64__)
@@ -399,18 +406,28 @@ struct instance {
     volatile int status; /* written by exec_exit, read after its longjmp */
     volatile bool now; /* _exit: the rest of its atexit handlers never run */
     int fds[3]; /* its streams' descriptors, -1: the process's */
+    pid_t pid; /* the process it runs in: a vfork child of it is not it */
 };
 
 static __thread struct instance *running;
 
 /* A child the program forks (system, popen, fork and exec) has the
- * instance's streams as its 0, 1 and 2, as a process of its own would. */
+ * instance's streams as its 0, 1 and 2, as a process of its own would, and
+ * is a process of its own: its exit and exec are its own. */
 static void child_takes_streams(void)
 {
     struct instance *i = running;
     for (int k = 0; i != NULL && k < 3; k++)
         if (i->fds[k] >= 0 && i->fds[k] != k)
             dup2(i->fds[k], k);
+    running = NULL;
+}
+
+/* The instance this thread runs, in this process (not a vfork child's). */
+static struct instance *instance_here(void)
+{
+    struct instance *i = running;
+    return i != NULL && i->pid == getpid() ? i : NULL;
 }
 
 static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
@@ -420,7 +437,7 @@ static void atfork_install(void) { pthread_atfork(NULL, NULL, child_takes_stream
  * runs, or of the process. */
 void exec_exit(int status)
 {
-    struct instance *i = running;
+    struct instance *i = instance_here();
     if (i != NULL) {
         i->status = status;
         longjmp(i->done, 1);
@@ -430,18 +447,109 @@ void exec_exit(int status)
 
 void exec_quick_exit(int status)
 {
-    if (running != NULL)
+    if (instance_here() != NULL)
         exec_exit(status);
     quick_exit(status);
 }
 
 void exec_exit_now(int status)
 {
-    if (running != NULL) {
-        running->now = true;
+    struct instance *i = instance_here();
+    if (i != NULL) {
+        i->now = true;
         exec_exit(status);
     }
     _exit(status);
+}
+
+/* api->abort: abort() or a failed assert() ends the instance as SIGABRT
+ * ends a process (128 + 6, as a shell reports it), its handlers unrun;
+ * anywhere else the process. */
+void exec_abort(void)
+{
+    if (instance_here() != NULL)
+        exec_exit_now(128 + SIGABRT);
+    abort();
+}
+
+/* api->exec_instead: an exec on the thread running an instance would
+ * replace the process, every instance with it.  The new program runs in a
+ * child instead (run: the namespace libc's exec, called in the child, so
+ * that PATH and the environment are the instance's; the child takes the
+ * instance's streams at fork), and the instance ends with its status, as
+ * a shell's `exec` looks from outside.  An exec that fails in the child
+ * reports its errno through a close-on-exec pipe, returned here negated
+ * (errno is each libc copy's own: the interposer sets the program's), and
+ * the program sees the exec fail as it would.  1: not an instance's
+ * thread, the caller execs. */
+/* fork, as a raw clone: no fork handlers run (other threads may hold the
+ * locks they take), so the child may only make system calls.  signal: what
+ * the child's end sends its parent; 0 keeps it from every wait but one with
+ * __WALL. */
+static pid_t raw_fork(int signal) { return (pid_t)syscall(SYS_clone, (unsigned long)signal, NULL, NULL, NULL, NULL); }
+
+int exec_instead(int (*run)(void *), void *arg)
+{
+    struct instance *i = instance_here();
+    if (i == NULL)
+        return 1;
+    int pipefd[2];
+    if (pipe2(pipefd, O_CLOEXEC) != 0)
+        return -errno;
+    /* The program runs in a grandchild: another instance reaping whatever
+     * child ends (a shell's waitpid(-1)) would take a child's status, and
+     * an exec makes any child one that such a wait sees.  The middle
+     * process never execs; it waits for the program and ends with its
+     * status, and only a wait with __WALL sees it end. */
+    /* The middle runs with every signal blocked: the process's handlers
+     * (a shell instance's SIGCHLD handler reaps any child) are no business
+     * of it; the program gets the instance's mask back before its exec. */
+    sigset_t all, mask;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &mask);
+    pid_t middle = raw_fork(0);
+    if (middle != 0)
+        pthread_sigmask(SIG_SETMASK, &mask, NULL);
+    if (middle < 0) {
+        int e = errno;
+        close(pipefd[0]);
+        close(pipefd[1]);
+        return -e;
+    }
+    if (middle == 0) {
+        close(pipefd[0]);
+        pid_t pid = raw_fork(SIGCHLD);
+        if (pid == 0) {
+            syscall(SYS_rt_sigprocmask, SIG_SETMASK, &mask, NULL, _NSIG / 8);
+            for (int k = 0; k < 3; k++)
+                if (i->fds[k] >= 0 && i->fds[k] != k)
+                    dup2(i->fds[k], k);
+            int e = -run(arg);
+            ssize_t w = write(pipefd[1], &e, sizeof e);
+            (void)w;
+            _exit(127);
+        }
+        close(pipefd[1]);
+        int st = 0;
+        if (pid < 0)
+            _exit(127);
+        while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+            ;
+        _exit(WIFEXITED(st) ? WEXITSTATUS(st) : WIFSIGNALED(st) ? 128 + WTERMSIG(st) : 1);
+    }
+    close(pipefd[1]);
+    int e = 0;
+    ssize_t n;
+    do
+        n = read(pipefd[0], &e, sizeof e);
+    while (n < 0 && errno == EINTR);
+    close(pipefd[0]);
+    int st = 0;
+    while (waitpid(middle, &st, __WALL) < 0 && errno == EINTR)
+        ;
+    if (n == (ssize_t)sizeof e)
+        return -e;
+    exec_exit_now(WIFEXITED(st) ? WEXITSTATUS(st) : 1);
 }
 
 typedef void (*copies_fn)(const struct vlcs_ip_copy *, size_t);
@@ -720,7 +828,7 @@ VLCS_API int vlcs_ctx_exec(vlcs_ctx *ctx, char *const argv[])
         close(fd);
         return -1;
     }
-    struct instance inst = {.status = 0};
+    struct instance inst = {.status = 0, .pid = getpid()};
     for (int k = 0; k < 3; k++)
         inst.fds[k] = streams.open[k] ? fileno(streams.open[k]) : -1;
     pthread_once(&atfork_once, atfork_install);

@@ -538,6 +538,8 @@ HIDDEN void trace_from_env(void); /* VLCS_TRACE_FILE, at vlcs_init */
 HIDDEN void exec_exit(int status) __attribute__((noreturn));
 HIDDEN void exec_quick_exit(int status) __attribute__((noreturn));
 HIDDEN void exec_exit_now(int status) __attribute__((noreturn));
+HIDDEN void exec_abort(void) __attribute__((noreturn));
+HIDDEN int exec_instead(int (*run)(void *), void *arg);
 
 /* ---- the Service context (service.c, forwarder.c) ---- */
 

@@ -18,7 +18,7 @@
 #include <stddef.h>
 #include <sys/types.h>
 
-#define VLCS_IP_ABI_VERSION 9
+#define VLCS_IP_ABI_VERSION 10
 
 struct vlcs_ctx;
 
@@ -95,6 +95,13 @@ struct vlcs_ip_api {
     void (*quick_exit)(int);
     void (*exit_now)(int); /* _exit, _Exit */
     void (*abort)(void);
+    /* An exec on the thread running a program's instance (vlcs_ctx_exec):
+     * libvlcs runs run(arg) (the namespace libc's exec, returning -errno
+     * when it fails) in a child and
+     * ends the instance with its status; -errno when the exec failed (the
+     * caller sets its own libc's errno); 1 when this thread runs no
+     * instance (the caller execs). */
+    int (*exec_instead)(int (*run)(void *), void *arg);
 
     /* Fork handlers (pthread_atfork) of the context's libraries, run by the
      * base libc's fork(), which is the one every process forks with; fork()

@@ -103,7 +103,8 @@ void ns_api_fill(vlcs_ctx *c, struct vlcs_ip_api *a)
     a->exit = exec_exit;
     a->quick_exit = exec_quick_exit;
     a->exit_now = exec_exit_now;
-    a->abort = abort;
+    a->abort = exec_abort;
+    a->exec_instead = exec_instead;
     a->register_atfork = fork_register;
     a->fork = fork;
 }

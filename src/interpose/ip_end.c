@@ -1,0 +1,245 @@
+/*
+ * ip_end.c - the ways a program ends that reach exit or abort inside libc,
+ * where the interposer's exit and abort (ip_core.c) cannot see them, and
+ * the exec family, which would replace the whole process.
+ *
+ *  - error(), error_at_line(), err(), errx(), verr(), verrx(): libc's own
+ *    words, printed by libc (its error() with status 0, its vwarn), then
+ *    the interposer's exit, so that the end goes where every exit goes:
+ *    the instance's end under vlcs_ctx_exec, else the base's exit.
+ *  - __assert_fail: glibc's message, then the interposer's abort.
+ *  - execve and its family: on the thread running an instance, the new
+ *    program runs in a child process with the instance's streams (libvlcs
+ *    forks; the namespace's own libc execs in the child, so a PATH search
+ *    and the environment are the instance's), and the instance ends with
+ *    the child's status, as a shell's `exec` looks from outside.  An exec
+ *    that fails returns -1 with errno to the program, as it would.
+ *    Elsewhere the exec is libc's.
+ */
+#define _GNU_SOURCE
+#include "ip.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static const struct vlcs_ip_api *api(void) { return __atomic_load_n(&vlcs_ip, __ATOMIC_ACQUIRE); }
+
+/* ---- error() and err(): libc prints, the interposer ends ------------------ */
+
+/* fmt and its arguments as one string (malloc'ed; NULL: out of memory). */
+static char *format(const char *fmt, va_list ap)
+{
+    char *s = NULL;
+    return vasprintf(&s, fmt, ap) < 0 ? NULL : s;
+}
+
+typedef void (*error_fn)(int, int, const char *, ...);
+typedef void (*error_at_line_fn)(int, int, const char *, unsigned, const char *, ...);
+typedef void (*vwarn_fn)(const char *, va_list);
+
+IP_EXPORT void error(int status, int errnum, const char *fmt, ...)
+{
+    NEXT(error_fn, error)
+    va_list ap;
+    va_start(ap, fmt);
+    char *s = format(fmt, ap);
+    va_end(ap);
+    next_error(0, errnum, "%s", s ? s : fmt);
+    free(s);
+    if (status != 0)
+        exit(status);
+}
+
+IP_EXPORT void error_at_line(int status, int errnum, const char *file, unsigned line,
+                             const char *fmt, ...)
+{
+    NEXT(error_at_line_fn, error_at_line)
+    va_list ap;
+    va_start(ap, fmt);
+    char *s = format(fmt, ap);
+    va_end(ap);
+    next_error_at_line(0, errnum, file, line, "%s", s ? s : fmt);
+    free(s);
+    if (status != 0)
+        exit(status);
+}
+
+IP_EXPORT __attribute__((noreturn)) void verr(int status, const char *fmt, va_list ap)
+{
+    NEXT(vwarn_fn, vwarn)
+    next_vwarn(fmt, ap);
+    exit(status);
+}
+
+IP_EXPORT __attribute__((noreturn)) void verrx(int status, const char *fmt, va_list ap)
+{
+    NEXT(vwarn_fn, vwarnx)
+    next_vwarnx(fmt, ap);
+    exit(status);
+}
+
+IP_EXPORT __attribute__((noreturn)) void err(int status, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    verr(status, fmt, ap);
+}
+
+IP_EXPORT __attribute__((noreturn)) void errx(int status, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    verrx(status, fmt, ap);
+}
+
+/* glibc's words for a failed assert(), then abort(): the interposer's. */
+IP_EXPORT __attribute__((noreturn)) void __assert_fail(const char *assertion, const char *file,
+                                                       unsigned line, const char *function)
+{
+    fflush(stdout);
+    fprintf(stderr, "%s: %s:%u: %s%sAssertion `%s' failed.\n", program_invocation_short_name,
+            file, line, function ? function : "", function ? ": " : "", assertion);
+    fflush(stderr);
+    abort();
+}
+
+/* ---- the exec family ------------------------------------------------------ */
+
+/* What the child runs: one of the namespace libc's exec functions (looked
+ * up before the fork: a child of a threaded process must not take the
+ * loader's lock), which returns only on failure. */
+struct exec_call {
+    int kind; /* EXEC_* */
+    void *fn;
+    const char *path;
+    char *const *argv;
+    char *const *envp;
+    int fd;
+};
+
+enum { EXEC_VE, EXEC_V, EXEC_VP, EXEC_VPE, EXEC_FVE };
+
+static const char *const exec_names[] = {"execve", "execv", "execvp", "execvpe", "fexecve"};
+
+typedef int (*execve_fn)(const char *, char *const[], char *const[]);
+typedef int (*execv_fn)(const char *, char *const[]);
+typedef int (*fexecve_fn)(int, char *const[], char *const[]);
+
+/* Returns only when the exec failed: -errno (this libc's errno, which is
+ * not libvlcs's). */
+static int run_exec(void *arg)
+{
+    const struct exec_call *c = arg;
+    switch (c->kind) {
+    case EXEC_V:
+    case EXEC_VP:
+        ((execv_fn)c->fn)(c->path, c->argv);
+        break;
+    case EXEC_FVE:
+        ((fexecve_fn)c->fn)(c->fd, c->argv, c->envp);
+        break;
+    default:
+        ((execve_fn)c->fn)(c->path, c->argv, c->envp);
+    }
+    return -errno;
+}
+
+/* The exec as the thread's place calls for: an instance's in a child, or
+ * the process's. */
+static int do_exec(int kind, const char *path, int fd, char *const argv[], char *const envp[])
+{
+    static void *fns[sizeof exec_names / sizeof *exec_names];
+    void *fn = __atomic_load_n(&fns[kind], __ATOMIC_RELAXED);
+    if (fn == NULL) {
+        fn = ip_next(exec_names[kind]);
+        __atomic_store_n(&fns[kind], fn, __ATOMIC_RELAXED);
+    }
+    if (fn == NULL) {
+        errno = ENOSYS;
+        return -1;
+    }
+    struct exec_call c = {kind, fn, path, argv, envp, fd};
+    const struct vlcs_ip_api *a = api();
+    if (a != NULL && a->exec_instead != NULL) {
+        int rc = a->exec_instead(run_exec, &c);
+        if (rc < 0) {
+            errno = -rc;
+            return -1;
+        }
+    }
+    errno = -run_exec(&c);
+    return -1;
+}
+
+IP_EXPORT int execve(const char *path, char *const argv[], char *const envp[])
+{
+    return do_exec(EXEC_VE, path, -1, argv, envp);
+}
+
+IP_EXPORT int execv(const char *path, char *const argv[])
+{
+    return do_exec(EXEC_V, path, -1, argv, NULL);
+}
+
+IP_EXPORT int execvp(const char *file, char *const argv[])
+{
+    return do_exec(EXEC_VP, file, -1, argv, NULL);
+}
+
+IP_EXPORT int execvpe(const char *file, char *const argv[], char *const envp[])
+{
+    return do_exec(EXEC_VPE, file, -1, argv, envp);
+}
+
+IP_EXPORT int fexecve(int fd, char *const argv[], char *const envp[])
+{
+    return do_exec(EXEC_FVE, NULL, fd, argv, envp);
+}
+
+/* execl, execlp, execle: their arguments gathered into an argv. */
+static char **gather(const char *arg0, va_list ap, char *const **envp)
+{
+    va_list count;
+    va_copy(count, ap);
+    size_t n = 1;
+    while (arg0 != NULL && va_arg(count, char *) != NULL)
+        n++;
+    va_end(count);
+    char **argv = malloc((n + 1) * sizeof *argv);
+    if (argv == NULL)
+        return NULL;
+    argv[0] = (char *)arg0;
+    for (size_t i = 1; arg0 != NULL && i <= n; i++)
+        argv[i] = va_arg(ap, char *);
+    argv[arg0 != NULL ? n : 0] = NULL;
+    if (envp != NULL)
+        *envp = va_arg(ap, char *const *);
+    return argv;
+}
+
+#define EXEC_LIST(name, kind, with_env)                                          \
+    IP_EXPORT int name(const char *path, const char *arg0, ...)                  \
+    {                                                                            \
+        va_list ap;                                                              \
+        va_start(ap, arg0);                                                      \
+        char *const *envp = NULL;                                                \
+        char **argv = gather(arg0, ap, with_env ? &envp : NULL);                 \
+        va_end(ap);                                                              \
+        if (argv == NULL) {                                                      \
+            errno = ENOMEM;                                                      \
+            return -1;                                                           \
+        }                                                                        \
+        int rc = do_exec(kind, path, -1, argv, envp);                            \
+        int e = errno;                                                           \
+        free(argv);                                                              \
+        errno = e;                                                               \
+        return rc;                                                               \
+    }
+
+EXEC_LIST(execl, EXEC_V, 0)
+EXEC_LIST(execlp, EXEC_VP, 0)
+EXEC_LIST(execle, EXEC_VE, 1)

@@ -1,0 +1,93 @@
+"""How programs end under `vlcs exec`, compared with separate runs of the
+same: the ends glibc reaches inside itself (error(), err(), a failed
+assert, abort) and execs (the program's own, env's, nice's, a shell's
+last command) end their instance only, with the status and the words a
+separate run gives, and the process and the other instances go on."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+import pytest
+
+HERE = Path(__file__).resolve().parent
+ENDS = HERE.parent / "c" / "prog" / "ends_prog.c"
+
+RUN = """
+import json, sys, vlcs
+statuses = vlcs.exec_instances(json.loads(sys.argv[1]), int(sys.argv[2]))
+print(json.dumps(statuses), file=open(sys.argv[3], "w"))
+print("the base goes on", flush=True)
+"""
+
+
+def _by_instance(text: str) -> dict[int, list[str]]:
+    out: dict[int, list[str]] = defaultdict(list)
+    for line in text.splitlines():
+        m = re.fullmatch(r"\[(\d+)\] (.*)", line)
+        assert m, f"an untagged line: {line!r}"
+        out[int(m.group(1))].append(m.group(2))
+    return out
+
+
+def under_vlcs(argv: list[str], n: int, tmp: Path) -> tuple[list[int], dict, dict]:
+    """Statuses, stdout lines and stderr lines per instance of one vlcs exec."""
+    statuses = tmp / "statuses.json"
+    p = subprocess.run(
+        [sys.executable, "-c", RUN, json.dumps(argv), str(n), str(statuses)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert p.returncode == 0, p.stderr
+    lines = p.stdout.splitlines()
+    assert lines[-1] == "the base goes on", p.stdout
+    return (
+        json.loads(statuses.read_text()),
+        _by_instance("\n".join(lines[:-1])),
+        _by_instance(p.stderr),
+    )
+
+
+def alone(argv: list[str], i: int, n: int) -> tuple[int, list[str], list[str]]:
+    env = dict(os.environ, VLCS_INSTANCE=str(i), VLCS_INSTANCES=str(n))
+    p = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=60)
+    status = p.returncode if p.returncode >= 0 else 128 - p.returncode  # as a shell says it
+    return status, p.stdout.splitlines(), p.stderr.splitlines()
+
+
+def same_as_separate_runs(argv: list[str], n: int, tmp: Path) -> list[int]:
+    statuses, out, errs = under_vlcs(argv, n, tmp)
+    for i in range(n):
+        status, want_out, want_err = alone(argv, i, n)
+        assert (statuses[i], out[i], errs[i]) == (status, want_out, want_err), f"instance {i}"
+    return statuses
+
+
+def test_libc_ends_end_only_their_instance(tmp_path):
+    prog = tmp_path / "ends"
+    subprocess.run(["gcc", str(ENDS), "-o", str(prog)], check=True)
+    statuses = same_as_separate_runs([str(prog)], 8, tmp_path)
+    # returned, assert, errx, error, abort, exec'd child, failed exec, err
+    assert statuses == [0, 134, 5, 4, 134, 9, 3, 6]
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["env", "sh", "-c", "echo i=$VLCS_INSTANCE; exit $((VLCS_INSTANCE + 2))"],
+        ["nice", "-n", "1", "sh", "-c", "echo niced $VLCS_INSTANCE"],
+        ["bash", "-c", "echo a$VLCS_INSTANCE; exec sh -c 'echo b$VLCS_INSTANCE >&2; exit 4'"],
+        ["env", "/nonexistent/program"],
+    ],
+    ids=["env", "nice", "bash-exec", "env-missing"],
+)
+def test_programs_that_exec_end_only_their_instance(tmp_path, argv):
+    statuses = same_as_separate_runs(argv, 3, tmp_path)
+    assert len(statuses) == 3
