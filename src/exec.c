@@ -90,6 +90,10 @@ static int find_program(const char *name, char *out, size_t size)
     if (strchr(name, '/') != NULL) {
         if ((size_t)snprintf(out, size, "%s", name) >= size)
             return refuse(VLCS_E_INVALID, name, "the path is too long");
+        /* as execve and a shell refuse it; a missing file is said later */
+        if (access(out, F_OK) == 0 && access(out, X_OK) != 0)
+            return refuse(VLCS_E_INVALID, name,
+                          "permission denied: the file is not executable (chmod +x it)");
         return 0;
     }
     const char *path = getenv("PATH");

@@ -107,6 +107,15 @@ def test_programs_that_cannot_run_are_refused_in_one_sentence(tmp_path, build, s
     assert says in r.stderr and r.stderr.count("\n") == 1, r.stderr
 
 
+def test_a_file_without_the_execute_bit_is_refused_as_a_shell_refuses_it(prog, tmp_path):
+    copy = tmp_path / "not-executable"
+    shutil.copy(prog, copy)
+    copy.chmod(0o644)
+    r = vlcs_cmd("exec", "-n", "2", "--", str(copy))
+    assert r.returncode == 126 and r.stdout == "", r.stdout + r.stderr
+    assert "permission denied: the file is not executable" in r.stderr, r.stderr
+
+
 def test_the_python_api_runs_programs_and_leaves_the_base_as_it_was(prog):
     code = textwrap.dedent(
         f"""
