@@ -151,7 +151,7 @@ def exec_instances(
             t.join()
     finally:
         for ctx in contexts:
-            ctx.close()  # its streams' last descriptors go with its namespace
+            ctx._close(warn=False)  # its streams' last descriptors go with its namespace
         for fd in ends:
             os.close(fd)
         os.close(devnull)

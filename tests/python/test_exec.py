@@ -107,6 +107,18 @@ def test_programs_that_cannot_run_are_refused_in_one_sentence(tmp_path, build, s
     assert says in r.stderr and r.stderr.count("\n") == 1, r.stderr
 
 
+def test_a_cpp_program_runs_and_vlcs_warns_of_nothing_the_user_did(tmp_path):
+    """libstdc++ stays loaded in each instance's namespace (it marks itself
+    so): that is vlcs's business, not a warning on the user's stderr."""
+    src = tmp_path / "hi.cpp"
+    src.write_text('#include <iostream>\nint main() { std::cout << "hi" << std::endl; }\n')
+    exe = tmp_path / "hi"
+    subprocess.run(["g++", "-fPIC", "-pie", str(src), "-o", str(exe)], check=True)
+    r = vlcs_cmd("exec", "-n", "2", "--", str(exe))
+    assert r.returncode == 0 and sorted(r.stdout.splitlines()) == ["[0] hi", "[1] hi"], r
+    assert r.stderr == "", r.stderr
+
+
 def test_a_file_without_the_execute_bit_is_refused_as_a_shell_refuses_it(prog, tmp_path):
     copy = tmp_path / "not-executable"
     shutil.copy(prog, copy)
