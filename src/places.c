@@ -252,7 +252,7 @@ int cpus_parse(const char *cpus, vmask *out, char *err, size_t errsize)
     vh_topology_t t = topology();
     int rc = -1;
     if (t == NULL)
-        snprintf(err, errsize, "%s", topo_error);
+        snprintf(err, errsize, "%.*s", (int)errsize - 1, topo_error);
     else
         rc = resolve(t, cpus, out, err, errsize);
     pthread_mutex_unlock(&topo_lock);
