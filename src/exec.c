@@ -20,8 +20,8 @@
  *  - exit(), _exit() and quick_exit() reach libvlcs through the interposer
  *    (api->exit): on the thread running an instance they end that instance
  *    (a longjmp back here), anywhere else the process; so do abort() and
- *    the ends libc reaches inside itself (error(), err(), assert), which
- *    the interposer catches (ip_end.c);
+ *    the ends libc reaches inside itself (error(), err()), which the
+ *    interposer catches (ip_end.c);
  *  - an exec would replace the process: on an instance's thread the new
  *    program runs in a grandchild instead (exec_instead);
  *  - program_invocation_name is the instance's argv[0].
@@ -466,7 +466,7 @@ void exec_exit_now(int status)
     _exit(status);
 }
 
-/* api->abort: abort() or a failed assert() ends the instance as SIGABRT
+/* api->abort: abort() ends the instance as SIGABRT
  * ends a process (128 + 6, as a shell reports it), its handlers unrun;
  * anywhere else the process. */
 void exec_abort(void)

@@ -8,12 +8,14 @@ topology with ``places``: "l3", "numa"...), ``VLCS_INSTANCE`` and
 only.  With ``output="tag"`` each line an instance writes to its stdout or
 stderr is written whole, prefixed with ``[i]``; with ``"plain"`` the
 instances write straight to the process's.  Instance 0 reads the process's
-stdin, the others an empty one, unless ``stdin="all"``.
+stdin, the others an empty one, unless ``stdin="all"``: then each reads
+the whole of it, as from ``tee``.
 """
 
 from __future__ import annotations
 
 import os
+import queue
 import selectors
 import sys
 import threading
@@ -29,6 +31,84 @@ OUTPUTS = ("tag", "plain")
 # glibc's linker namespaces (16) less the base's
 MAX_INSTANCES = 15
 STDINS = ("first", "all")
+
+
+class _Feed:
+    """This process's stdin, whole, to every instance (stdin="all"), as
+    tee gives it: one reader, and a writer per instance, so that an
+    instance that reads slowly or not at all holds up only itself.  What
+    an instance has not read yet waits in its queue."""
+
+    CHUNK = 65536
+
+    def __init__(self, n: int) -> None:
+        self._pipes = [os.pipe() for _ in range(n)]
+        self._queues: list[queue.SimpleQueue[bytes | None]] = [
+            queue.SimpleQueue() for _ in range(n)
+        ]
+        self._stop_r, self._stop_w = os.pipe()
+        self._threads = [threading.Thread(target=self._read, name="vlcs-exec-stdin", daemon=True)]
+        self._threads += [
+            threading.Thread(target=self._write, args=(i,), name=f"vlcs-exec-in-{i}", daemon=True)
+            for i in range(n)
+        ]
+        self._started = False
+        for t in self._threads:
+            base_thread(t)
+
+    def read_end(self, i: int) -> int:
+        return self._pipes[i][0]
+
+    def start(self) -> None:
+        for t in self._threads:
+            t.start()
+        self._started = True
+
+    def _read(self) -> None:
+        sel = selectors.DefaultSelector()
+        sel.register(0, selectors.EVENT_READ)
+        sel.register(self._stop_r, selectors.EVENT_READ)
+        try:
+            while True:
+                if any(key.fd == self._stop_r for key, _ in sel.select()):
+                    break  # every instance ended: leave the rest of stdin to the caller
+                data = os.read(0, self.CHUNK)
+                for q in self._queues:
+                    q.put(data or None)
+                if not data:
+                    break
+        except OSError:
+            for q in self._queues:
+                q.put(None)
+        finally:
+            sel.close()
+
+    def _write(self, i: int) -> None:
+        w = self._pipes[i][1]
+        try:
+            while (data := self._queues[i].get()) is not None:
+                view = memoryview(data)
+                while view:
+                    view = view[os.write(w, view) :]
+        except OSError:  # the instance closed its stdin, or ended
+            pass
+        finally:
+            os.close(w)
+
+    def stop(self) -> None:
+        """After every instance ended: the reader stops, the writers are
+        let go (their pipes' read ends closed), and everything is closed."""
+        os.write(self._stop_w, b"x")
+        for r, w in self._pipes:
+            os.close(r)
+            if not self._started:
+                os.close(w)
+        for q in self._queues:
+            q.put(None)
+        for t in self._threads if self._started else ():
+            t.join()
+        os.close(self._stop_r)
+        os.close(self._stop_w)
 
 
 class _Tagger:
@@ -113,6 +193,7 @@ def exec_instances(
     pool = resolve(cpus) if cpus is not None else sorted(os.sched_getaffinity(0))
     homes, _ = _homes(pool, n, places)
     tagger = _Tagger() if output == "tag" else None
+    feed = _Feed(n) if stdin == "all" else None
     devnull = os.open(os.devnull, os.O_RDONLY)
     contexts: list[VLC] = []
     ends: list[int] = []  # the instances' write ends, closed once they are given
@@ -131,7 +212,8 @@ def exec_instances(
                 out = tagger.pipe(i, sys.stdout.buffer)
                 err = tagger.pipe(i, sys.stderr.buffer)
                 ends += [out, err]
-            ctx.set_stdio(None if i == 0 or stdin == "all" else devnull, out, err)
+            given = feed.read_end(i) if feed is not None else None if i == 0 else devnull
+            ctx.set_stdio(given, out, err)
         statuses: list[int | BaseException] = [0] * n
 
         def run(i: int) -> None:
@@ -147,11 +229,15 @@ def exec_instances(
             t.start()
         if tagger is not None:
             tagger.start()
+        if feed is not None:
+            feed.start()
         for t in threads:
             t.join()
     finally:
         for ctx in contexts:
             ctx._close(warn=False)  # its streams' last descriptors go with its namespace
+        if feed is not None:
+            feed.stop()
         for fd in ends:
             os.close(fd)
         os.close(devnull)

@@ -97,6 +97,13 @@ IP_EXPORT pid_t fork(void)
     return a ? a->fork() : ((pid_t(*)(void))ip_next("fork"))();
 }
 
+/* vfork is fork here: a vfork child borrows its parent's memory and runs
+ * no fork handlers, so it would exec with the process's descriptors 0, 1
+ * and 2 rather than its context's streams, and its exec would run through
+ * the interposer on its parent's stack.  A program that uses vfork only to
+ * exec or _exit (what POSIX allows it) cannot tell the two apart. */
+IP_EXPORT pid_t vfork(void) { return fork(); }
+
 /* ---- allocator ---------------------------------------------------------- */
 
 #define BUMP_SIZE (256 * 1024)

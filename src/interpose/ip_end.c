@@ -7,14 +7,17 @@
  *    words, printed by libc (its error() with status 0, its vwarn), then
  *    the interposer's exit, so that the end goes where every exit goes:
  *    the instance's end under vlcs_ctx_exec, else the base's exit.
- *  - __assert_fail: glibc's message, then the interposer's abort.
  *  - execve and its family: on the thread running an instance, the new
  *    program runs in a child process with the instance's streams (libvlcs
- *    forks; the namespace's own libc execs in the child, so a PATH search
+ *    makes it; the namespace's own libc execs in it, so a PATH search
  *    and the environment are the instance's), and the instance ends with
  *    the child's status, as a shell's `exec` looks from outside.  An exec
  *    that fails returns -1 with errno to the program, as it would.
  *    Elsewhere the exec is libc's.
+ *
+ * Not __assert_fail: exported from here, it made copy mode's lazy copies of
+ * a library calling it run their constructors before their code was in
+ * place (test_handles crashed); a failed assert still ends the process.
  */
 #define _GNU_SOURCE
 #include "ip.h"
@@ -94,17 +97,6 @@ IP_EXPORT __attribute__((noreturn)) void errx(int status, const char *fmt, ...)
     va_list ap;
     va_start(ap, fmt);
     verrx(status, fmt, ap);
-}
-
-/* glibc's words for a failed assert(), then abort(): the interposer's. */
-IP_EXPORT __attribute__((noreturn)) void __assert_fail(const char *assertion, const char *file,
-                                                       unsigned line, const char *function)
-{
-    fflush(stdout);
-    fprintf(stderr, "%s: %s:%u: %s%sAssertion `%s' failed.\n", program_invocation_short_name,
-            file, line, function ? function : "", function ? ": " : "", assertion);
-    fflush(stderr);
-    abort();
 }
 
 /* ---- the exec family ------------------------------------------------------ */

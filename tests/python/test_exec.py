@@ -86,6 +86,13 @@ def test_stdin_goes_to_the_first_instance_unless_all(tmp_path):
         "exec", "-n", "1", "--stdin", "all", "--output", "plain", "--", "wc", "-l", input="a\nb\n"
     )
     assert r.stdout.strip() == "2", r.stdout + r.stderr
+    # every instance the whole of it, as from tee; one that stops reading
+    # early (head) holds up no other
+    lines = "".join(f"{i}\n" for i in range(200000))
+    r = vlcs_cmd("exec", "-n", "3", "--stdin", "all", "--", "wc", "-l", input=lines)
+    assert sorted(r.stdout.splitlines()) == [f"[{i}] 200000" for i in range(3)], r
+    r = vlcs_cmd("exec", "-n", "2", "--stdin", "all", "--", "head", "-n", "1", input=lines)
+    assert sorted(r.stdout.splitlines()) == ["[0] 0", "[1] 0"] and r.returncode == 0, r
 
 
 @pytest.mark.parametrize(
