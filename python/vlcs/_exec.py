@@ -66,9 +66,9 @@ class _Feed:
 
     def _read(self) -> None:
         sel = selectors.DefaultSelector()
-        sel.register(0, selectors.EVENT_READ)
-        sel.register(self._stop_r, selectors.EVENT_READ)
         try:
+            sel.register(self._stop_r, selectors.EVENT_READ)
+            sel.register(0, selectors.EVENT_READ)
             while True:
                 if any(key.fd == self._stop_r for key, _ in sel.select()):
                     break  # every instance ended: leave the rest of stdin to the caller
@@ -77,7 +77,7 @@ class _Feed:
                     q.put(data or None)
                 if not data:
                     break
-        except OSError:
+        except (OSError, ValueError):  # read as the end of the input
             for q in self._queues:
                 q.put(None)
         finally:
