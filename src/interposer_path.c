@@ -16,22 +16,31 @@ static char ip_path[PATH_MAX];
 
 const char *interposer_path(void) { return ip_path; }
 
+int libvlcs_directory(char *dir, size_t size)
+{
+    Dl_info info;
+    if (dladdr((void *)libvlcs_directory, &info) == 0 || info.dli_fname == NULL)
+        return -1;
+    const char *slash = strrchr(info.dli_fname, '/');
+    int n = snprintf(dir, size, "%.*s", slash ? (int)(slash - info.dli_fname) : 1,
+                     slash ? info.dli_fname : ".");
+    return n >= 0 && (size_t)n < size ? 0 : -1;
+}
+
 int interposer_locate(char *err, size_t errsize)
 {
     const char *env = getenv("VLCS_INTERPOSER");
+    char dir[PATH_MAX];
     if (env != NULL && *env != '\0') {
         snprintf(ip_path, sizeof ip_path, "%s", env);
-    } else {
-        Dl_info info;
-        if (dladdr((void *)interposer_locate, &info) == 0 || info.dli_fname == NULL) {
-            snprintf(err, errsize,
-                     "Error initialising vlcs: cannot tell where libvlcs.so was loaded from");
-            return VLCS_E_SYSTEM;
-        }
-        const char *slash = strrchr(info.dli_fname, '/');
-        int dirlen = slash ? (int)(slash - info.dli_fname) : 1;
-        snprintf(ip_path, sizeof ip_path, "%.*s/libvlcs_interpose.so", dirlen,
-                 slash ? info.dli_fname : ".");
+    } else if (libvlcs_directory(dir, sizeof dir) != 0) {
+        snprintf(err, errsize,
+                 "Error initialising vlcs: cannot tell where libvlcs.so was loaded from");
+        return VLCS_E_SYSTEM;
+    } else if ((size_t)snprintf(ip_path, sizeof ip_path, "%s/libvlcs_interpose.so", dir) >=
+               sizeof ip_path) {
+        snprintf(err, errsize, "Error initialising vlcs: the path of libvlcs.so is too long");
+        return VLCS_E_SYSTEM;
     }
     struct stat st;
     if (stat(ip_path, &st) != 0) {
