@@ -67,8 +67,10 @@ typedef enum vlcs_errcode {
                                _dl_find_object */
     VLCS_E_BUSY = 5,        /* destroying a context a thread is inside */
     VLCS_E_DESTROYED = 6,   /* the context was destroyed */
-    VLCS_E_SYSTEM = 7       /* a system call failed (memfd, mmap, out of memory,
+    VLCS_E_SYSTEM = 7,      /* a system call failed (memfd, mmap, out of memory,
                                ...): the sentence carries errno's text */
+    VLCS_E_FAULT = 8        /* code in the context faulted (vlcs_ctx_call), or the
+                               context is broken by such a fault */
 } vlcs_errcode_t;
 
 /**
@@ -524,6 +526,41 @@ VLCS_API int vlcs_leave(void);
  * context whose library created the thread, else NULL.
  */
 VLCS_API vlcs_ctx *vlcs_current(void);
+
+/**
+ * Call fn(arg) inside context c on this thread, as vlcs_enter(c), fn(arg),
+ * vlcs_leave() would, with a fault in the context's code contained: a
+ * SIGSEGV, SIGBUS, SIGFPE, SIGILL or SIGABRT (abort(), a failed assertion,
+ * glibc's "double free" checks) that fn raises in an object of c's own (its
+ * namespace's libraries and libc, or its copies) ends fn there, and this
+ * returns -1 with VLCS_E_FAULT.  The context is then broken for good: its
+ * memory stays mapped as it was, vlcs_enter, vlcs_ctx_load and vlcs_ctx_call
+ * refuse it, and vlcs_ctx_destroy keeps its libraries loaded.  The process
+ * and the other contexts go on.
+ *
+ * Not contained, and left to the handler installed before (or the default
+ * action, as without vlcs) after a line on stderr: a fault in code the
+ * context shares with the process (copy mode's libc, the base's
+ * libraries), one with the dynamic loader, the base's libc or allocator or
+ * libvlcs between the fault and this call (their locks may be held), and
+ * signals sent by another process.  A library of c that installed its own
+ * handler for the signal gets its faults.  The handlers are installed at
+ * the first call; one installed later for the same signal comes first.
+ *
+ * @return 0 with fn's result in *result (when result is not NULL); -1 with
+ *         vlcs_error() set: VLCS_E_FAULT (fn faulted: vlcs_ctx_fault(c) says
+ *         where; or c was broken already), vlcs_enter's errors, VLCS_E_INVALID
+ *         for a NULL fn.
+ */
+VLCS_API int vlcs_ctx_call(vlcs_ctx *c, void *(*fn)(void *), void *arg, void **result);
+
+/**
+ * The fault that broke c (vlcs_ctx_call): a line naming the signal, its
+ * meaning, the address and the function and object it happened in, then
+ * the stack down to vlcs_ctx_call, a frame per line.  NULL when c is not
+ * broken (or not a context).  The text lives as long as c's handle.
+ */
+VLCS_API const char *vlcs_ctx_fault(const vlcs_ctx *c);
 
 /**
  * Make the calling thread belong to ctx for the rest of its life, as a thread

@@ -1027,6 +1027,20 @@ vlcs_ctx *copies_owner(const void *link_map)
     return found;
 }
 
+vlcs_ctx *copies_owner_nowait(const void *link_map)
+{
+    const struct link_map *m = link_map;
+    vlcs_ctx *found = NULL;
+    if (m == NULL || m->l_name == NULL || strncmp(m->l_name, "/proc/", 6) != 0 ||
+        pthread_mutex_trylock(&owners_lock) != 0)
+        return NULL;
+    for (size_t i = 0; i < nowners && !found; i++)
+        if (owners[i].lm == m)
+            found = owners[i].ctx;
+    pthread_mutex_unlock(&owners_lock);
+    return found;
+}
+
 /* ---- what the context's code sees of the loaded objects -------------------- */
 
 struct iterate {

@@ -473,6 +473,7 @@ void exec_abort(void)
 {
     if (instance_here() != NULL)
         exec_exit_now(128 + SIGABRT);
+    fault_abort();
     abort();
 }
 

@@ -294,6 +294,7 @@ struct vlcs_ctx {
     void *ns_start[16]; /* the objects the namespace was created with (struct link_map *) */
     size_t nns_start;
     char *keep; /* vlcs_ctx_keep_loaded's reason: the namespace stays on destroy */
+    char *_Atomic fault; /* the report of the fault that broke it (fault.c); never freed */
     bool drop_opens; /* vlcs_ctx_drop_library_opens: destroy drops the libraries' own dlopens */
     char *global_lib; /* vlcs_ctx_set_global_library: in the namespace's global
                          scope from its start, in place of the services */
@@ -328,6 +329,11 @@ HIDDEN vlcs_ctx *ctx_get(const vlcs_ctx *h, const char *doing);
 HIDDEN bool ctx_still(const vlcs_ctx *c, const vlcs_ctx *h);
 /* Sets the error for a handle that ctx_still refused; returns -1. */
 HIDDEN int ctx_gone(const vlcs_ctx *h, const char *doing);
+/* Whether a fault broke c (fault.c); if so the error says so and what to do. */
+HIDDEN bool ctx_broken(const vlcs_ctx *c, const char *doing);
+/* abort() by a context's code inside vlcs_ctx_call ends the call there;
+ * returns when it is not to be contained (fault.c). */
+HIDDEN void fault_abort(void);
 HIDDEN struct cpuview *ctx_view(const vlcs_ctx *c);
 /* The CPUs the process may use, read once at init. */
 HIDDEN const vmask *process_mask(void);
@@ -471,6 +477,8 @@ HIDDEN int copies_unload(vlcs_ctx *c, char *why, size_t size);
 struct link_map;
 HIDDEN size_t copies_objects(vlcs_ctx *c, struct link_map **out, size_t cap);
 HIDDEN vlcs_ctx *copies_owner(const void *link_map); /* the copy-mode context holding it */
+/* The same in a signal handler: NULL when the table is being changed. */
+HIDDEN vlcs_ctx *copies_owner_nowait(const void *link_map);
 HIDDEN const char *copies_file(vlcs_ctx *c, const void *link_map); /* a copy's original, or NULL */
 HIDDEN int copies_setenv(vlcs_ctx *c, const char *name, const char *value);
 HIDDEN const char *copies_getenv(vlcs_ctx *c, const char *name);
@@ -599,6 +607,9 @@ HIDDEN size_t services_paths(char (*out)[FD_PATH_SIZE], size_t cap, const char *
 /* The calling thread's context (its innermost entered, or the one its
  * library thread belongs to), or NULL. */
 HIDDEN vlcs_ctx *thread_current(void);
+/* Enter frames open on this thread; thread_leave_to leaves until depth are. */
+HIDDEN int thread_depth(void);
+HIDDEN void thread_leave_to(int depth);
 HIDDEN void thread_created(vlcs_ctx *c);
 HIDDEN void thread_begin(vlcs_ctx *c, void *(*start)(void *));
 /* The start routines of c's library threads still alive (with c->lock held). */

@@ -181,6 +181,16 @@ int ctx_gone(const vlcs_ctx *h, const char *doing)
     return -1;
 }
 
+bool ctx_broken(const vlcs_ctx *c, const char *doing)
+{
+    const char *fault = atomic_load_explicit((char *const _Atomic *)&c->fault, memory_order_acquire);
+    if (fault == NULL)
+        return false;
+    set_error(VLCS_E_FAULT, "Error %s: context '%s' is broken by a fault (%.*s): destroy it and "
+              "make a new one", doing, c->name, (int)strcspn(fault, "\n"), fault);
+    return true;
+}
+
 struct cpuview *ctx_view(const vlcs_ctx *c)
 {
     return atomic_load_explicit((struct cpuview *_Atomic *)&c->view, memory_order_acquire);

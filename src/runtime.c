@@ -465,7 +465,7 @@ VLCS_API int vlcs_ctx_mode(const vlcs_ctx *h)
 VLCS_API void *vlcs_ctx_load(vlcs_ctx *ctx, const char *path)
 {
     vlcs_ctx *c = ctx_get(ctx, "loading a library");
-    if (c == NULL)
+    if (c == NULL || ctx_broken(c, "loading a library"))
         return NULL;
     if (path == NULL || *path == '\0') {
         set_error(VLCS_E_INVALID, "Error loading into context '%s': the library name is empty",
@@ -627,7 +627,9 @@ VLCS_API int vlcs_ctx_destroy(vlcs_ctx *h)
                   c->name, n);
         return -1;
     }
-    if (c->has_ns) {
+    /* A broken context's streams stay as its fault left them, unflushed,
+     * as a crashed process's are: their locks may be held. */
+    if (c->has_ns && c->fault == NULL) {
         ns_flush(c);
         ns_streams_release(c);
     }

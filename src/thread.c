@@ -213,7 +213,7 @@ void thread_ns_gone(vlcs_ctx *c)
 VLCS_API int vlcs_enter(vlcs_ctx *h)
 {
     vlcs_ctx *c = ctx_get(h, "entering a context");
-    if (c == NULL)
+    if (c == NULL || ctx_broken(c, "entering a context"))
         return -1;
     struct tstate *ts = tstate();
     if (ts->depth == MAX_DEPTH) {
@@ -298,6 +298,14 @@ VLCS_API int vlcs_leave(void)
 }
 
 vlcs_ctx *thread_current(void) { return effective(tstate()); }
+
+int thread_depth(void) { return tstate()->depth; }
+
+void thread_leave_to(int depth)
+{
+    while (tstate()->depth > depth && vlcs_leave() == 0)
+        ;
+}
 
 VLCS_API vlcs_ctx *vlcs_current(void)
 {
