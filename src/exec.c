@@ -672,6 +672,19 @@ static int streams_give(vlcs_ctx *c, struct run_streams *s, const char *path)
     return 0;
 }
 
+/* After a fault: the namespace's streams are put back, the run's left as
+ * the fault left them (their locks may be held), unflushed as a crashed
+ * process's are, their descriptors closed. */
+static void streams_abandon(struct run_streams *s, const int fds[3])
+{
+    s->tell(NULL);
+    for (int i = 0; i < 3; i++) {
+        if (s->open[i] != NULL && fds[i] >= 0)
+            close(fds[i]);
+        *s->slot[i] = s->saved[i];
+    }
+}
+
 static void streams_take_back(struct run_streams *s)
 {
     s->tell(NULL);
@@ -730,6 +743,52 @@ static int bind_copies(vlcs_ctx *c, const struct link_map *lm, const struct prog
     give(pairs, n);
     free(pairs);
     return 0;
+}
+
+/* main, then the handlers it registered, on the instance's thread behind
+ * vlcs_ctx_call: a fault ends the instance as a signal ends a process. */
+struct run_main {
+    main_fn main_of;
+    int argc;
+    char **argv, **envp;
+    struct instance *inst;
+    next_handler_fn next_handler;
+};
+
+static void *run_main(void *arg)
+{
+    struct run_main *r = arg;
+    if (setjmp(r->inst->done) == 0)
+        r->inst->status = r->main_of(r->argc, r->argv, r->envp);
+    if (r->next_handler != NULL)
+        run_exit_handlers(r->inst, r->next_handler);
+    return NULL;
+}
+
+/* A fault's first line on the instance's stderr, as a shell reports a
+ * signal's end: "vlcs: sort: SIGSEGV (...) at ...", the program named by
+ * its path where the report names the copy it ran as (a memfd). */
+static void say_fault(vlcs_ctx *c, int err_fd, const char *path)
+{
+    const char *report = vlcs_ctx_fault(c->handle);
+    if (report == NULL)
+        return;
+    char copy[PATH_MAX + 32];
+    snprintf(copy, sizeof copy, "/memfd:%s (deleted)", base_name(path));
+    int fd = err_fd >= 0 ? err_fd : 2;
+    dprintf(fd, "vlcs: %s: ", base_name(path));
+    size_t line = strcspn(report, "\n"), n = strlen(copy);
+    for (const char *at = report; at < report + line;) {
+        const char *hit = strstr(at, copy);
+        size_t upto = hit && hit < report + line ? (size_t)(hit - at) : (size_t)(report + line - at);
+        dprintf(fd, "%.*s", (int)upto, at);
+        at += upto;
+        if (hit && hit == at) {
+            dprintf(fd, "%s", path);
+            at += n;
+        }
+    }
+    dprintf(fd, "\n");
 }
 
 VLCS_API int vlcs_ctx_exec(vlcs_ctx *ctx, char *const argv[])
@@ -838,11 +897,24 @@ VLCS_API int vlcs_ctx_exec(vlcs_ctx *ctx, char *const argv[])
         inst.fds[k] = streams.open[k] ? fileno(streams.open[k]) : -1;
     pthread_once(&atfork_once, atfork_install);
     running = &inst;
-    if (setjmp(inst.done) == 0)
-        inst.status = main_of(argc, (char **)argv, *c->ns_environ_slot);
-    if (next_handler != NULL)
-        run_exit_handlers(&inst, next_handler);
+    struct run_main rm = {main_of, argc, (char **)argv, *c->ns_environ_slot, &inst, next_handler};
+    int rc = vlcs_ctx_call(ctx, run_main, &rm, NULL);
     running = NULL;
+    if (rc != 0) {
+        /* A fault: the context is broken, its program stays loaded (its
+         * destructors unrun) with the copy's descriptor open, as glibc
+         * names it by it. */
+        int sig = vlcs_errcode() == VLCS_E_FAULT ? c->fault_signal : 0;
+        say_fault(c, inst.fds[2], p.path);
+        forget_handlers(c);
+        forget_copies(c);
+        ns_handed_back();
+        streams_abandon(&streams, inst.fds);
+        vlcs_leave();
+        if (sig == 0)
+            return -1;
+        return (128 + sig) & 0xff;
+    }
     /* Its destructors, as at its exit; then its output. */
     forget_handlers(c);
     forget_copies(c);

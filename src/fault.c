@@ -224,6 +224,7 @@ struct walk {
     uintptr_t boundary;
     bool at_fault;      /* past the handler's own frames */
     bool skip_self;     /* libvlcs's frames on top are not the call's (fault_abort) */
+    bool in_self;       /* a frame of libvlcs was seen: only libvlcs's may follow */
     bool reached;       /* the boundary's frame was seen */
     bool locked;        /* a frame of an object whose locks matter */
     const void *locked_map;
@@ -254,7 +255,16 @@ static _Unwind_Reason_Code walk_frame(struct _Unwind_Context *uc, void *arg)
     if (w->skip_self && map == self_map)
         return _URC_NO_REASON;
     w->skip_self = false;
-    if (holds_locks(map) && !w->locked) {
+    /* libvlcs's frames right above vlcs_ctx_call are the function it
+     * called (vlcs_ctx_exec's); below them, code of the context's, they
+     * are vlcs called from the context and may hold its locks. */
+    if (map == self_map)
+        w->in_self = true;
+    else if (w->in_self && !w->locked) {
+        w->locked = true;
+        w->locked_map = self_map;
+    }
+    if (map != self_map && holds_locks(map) && !w->locked) {
         w->locked = true;
         w->locked_map = map;
     }
@@ -581,14 +591,16 @@ static char *report(const struct guard *g)
 
 /* For good: the first fault's report stays (the context is never entered
  * again, so there is no second), and destroy keeps the libraries loaded. */
-static void ctx_mark_broken(vlcs_ctx *c, char *text)
+static void ctx_mark_broken(vlcs_ctx *c, char *text, int sig)
 {
     static char unknown[] = "a fault (no memory was left to describe it)";
     pthread_mutex_lock(&c->lock);
     if (c->keep == NULL)
         c->keep = strdup("a fault broke it, and its code may hold its own locks");
     char *none = NULL;
-    if (!atomic_compare_exchange_strong(&c->fault, &none, text ? text : unknown))
+    if (atomic_compare_exchange_strong(&c->fault, &none, text ? text : unknown))
+        c->fault_signal = sig;
+    else
         free(text);
     pthread_mutex_unlock(&c->lock);
 }
@@ -658,7 +670,7 @@ VLCS_API int vlcs_ctx_call(vlcs_ctx *h, void *(*fn)(void *), void *arg, void **r
     }
     thread_leave_to(depth);
     char *text = report(&g);
-    ctx_mark_broken(c, text);
+    ctx_mark_broken(c, text, g.sig);
     const char *line = vlcs_ctx_fault(h);
     int nl = line ? (int)strcspn(line, "\n") : 0;
     set_error(VLCS_E_FAULT, "Context '%s' faulted: %.*s; it is broken (its memory stays mapped "

@@ -295,6 +295,7 @@ struct vlcs_ctx {
     size_t nns_start;
     char *keep; /* vlcs_ctx_keep_loaded's reason: the namespace stays on destroy */
     char *_Atomic fault; /* the report of the fault that broke it (fault.c); never freed */
+    int fault_signal;    /* its signal */
     bool drop_opens; /* vlcs_ctx_drop_library_opens: destroy drops the libraries' own dlopens */
     char *global_lib; /* vlcs_ctx_set_global_library: in the namespace's global
                          scope from its start, in place of the services */
@@ -526,7 +527,7 @@ HIDDEN void fork_forget(vlcs_ctx *c); /* c's namespace went away */
 HIDDEN void ns_flush(vlcs_ctx *c);
 /* The streams vlcs_ctx_set_stdio gave: closed (their descriptors with them,
  * so that a reader sees the end), the namespace's back on the process's. */
-HIDDEN void ns_streams_release(vlcs_ctx *c);
+HIDDEN void ns_streams_release(vlcs_ctx *c, bool broken);
 
 /* ---- the trace (trace.c) ---- */
 /* 1 while a trace records: each event site tests it first. */

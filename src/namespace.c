@@ -363,17 +363,23 @@ void ns_teardown(vlcs_ctx *c)
     /* the namespace's libc is gone: its stream pointers with it */
     for (int i = 0; i < 3; i++)
         c->stdio_slot[i] = NULL;
-    ns_streams_release(c);
+    ns_streams_release(c, false);
 }
 
-void ns_streams_release(vlcs_ctx *c)
+void ns_streams_release(vlcs_ctx *c, bool broken)
 {
     FILE *process[3] = {stdin, stdout, stderr};
     for (int i = 0; i < 3; i++)
         if (c->stdio_file[i] != NULL) {
             if (c->stdio_slot[i] != NULL)
                 *c->stdio_slot[i] = process[i];
-            fclose(c->stdio_file[i]);
+            /* A fault may have left a stream locked: a broken context's
+             * are dropped unflushed (as a crashed process's), their
+             * descriptors closed so that readers see the end. */
+            if (broken)
+                close(fileno_unlocked(c->stdio_file[i]));
+            else
+                fclose(c->stdio_file[i]);
             c->stdio_file[i] = NULL;
         }
 }

@@ -587,6 +587,11 @@ VLCS_API int vlcs_ctx_keep_loaded(vlcs_ctx *h, const char *reason)
         free(copy);
         return ctx_gone(h, "keeping a namespace loaded");
     }
+    if (c->fault != NULL) { /* a broken context stays loaded whatever is asked */
+        pthread_mutex_unlock(&c->lock);
+        free(copy);
+        return 0;
+    }
     char *old = c->keep;
     c->keep = copy;
     pthread_mutex_unlock(&c->lock);
@@ -627,11 +632,12 @@ VLCS_API int vlcs_ctx_destroy(vlcs_ctx *h)
                   c->name, n);
         return -1;
     }
-    /* A broken context's streams stay as its fault left them, unflushed,
-     * as a crashed process's are: their locks may be held. */
-    if (c->has_ns && c->fault == NULL) {
-        ns_flush(c);
-        ns_streams_release(c);
+    /* A broken context's streams are not flushed: a fault may have left
+     * their locks held. */
+    if (c->has_ns) {
+        if (c->fault == NULL)
+            ns_flush(c);
+        ns_streams_release(c, c->fault != NULL);
     }
     env_pending_clear(c);
     c->magic = CTX_DEAD; /* from here on no one enters, loads or asks to keep */

@@ -15,6 +15,7 @@ from vlcs._context import VLC, Context, NamespaceKeptWarning, current, info
 from vlcs._errors import (
     ContextBusyError,
     ContextDestroyedError,
+    ContextFaultError,
     Errcode,
     InvalidArgumentError,
     LibraryNotFoundError,
@@ -44,6 +45,7 @@ __all__ = [
     "Context",
     "ContextBusyError",
     "ContextDestroyedError",
+    "ContextFaultError",
     "ContextPool",
     "ContextPoolExecutor",
     "Task",

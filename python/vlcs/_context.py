@@ -38,6 +38,7 @@ from typing import Any
 
 from vlcs import _cpus, _interpreter, _own, libraries
 from vlcs._errors import ContextDestroyedError, InvalidArgumentError
+from vlcs._fault import call_guarded
 from vlcs._isolation import dlopen as _dlopen
 from vlcs._isolation import imports as _imports
 from vlcs._isolation import registries as _registries
@@ -167,6 +168,7 @@ class VLC:
         self._elastic = False
         self._libraries: list[str] = []
         self._any_handle: int | None = None  # a link_map of the namespace
+        self._fault: str | None = None  # vlcs_ctx_fault's, read before the handle goes
         self._place: str | None = None  # the hwloc place its CPUs were given as
         # What may still refer to the namespace's code when it is closed:
         # ctypes handles given out (alive or not), and native code loaded by
@@ -502,6 +504,45 @@ class VLC:
             return ex.submit(self._own.call, fn, args, kwargs)
         return ex.submit(fn, *args, **kwargs)
 
+    def call(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any:
+        """fn(*args, **kwargs) run inside the context on this thread, and
+        its result, with a fault in the context's native code contained: a
+        segmentation fault, a division by zero, ``abort()`` or a failed
+        assertion in a library or extension module of the context's own
+        raises :class:`vlcs.ContextFaultError` here, the context is broken
+        for good (close it and make another), and the process, the base and
+        the other contexts go on.  What cannot be contained (a fault in code
+        the context shares with the process, in a context that shares this
+        interpreter: in its libpython or libc) ends the process as without
+        vlcs, with a line on stderr saying why: docs/faults.md.
+
+        In a context with a Python of its own, its runtime runs fn (as
+        :meth:`submit` hands it over), and faults anywhere in that runtime
+        are contained.
+
+        >>> import vlcs
+        >>> ctx = vlcs.VLC(cpus="0")
+        >>> ctx.call(sorted, [3, 1, 2])
+        [1, 2, 3]
+        >>> ctx.fault is None
+        True
+        >>> ctx.close()
+        """
+        if self._own is not None:
+            return self._own.call(fn, args, kwargs)
+        with self:
+            return call_guarded(self._h, functools.partial(fn, *args, **kwargs))
+
+    @property
+    def fault(self) -> str | None:
+        """What broke the context, when a fault did (:meth:`call`): the
+        signal, the function and library it hit, and the native stack, as
+        :class:`vlcs.ContextFaultError`'s ``report``; None otherwise."""
+        if self._handle is None:
+            return self._fault
+        report = lib().vlcs_ctx_fault(self._h)
+        return report.decode(errors="replace") if report else None
+
     def _refuse_enter(self, *_: Any) -> None:
         raise InvalidArgumentError(
             f"context {self.name!r} runs a Python of its own, which code of this interpreter "
@@ -667,6 +708,7 @@ class VLC:
             if ex is not None:
                 ex.shutdown(wait=True)  # its tasks still use the context
             h = self._h
+            self._fault = self.fault  # kept: the handle goes
             if self._own is not None and self._own.started and self._own.finish():
                 # nothing of the runtime runs any more: the extension modules
                 # it opened (and CPython never closes) go with the rest
@@ -695,7 +737,8 @@ class VLC:
                 _clear_shared_caches()
         self._libraries.clear()
         self._any_handle = None
-        if kept and warn and self._own is None:  # an own Python's is kept by design
+        # an own Python's is kept by design; a broken one's was reported when it broke
+        if kept and warn and self._own is None and self._fault is None:
             warnings.warn(
                 NamespaceKeptWarning(f"{kept}; reuse such contexts with vlcs.ContextPool"),
                 stacklevel=3,
@@ -749,8 +792,7 @@ class _ContextExecutor(concurrent.futures.ThreadPoolExecutor):
 
 
 def _inside(ctx: VLC, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any:
-    with ctx:
-        return fn(*args, **kwargs)
+    return ctx.call(fn, *args, **kwargs)
 
 
 def _clear_shared_caches() -> None:

@@ -31,6 +31,7 @@ class Errcode(enum.IntEnum):
     BUSY = 5
     DESTROYED = 6
     SYSTEM = 7
+    FAULT = 8
 
 
 class VlcsError(RuntimeError):
@@ -129,6 +130,22 @@ class ContextDestroyedError(VlcsError):
     code = Errcode.DESTROYED
 
 
+class ContextFaultError(VlcsError):
+    """Native code in a context faulted (a segmentation fault, a division
+    by zero, ``abort()``, a failed assertion) and vlcs contained it: the
+    call ended there, the context is broken for good (it cannot be entered
+    or used again: close it and make another), and the process and the
+    other contexts go on.  Also raised by a broken context's later use.
+    ``report`` is libvlcs's account of the fault: the signal, the function
+    and library it hit, and the native stack (None when not known).
+
+    What vlcs cannot contain still ends the process: see
+    docs/faults.md."""
+
+    code = Errcode.FAULT
+    report: str | None = None
+
+
 _BY_CODE: dict[int, type[VlcsError]] = {
     Errcode.INVALID: InvalidArgumentError,
     Errcode.NOT_FOUND: LibraryNotFoundError,
@@ -136,6 +153,7 @@ _BY_CODE: dict[int, type[VlcsError]] = {
     Errcode.UNSUPPORTED: UnsupportedPlatformError,
     Errcode.BUSY: ContextBusyError,
     Errcode.DESTROYED: ContextDestroyedError,
+    Errcode.FAULT: ContextFaultError,
 }
 
 

@@ -10,7 +10,7 @@ import threading
 from typing import Any, NoReturn
 
 from vlcs import _errors
-from vlcs._errors import Limit, VlcsError, error_for
+from vlcs._errors import ContextFaultError, Limit, VlcsError, error_for
 from vlcs._paths import library_path
 
 # libpython, through a handle of vlcs's own: prototypes set on
@@ -79,6 +79,8 @@ _SIGNATURES: dict[str, tuple[Any, list[Any]]] = {
     "vlcs_ctx_keep_loaded": (_i, [_c, _s]),
     "vlcs_ctx_destroy": (_i, [_c]),
     "vlcs_enter": (_i, [_c]),
+    "vlcs_ctx_call": (_i, [_c, _c, _c, ctypes.POINTER(_c)]),
+    "vlcs_ctx_fault": (_s, [_c]),
     "vlcs_leave": (_i, []),
     "vlcs_current": (_c, []),
     "vlcs_thread_adopt": (_i, [_c]),
@@ -270,6 +272,16 @@ def last_error() -> VlcsError:
     if limit in (Limit.NAMESPACES, Limit.STATIC_TLS):
         text += _NAMESPACES_HINT
     return error_for(lib().vlcs_errcode(), text, limit)
+
+
+def fault_error(ctx: int) -> VlcsError:
+    """The calling thread's last failure, a call into context ctx (a
+    handle): a ContextFaultError carries the context's report."""
+    e = last_error()
+    if isinstance(e, ContextFaultError):
+        report = lib().vlcs_ctx_fault(ctx)
+        e.report = report.decode(errors="replace") if report else None
+    return e
 
 
 def fail() -> NoReturn:

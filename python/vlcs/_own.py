@@ -38,9 +38,9 @@ from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
 from vlcs import _own_views
-from vlcs._errors import RemoteTraceback, UnsupportedPlatformError, VlcsError
+from vlcs._errors import ContextFaultError, RemoteTraceback, UnsupportedPlatformError, VlcsError
 from vlcs._interpreter import runtime_library
-from vlcs._lib import check, fail, lib
+from vlcs._lib import check, fail, fault_error, lib
 from vlcs._own_views import _addresses, _Owner, _views
 
 
@@ -133,6 +133,13 @@ del _name, _value, _vlcs_bytes
 _vlcs_held = {}  # token -> what keeps a result's buffers alive for the caller's views
 _vlcs_released = []  # the caller's tokens whose buffers no view here uses any more
 _vlcs_tokens = itertools.count(1)
+
+_vlcs_request = None  # set by the host before each call of _vlcs_call
+
+def _vlcs_call():
+    global _vlcs_request
+    request, _vlcs_request = _vlcs_request, None
+    return _vlcs_task(request)
 
 def _vlcs_task(request):
     lent, views, payload, dropped = pickle.loads(request)
@@ -232,6 +239,10 @@ class Runtime:
         self._arenas: int | None = None
         self._code_at = 0  # an address in its libpython, to see that it went
         self._home: _Home | None = None
+        # a task faulted: the runtime's GIL stays with the task cut short,
+        # and nothing may call into it again (not even its atexit)
+        self._broken = False
+        self._call_no_args = 0  # its PyObject_CallNoArgs, run through vlcs_ctx_call
         check(lib().vlcs_ctx_set_global_library(ctx._h, runtime_library().encode()))
 
     @property
@@ -250,6 +261,9 @@ class Runtime:
                 fail()
             _check_version(handle)
             api = {name: _function(handle, name, *sig) for name, sig in _SIGNATURES.items()}
+            self._call_no_args = lib().vlcs_ctx_sym(handle, b"PyObject_CallNoArgs")
+            if not self._call_no_args:
+                fail()
             # The runtime reads its paths and flags from the context's
             # environment when it starts; they are put back as they were
             # once it runs, so that its own children see the context's.
@@ -325,7 +339,8 @@ class Runtime:
             if api is None:
                 return True
             if (
-                self._viewed
+                self._broken
+                or self._viewed
                 or self._calls
                 or self._pid != os.getpid()
                 or self._ctx.mode != "copies"
@@ -394,12 +409,19 @@ class Runtime:
             dropped = [self._dropped.popleft() for _ in range(len(self._dropped))]
         del keep
         request = pickle.dumps((lent, triples, payload, dropped), protocol=5)
-        check(lib().vlcs_enter(self._ctx._h))
+        if lib().vlcs_enter(self._ctx._h) != 0:
+            raise fault_error(self._ctx._h)  # a broken context's error carries its report
         state = api["PyGILState_Ensure"]()
+        faulted = False
         try:
-            reply = _run_task(api, request)
+            reply = _run_task(api, request, self._ctx._h, self._call_no_args)
+        except ContextFaultError:
+            # Its GIL and thread state stay with the task cut short.
+            faulted = self._broken = True
+            raise
         finally:
-            api["PyGILState_Release"](state)
+            if not faulted:
+                api["PyGILState_Release"](state)
             lib().vlcs_leave()
         token, triples, data, released = pickle.loads(reply)
         with self._lock:
@@ -483,7 +505,7 @@ def _at_exit() -> None:
     """The runtimes' atexit handlers, and their output flushed, as each
     would at its own exit (those still running: see the module)."""
     for rt in list(_started):
-        if rt._pid != os.getpid() or rt._api is None:
+        if rt._pid != os.getpid() or rt._api is None or rt._broken:
             continue
         api = rt._api
         handle = rt._ctx._handle  # None once closed: its namespace stays, unentered
@@ -502,16 +524,21 @@ def _at_exit() -> None:
                 lib().vlcs_leave()
 
 
-def _run_task(api: dict[str, Any], request: bytes) -> bytes:
-    """__main__._vlcs_task(request) in the runtime; its GIL held."""
+def _run_task(api: dict[str, Any], request: bytes, ctx: int, call_no_args: int) -> bytes:
+    """__main__._vlcs_task(request) in the runtime, its GIL held, through
+    vlcs_ctx_call: a fault in the runtime's code (its libpython, its libc
+    in a namespace, the extension modules and libraries it loaded) raises
+    ContextFaultError here instead of ending the process."""
     main = api["PyImport_AddModule"](b"__main__")  # borrowed
-    task = api["PyObject_GetAttrString"](main, b"_vlcs_task")
+    call = api["PyObject_GetAttrString"](main, b"_vlcs_call")
     arg = api["PyBytes_FromStringAndSize"](request, len(request))
-    args = api["PyTuple_New"](1)
-    api["PyTuple_SetItem"](args, 0, arg)  # steals arg
-    reply = api["PyObject_CallObject"](task, args)
-    api["Py_DecRef"](args)
-    api["Py_DecRef"](task)
+    api["PyObject_SetAttrString"](main, b"_vlcs_request", arg)
+    api["Py_DecRef"](arg)
+    out = ctypes.c_void_p()
+    if lib().vlcs_ctx_call(ctx, call_no_args, call, ctypes.byref(out)) != 0:
+        raise fault_error(ctx)  # what the task held is the broken runtime's
+    api["Py_DecRef"](call)
+    reply = out.value
     if not reply:
         api["PyErr_Print"]()
         raise VlcsError("the worker runtime failed outside the task (its error is above)")
@@ -567,9 +594,7 @@ _SIGNATURES: dict[str, tuple[Any, ...]] = {
         ctypes.POINTER(ctypes.c_char_p),
         ctypes.POINTER(ctypes.c_ssize_t),
     ),
-    "PyTuple_New": (_P, ctypes.c_ssize_t),
-    "PyTuple_SetItem": (ctypes.c_int, _P, ctypes.c_ssize_t, _P),
-    "PyObject_CallObject": (_P, _P, _P),
+    "PyObject_SetAttrString": (ctypes.c_int, _P, ctypes.c_char_p, _P),
     "Py_DecRef": (None, _P),
     "PyErr_Print": (None,),
     "PyObject_SetArenaAllocator": (None, _P),

@@ -43,6 +43,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "guarded_call.h"
+
 #if PY_VERSION_HEX >= 0x030B0000
 #define Py_BUILD_CORE 1
 #include <internal/pycore_frame.h>
@@ -1487,6 +1489,9 @@ static PyMethodDef fast_functions[] = {
     {"acting_push", fast_acting_push, METH_VARARGS, "acting_push(owner, table): the thread acts for owner."},
     {"acting_pop", fast_acting_pop, METH_NOARGS, "The thread stops acting for the last owner pushed."},
     {"acting_top", fast_acting_top, METH_NOARGS, "The owner the thread acts for, or None."},
+    {"call_guarded", fast_call_guarded, METH_VARARGS,
+     "call_guarded(vlcs_ctx_call_address, ctx, callable): (True, result), or (False, rc) when "
+     "vlcs_ctx_call failed (a fault: the thread state is put back as before the call)."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -100,3 +100,38 @@ def test_a_dash_instance_runs_its_command_with_its_own_streams(tmp_path):
     share the process's SIGCHLD handler (docs/limitations.md)."""
     statuses = same_as_separate_runs(["sh", "-c", "/bin/echo d$VLCS_INSTANCE; true"], 1, tmp_path)
     assert statuses == [0]
+
+
+FAULTS = HERE.parent / "c" / "prog" / "faults_prog.c"
+
+
+def test_a_fault_ends_only_its_instance(tmp_path):
+    """A segmentation fault, a division by zero, a failed assertion and a
+    stack overflow each end their instance with 128 + the signal, as a shell
+    reports a crashed process, with the same output before it; vlcs says
+    on the instance's stderr where it happened, and the other instances and
+    the process go on."""
+    prog = tmp_path / "faults"
+    subprocess.run(["gcc", "-O0", "-g", str(FAULTS), "-o", str(prog)], check=True)
+    n = 5
+    statuses, out, errs = under_vlcs([str(prog)], n, tmp_path)
+    # returned, SIGSEGV, SIGFPE, SIGABRT, SIGSEGV (the stack's guard page)
+    assert statuses == [0, 139, 136, 134, 139]
+    for i in range(n):
+        status, want_out, want_err = alone([str(prog)], i, n)
+        assert (statuses[i], out[i]) == (status, want_out), f"instance {i}"
+    assert errs[0] == []
+    assert len(errs[1]) == 1, errs[1]
+    assert re.fullmatch(
+        r"vlcs: faults: SIGSEGV \(address not mapped, address 0x0\) at "
+        + re.escape(str(prog))
+        + r"\+0x[0-9a-f]+",
+        errs[1][0],
+    ), errs[1]
+    assert errs[2][-1].startswith(f"vlcs: faults: SIGFPE (integer divide by zero) at {prog}+"), (
+        errs[2]
+    )
+    assert "instance 3 fails its assertion" in errs[3][0], errs[3]
+    assert errs[3][-1].startswith("vlcs: faults: SIGABRT (abort() was called)"), errs[3]
+    assert f"called from {prog}+" in errs[3][-1], errs[3]
+    assert errs[4][-1].startswith("vlcs: faults: SIGSEGV ("), errs[4]

@@ -29,9 +29,13 @@ resolved in the context, as a forked worker would see them.
 
 What differs from processes, on purpose: the workers share one
 interpreter, so pure-Python work takes turns on the GIL (native code that
-releases it, as BLAS, LAPACK, HDF5 and torch do, runs in parallel); and a
-crash in native code (a segmentation fault) ends the whole process, as it
-would with threads.
+releases it, as BLAS, LAPACK, HDF5 and torch do, runs in parallel).  A
+task that crashes in native code (a segmentation fault, ``abort()``) fails
+with :class:`BrokenContextPool` and its worker goes on in a fresh context,
+when the crash is in code of the worker's own (its private libraries and
+extension modules; with ``python="own"`` its whole Python); a crash in code
+it shares with the process (the base's libpython and libc) still ends the
+process, as with threads (docs/faults.md).
 """
 
 from __future__ import annotations
@@ -72,11 +76,16 @@ _BYTES_BY_REFERENCE = 1 << 16
 
 
 class BrokenContextPool(BrokenProcessPool):
-    """A worker's context cannot go on (its initializer raised, or a fresh
-    context for ``max_tasks_per_child`` could not be made): pending tasks
-    fail with this and ``submit`` raises it.  A subclass of
+    """A worker's context cannot go on.  A subclass of
     :class:`concurrent.futures.process.BrokenProcessPool`, so code written
-    for a process pool catches it."""
+    for a process pool catches it.
+
+    A task that faults in native code (a segmentation fault, ``abort()``)
+    fails with this, its :class:`vlcs.ContextFaultError` as ``__cause__``;
+    the worker gets a fresh context and the pool goes on, as loky replaces
+    a worker that died.  When the pool itself cannot go on (a worker's
+    initializer raised, or no fresh context could be made), pending tasks
+    fail with this and ``submit`` raises it."""
 
 
 # --- handing objects over -------------------------------------------------------------
@@ -256,16 +265,25 @@ class _Worker:
                 if not item.future.set_running_or_notify_cancel():
                     continue
                 _mark(f"task {item.name}", "B")
+                faulted = False
                 try:
                     outcome = self._call(item.payload)
                 except BaseException as e:  # vlcs's part failed (the context was closed)
                     item.future.set_exception(e)
                 else:
-                    self._deliver(item.future, outcome)
+                    faulted = self.ctx.fault is not None
+                    if faulted:
+                        item.future.set_exception(self._fault(item.name, outcome))
+                    else:
+                        self._deliver(item.future, outcome)
                 _mark(f"task {item.name}", "E")
                 item = outcome = None  # the payloads go before the next wait
                 done += 1
-                if pool._max_tasks_per_child is not None and done >= pool._max_tasks_per_child:
+                if faulted:  # the context is broken: a fresh one takes its place
+                    if not self._renew():
+                        return
+                    done = 0
+                elif pool._max_tasks_per_child is not None and done >= pool._max_tasks_per_child:
                     if not self._renew():
                         return
                     done = 0
@@ -279,8 +297,22 @@ class _Worker:
         own = self.ctx._own
         if own is not None:
             return _outcome(payload, own.call)
-        with self.ctx:
-            return _outcome(payload, lambda fn, args, kwargs: fn(*args, **kwargs))
+        ctx = self.ctx
+        with ctx:  # unpickled and pickled inside too: names resolve to its modules
+            return _outcome(payload, lambda fn, args, kwargs: ctx.call(fn, *args, **kwargs))
+
+    def _fault(self, name: str, outcome: tuple[bool, _Payload]) -> BrokenContextPool:
+        """What the future of a task that faulted raises: BrokenContextPool,
+        as a process pool's task whose worker died, the ContextFaultError
+        (its report) as its cause."""
+        _, cause = _unpack(outcome)
+        first = (self.ctx.fault or "").partition("\n")[0]
+        err = BrokenContextPool(
+            f"task {name} faulted in worker {self.index}'s context ({first}); the worker goes "
+            "on in a fresh context, and the pool's other tasks are unaffected"
+        )
+        err.__cause__ = cause
+        return err
 
     @staticmethod
     def _deliver(future: concurrent.futures.Future[Any], outcome: tuple[bool, _Payload]) -> None:

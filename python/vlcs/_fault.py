@@ -1,0 +1,34 @@
+"""A Python callable run through ``vlcs_ctx_call`` in a context that shares
+the base's interpreter: a fault in the context's native code raises
+:class:`vlcs.ContextFaultError` instead of ending the process.
+
+The call itself is ``vlcs._isolation._fast.call_guarded`` (C: it puts the
+thread state back as it was when a fault cut the call short); the rules of
+what is contained are libvlcs's (src/fault.c, docs/faults.md).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+from collections.abc import Callable
+from typing import Any
+
+from vlcs._isolation.reader import fast
+from vlcs._lib import fault_error, lib
+
+
+@functools.cache
+def _ctx_call_address() -> int:
+    return ctypes.cast(lib().vlcs_ctx_call, ctypes.c_void_p).value or 0
+
+
+def call_guarded(ctx: int, fn: Callable[[], Any]) -> Any:
+    """fn() inside context ctx (a handle) on this thread, its result or its
+    exception; ContextFaultError when it faulted (the context is then
+    broken).  Without the C reader (a CPython vlcs does not know) fn runs
+    inside the context unguarded."""
+    ok, value = fast.call_guarded(_ctx_call_address(), ctx, fn)
+    if ok:
+        return value
+    raise fault_error(ctx)
