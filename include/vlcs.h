@@ -865,7 +865,7 @@ VLCS_API int vlcs_python_state_dict(vlcs_ctx *ctx, void *dict);
 struct vlcs_binding {
     void (*incref)(void *obj);                 /* Python: Py_IncRef */
     void (*raise)(void *cls, const char *msg); /* Python: PyErr_SetString */
-    void *classes[8];                          /* exception class by vlcs_errcode() */
+    void *classes[9];                          /* exception class by vlcs_errcode() */
 };
 
 /**

@@ -29,6 +29,7 @@
 #include "internal.h"
 
 #include <errno.h>
+#include <gnu/libc-version.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdio.h>
@@ -463,7 +464,7 @@ void fault_abort(void)
 static void install(void)
 {
     ldso_map = object_at((const void *)&_r_debug);
-    libc_map = object_at((const void *)&fopen);
+    libc_map = object_at((const void *)&gnu_get_libc_version); /* no sanitizer wraps it */
     malloc_map = object_at((const void *)&malloc);
     self_map = object_at((const void *)&install);
     /* The unwinder is loaded now, not first in a handler (dlopen, malloc). */

@@ -320,7 +320,7 @@ VLCS_API void *vlcs_enter_binding(vlcs_ctx *c, void *obj, const struct vlcs_bind
         return obj;
     }
     int code = vlcs_errcode();
-    b->raise(b->classes[code > 0 && code < 8 ? code : VLCS_E_SYSTEM], vlcs_error());
+    b->raise(b->classes[code > 0 && code < (int)(sizeof b->classes / sizeof b->classes[0]) ? code : VLCS_E_SYSTEM], vlcs_error());
     return NULL;
 }
 

@@ -158,7 +158,7 @@ def c_string(value: Any, what: str, *, path: bool = False) -> bytes:
 
 class _Binding(ctypes.Structure):
     # struct vlcs_binding of vlcs.h
-    _fields_ = [("incref", _c), ("raise_", _c), ("classes", ctypes.py_object * 8)]
+    _fields_ = [("incref", _c), ("raise_", _c), ("classes", ctypes.py_object * 9)]
 
 
 def enter_binding() -> tuple[Any, Any, Any]:
@@ -180,7 +180,7 @@ def enter_binding() -> tuple[Any, Any, Any]:
         b = _Binding(
             ctypes.cast(ctypes.pythonapi.Py_IncRef, _c).value,
             ctypes.cast(ctypes.pythonapi.PyErr_SetString, _c).value,
-            (ctypes.py_object * 8)(*(_BY_CODE.get(code, VlcsError) for code in range(8))),
+            (ctypes.py_object * 9)(*(_BY_CODE.get(code, VlcsError) for code in range(9))),
         )
         _binding = (enter, leave, ctypes.pointer(b))
     return _binding
