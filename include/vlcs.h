@@ -552,7 +552,8 @@ VLCS_API vlcs_ctx *vlcs_current(void);
  *         where; or c was broken already), vlcs_enter's errors, VLCS_E_INVALID
  *         for a NULL fn.
  */
-VLCS_API int vlcs_ctx_call(vlcs_ctx *c, void *(*fn)(void *), void *arg, void **result);
+typedef void *(*vlcs_call_fn)(void *arg);
+VLCS_API int vlcs_ctx_call(vlcs_ctx *c, vlcs_call_fn fn, void *arg, void **result);
 
 /**
  * The fault that broke c (vlcs_ctx_call): a line naming the signal, its

@@ -1,17 +1,18 @@
 /*
  * fault.c - a fault in a context's code ends the call that ran it, not the
- * process (vlcs_ctx_call).
+ * process.
  *
- * vlcs_ctx_call runs a function inside a context behind a recovery point.
+ * fault_guarded runs a function behind a recovery point (vlcs_ctx_call,
+ * thread.c, enters the context around it).
  * The handlers below see SIGSEGV, SIGBUS, SIGFPE, SIGILL and SIGABRT first.
  * One is contained, and the thread jumps back to its recovery point, only
  * when all of these hold:
- *  - the thread runs vlcs_ctx_call (a guard is open on it);
+ *  - the thread runs fault_guarded (a guard is open on it);
  *  - the signal is the thread's own: raised by the kernel for the
  *    instruction it ran, or SIGABRT sent by this process (abort());
  *  - the faulting instruction lies in the guard's context's own objects (its
  *    namespace, or its copies in copy mode);
- *  - no frame between it and vlcs_ctx_call lies in the dynamic loader, the
+ *  - no frame between it and fault_guarded lies in the dynamic loader, the
  *    base's libc or allocator, or libvlcs: their locks may be held, and a
  *    lock left held by a frame that never returns would hang the base.
  * In a namespace the context has a libc and a heap of its own, so whatever
@@ -23,8 +24,10 @@
  *
  * The handler reads neither thread-local storage (a dlopened library's TLS
  * may be allocated on first use, by malloc) nor anything behind a lock: the
- * open guards are found by thread id in a fixed table, objects by
- * _dl_find_object (caller.c), a namespace's objects along its link-map chain.
+ * open guards are found by pthread_self() in a fixed table, objects by
+ * _dl_find_object (objects.c; glibc before 2.35 lacks it, and dladdr then
+ * takes the loader's lock), a namespace's objects along its link-map
+ * chain, copies in copy_owners.c's table without waiting for its lock.
  */
 #include "internal.h"
 
@@ -42,7 +45,7 @@
 #include <unwind.h>
 
 enum {
-    MAX_GUARDED = 4096,     /* threads inside vlcs_ctx_call at once */
+    MAX_GUARDED = 4096,     /* live threads that have made guarded calls */
     MAX_REPORTED = 48,      /* frames kept for the report */
     MAX_WALKED = 1 << 17,   /* frames walked to find the boundary */
     ALT_STACK = 64 * 1024,  /* the handler's stack: a stack overflow is a fault too */
@@ -56,7 +59,7 @@ struct guard {
     sigjmp_buf jump;
     vlcs_ctx *ctx;
     struct guard *outer;
-    uintptr_t boundary; /* vlcs_ctx_call's stack pointer: frames below it are the call's */
+    uintptr_t boundary; /* fault_guarded's stack pointer: frames below it are the call's */
     /* written by the handler */
     int sig, code;
     void *addr, *pc;
@@ -65,7 +68,7 @@ struct guard {
 };
 
 struct slot {
-    _Atomic pid_t tid;
+    _Atomic pthread_t self; /* 0: free */
     struct guard *_Atomic top;
 };
 static struct slot slots[MAX_GUARDED];
@@ -182,40 +185,52 @@ static bool holds_locks(const void *map)
 
 /* ---- the open guards ------------------------------------------------------ */
 
-static pid_t my_tid(void) { return (pid_t)syscall(SYS_gettid); }
+/* A thread claims a slot at its first guarded call and keeps it until it
+ * ends (the key's destructor gives it back); the handler finds it by
+ * pthread_self(), a read of the thread pointer. */
+static pthread_key_t slot_key;
+static __thread struct slot *my_slot;
 
-static struct slot *slot_of(pid_t tid)
+static struct slot *slot_of(pthread_t self)
 {
     for (int i = 0; i < MAX_GUARDED; i++)
-        if (atomic_load_explicit(&slots[i].tid, memory_order_acquire) == tid)
+        if (atomic_load_explicit(&slots[i].self, memory_order_acquire) == self)
             return &slots[i];
     return NULL;
 }
 
-static int guard_push(struct guard *g)
+static void slot_give_back(void *slot)
 {
-    pid_t tid = my_tid();
-    struct slot *s = slot_of(tid);
-    for (int i = 0; s == NULL && i < MAX_GUARDED; i++) {
-        pid_t free_tid = 0;
-        if (atomic_compare_exchange_strong(&slots[i].tid, &free_tid, tid))
-            s = &slots[i];
-    }
-    if (s == NULL)
-        return -1;
-    g->outer = atomic_load(&s->top);
-    atomic_store_explicit(&s->top, g, memory_order_release);
-    return 0;
+    struct slot *s = slot;
+    atomic_store_explicit(&s->top, NULL, memory_order_release);
+    atomic_store_explicit(&s->self, 0, memory_order_release);
 }
 
-static void guard_pop(struct guard *g)
+/* In a forked child only the forking thread lives: the others' slots
+ * name threads that the child's new ones may be again. */
+static void slots_after_fork(void)
 {
-    struct slot *s = slot_of(my_tid());
-    if (s == NULL)
-        return;
-    atomic_store_explicit(&s->top, g->outer, memory_order_release);
-    if (g->outer == NULL)
-        atomic_store_explicit(&s->tid, 0, memory_order_release);
+    for (int i = 0; i < MAX_GUARDED; i++)
+        if (&slots[i] != my_slot)
+            slot_give_back(&slots[i]);
+}
+
+static struct slot *slot_claim(void)
+{
+    if (my_slot != NULL)
+        return my_slot;
+    pthread_t self = pthread_self();
+    for (int i = 0; i < MAX_GUARDED; i++) {
+        pthread_t none = 0;
+        if (atomic_compare_exchange_strong(&slots[i].self, &none, self)) {
+            if (pthread_setspecific(slot_key, &slots[i]) != 0) {
+                slot_give_back(&slots[i]);
+                return NULL;
+            }
+            return my_slot = &slots[i];
+        }
+    }
+    return NULL;
 }
 
 /* ---- the handler ---------------------------------------------------------- */
@@ -244,7 +259,7 @@ static _Unwind_Reason_Code walk_frame(struct _Unwind_Context *uc, void *arg)
         w->at_fault = true;
     } else if (_Unwind_GetCFA(uc) >= w->boundary) {
         /* the unwinder's CFA here is the callee's: this frame's stack
-         * pointer at its call, vlcs_ctx_call's own for its frame */
+         * pointer at its call, fault_guarded's own for its frame */
         w->reached = true;
         return _URC_END_OF_STACK;
     }
@@ -256,7 +271,7 @@ static _Unwind_Reason_Code walk_frame(struct _Unwind_Context *uc, void *arg)
     if (w->skip_self && map == self_map)
         return _URC_NO_REASON;
     w->skip_self = false;
-    /* libvlcs's frames right above vlcs_ctx_call are the function it
+    /* libvlcs's frames right above fault_guarded are the function it
      * called (vlcs_ctx_exec's); below them, code of the context's, they
      * are vlcs called from the context and may hold its locks. */
     if (map == self_map)
@@ -380,7 +395,7 @@ static void on_fault(int sig, siginfo_t *si, void *ucontext)
 {
     int saved_errno = errno;
     restorer_mend(ucontext);
-    struct slot *s = slot_of(my_tid());
+    struct slot *s = slot_of(pthread_self());
     struct guard *g = s ? atomic_load_explicit(&s->top, memory_order_acquire) : NULL;
     bool own = si->si_code > 0 || (sig == SIGABRT && si->si_pid == getpid());
     if (g == NULL || !own) {
@@ -421,7 +436,7 @@ static void on_fault(int sig, siginfo_t *si, void *ucontext)
                                            ? "while the dynamic loader ran (its lock may be held)"
                                            : "with the base's libc, allocator or vlcs below it "
                                              "on the stack (their locks may be held)")
-                                    : "and the stack down to vlcs_ctx_call cannot be read",
+                                    : "and the stack down to the call into the context cannot be read",
                            w.locked ? w.locked_map : NULL);
         errno = saved_errno;
         pass_on(sig, si, ucontext);
@@ -441,7 +456,7 @@ static void on_fault(int sig, siginfo_t *si, void *ucontext)
  * Returns when it is not to be contained. */
 void fault_abort(void)
 {
-    struct slot *s = install_errno == 0 ? slot_of(my_tid()) : NULL;
+    struct slot *s = my_slot;
     struct guard *g = s ? atomic_load_explicit(&s->top, memory_order_acquire) : NULL;
     if (g == NULL)
         return;
@@ -463,6 +478,9 @@ void fault_abort(void)
 
 static void install(void)
 {
+    if ((install_errno = pthread_key_create(&slot_key, slot_give_back)) != 0 ||
+        (install_errno = pthread_atfork(NULL, NULL, slots_after_fork)) != 0)
+        return;
     ldso_map = object_at((const void *)&_r_debug);
     libc_map = object_at((const void *)&gnu_get_libc_version); /* no sanitizer wraps it */
     malloc_map = object_at((const void *)&malloc);
@@ -607,7 +625,7 @@ static void ctx_mark_broken(vlcs_ctx *c, char *text, int sig)
 }
 
 /* The caller's stack pointer at its call of this (its own CFA): the same at
- * the caller's every call, as vlcs_ctx_call's frame has a fixed size. */
+ * the caller's every call, as fault_guarded's frame has a fixed size. */
 static __attribute__((noinline)) uintptr_t caller_stack(void)
 {
     return (uintptr_t)__builtin_dwarf_cfa();
@@ -621,61 +639,42 @@ VLCS_API const char *vlcs_ctx_fault(const vlcs_ctx *h)
     return c ? atomic_load_explicit(&c->fault, memory_order_acquire) : NULL;
 }
 
-VLCS_API int vlcs_ctx_call(vlcs_ctx *h, void *(*fn)(void *), void *arg, void **result)
+int fault_guarded(vlcs_ctx *c, void *(*fn)(void *), void *arg, void **result)
 {
-    vlcs_ctx *c = ctx_get(h, "calling into a context");
-    if (c == NULL || ctx_broken(c, "calling into a context"))
-        return -1;
-    if (fn == NULL) {
-        set_error(VLCS_E_INVALID, "Error calling into context '%s': the function is NULL",
-                  c->name);
-        return -1;
-    }
     pthread_once(&install_once, install);
     if (install_errno != 0) {
         set_error(VLCS_E_SYSTEM, "Error calling into context '%s': its fault handlers cannot be "
-                  "installed (sigaction: %s)", c->name, strerror(install_errno));
+                  "installed: %s", c->name, strerror(install_errno));
         return -1;
     }
     alt_stack_ensure();
-    int depth = thread_depth();
-    if (vlcs_enter(h) != 0)
-        return -1;
-    struct guard g = {.ctx = c};
-    if (guard_push(&g) != 0) {
-        vlcs_leave();
-        set_error(LIMIT_CODE(VLCS_LIMIT_OTHER), "Error calling into context '%s': %d threads are "
-                  "inside vlcs_ctx_call already; call from fewer threads at once",
+    struct slot *s = slot_claim();
+    if (s == NULL) {
+        set_error(LIMIT_CODE(VLCS_LIMIT_OTHER), "Error calling into context '%s': %d threads "
+                  "have made calls into contexts; make them from fewer threads",
                   c->name, MAX_GUARDED);
         return -1;
     }
+    struct guard g = {.ctx = c, .outer = atomic_load_explicit(&s->top, memory_order_relaxed)};
     g.boundary = caller_stack();
+    atomic_store_explicit(&s->top, &g, memory_order_release);
     int how = sigsetjmp(g.jump, 0);
     if (how == 0) {
         void *r = fn(arg);
-        guard_pop(&g);
-        vlcs_leave();
-        if (result != NULL)
-            *result = r;
+        atomic_store_explicit(&s->top, g.outer, memory_order_release);
+        *result = r;
         return 0;
     }
     /* The handler jumped here (how 1), its signal still blocked: no mask
      * was saved, so that a call costs no system call.  Or fault_abort did
      * (how 2). */
-    guard_pop(&g);
+    atomic_store_explicit(&s->top, g.outer, memory_order_release);
     if (how == 1) {
         sigset_t set;
         sigemptyset(&set);
         sigaddset(&set, g.sig);
         pthread_sigmask(SIG_UNBLOCK, &set, NULL);
     }
-    thread_leave_to(depth);
-    char *text = report(&g);
-    ctx_mark_broken(c, text, g.sig);
-    const char *line = vlcs_ctx_fault(h);
-    int nl = line ? (int)strcspn(line, "\n") : 0;
-    set_error(VLCS_E_FAULT, "Context '%s' faulted: %.*s; it is broken (its memory stays mapped "
-              "and it cannot be entered again): destroy it and make a new one",
-              c->name, nl, line);
-    return -1;
+    ctx_mark_broken(c, report(&g), g.sig);
+    return 1;
 }

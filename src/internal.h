@@ -16,6 +16,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #define HIDDEN __attribute__((visibility("hidden")))
 
@@ -306,6 +307,34 @@ struct vlcs_ctx {
     struct vlcs_ctx *next_all;
 };
 
+/* ---- a program's streams under vlcs_ctx_exec (exec_streams.c) ----------- */
+
+/* A run's own C streams, on duplicates of the namespace's descriptors: the
+ * program may close them (coreutils do at exit), which must not close the
+ * process's or the context's.  They are the namespace libc's own (made and
+ * closed by it, on its list of streams: a stream closed by another libc
+ * copy than its maker's stays on its maker's list, freed).  The interposer
+ * forgets those the program closes. */
+struct run_streams {
+    FILE **slot[3]; /* the namespace libc's stdin, stdout, stderr */
+    FILE *saved[3];
+    void *open[3]; /* the run's, NULL once closed */
+    void (*tell)(void **); /* the interposer's vlcs_ip_exec_streams */
+    FILE *(*fdopen)(int, const char *);
+    int (*fclose)(FILE *);
+    int (*setvbuf)(FILE *, char *, int, size_t);
+};
+
+/* The run's streams made and handed to the namespace's libc and interposer;
+ * -1 with the error set (naming path) when the context lacks what it takes. */
+HIDDEN int streams_give(vlcs_ctx *c, struct run_streams *s, const char *path);
+/* The namespace's streams back, the run's closed by its libc. */
+HIDDEN void streams_take_back(struct run_streams *s);
+/* After a fault: the namespace's streams back, the run's left as the fault
+ * left them (their locks may be held), unflushed, their descriptors fds
+ * closed. */
+HIDDEN void streams_abandon(struct run_streams *s, const int fds[3]);
+
 /* ---- the ground floor (registry.c): calls nothing above error.c ---------- */
 
 /* Walk with registry_lock() held: destroyed contexts leave the registry. */
@@ -332,8 +361,12 @@ HIDDEN bool ctx_still(const vlcs_ctx *c, const vlcs_ctx *h);
 HIDDEN int ctx_gone(const vlcs_ctx *h, const char *doing);
 /* Whether a fault broke c (fault.c); if so the error says so and what to do. */
 HIDDEN bool ctx_broken(const vlcs_ctx *c, const char *doing);
-/* abort() by a context's code inside vlcs_ctx_call ends the call there;
- * returns when it is not to be contained (fault.c). */
+/* fn(arg) behind a recovery point for c, which the caller has entered
+ * (fault.c): 0 with *result; 1 when a fault was contained (c is broken,
+ * its report in c->fault); -1 with the error set. */
+HIDDEN int fault_guarded(vlcs_ctx *c, void *(*fn)(void *), void *arg, void **result);
+/* abort() by a context's code inside fault_guarded ends the call there;
+ * returns when it is not to be contained. */
 HIDDEN void fault_abort(void);
 HIDDEN struct cpuview *ctx_view(const vlcs_ctx *c);
 /* The CPUs the process may use, read once at init. */
@@ -477,6 +510,12 @@ HIDDEN void *copies_load(vlcs_ctx *c, const char *path);
 HIDDEN int copies_unload(vlcs_ctx *c, char *why, size_t size);
 struct link_map;
 HIDDEN size_t copies_objects(vlcs_ctx *c, struct link_map **out, size_t cap);
+/* The table of which copy-mode context each loaded copy is (copy_owners.c):
+ * a copy's /proc/self/fd name is added before it loads, its link map once
+ * loaded, and it is removed when unloaded. */
+HIDDEN int owners_add(const char *path, vlcs_ctx *c);
+HIDDEN void owners_loaded(const char *path, const void *lm);
+HIDDEN void owners_remove(const char *path);
 HIDDEN vlcs_ctx *copies_owner(const void *link_map); /* the copy-mode context holding it */
 /* The same in a signal handler: NULL when the table is being changed. */
 HIDDEN vlcs_ctx *copies_owner_nowait(const void *link_map);
@@ -608,9 +647,6 @@ HIDDEN size_t services_paths(char (*out)[FD_PATH_SIZE], size_t cap, const char *
 /* The calling thread's context (its innermost entered, or the one its
  * library thread belongs to), or NULL. */
 HIDDEN vlcs_ctx *thread_current(void);
-/* Enter frames open on this thread; thread_leave_to leaves until depth are. */
-HIDDEN int thread_depth(void);
-HIDDEN void thread_leave_to(int depth);
 HIDDEN void thread_created(vlcs_ctx *c);
 HIDDEN void thread_begin(vlcs_ctx *c, void *(*start)(void *));
 /* The start routines of c's library threads still alive (with c->lock held). */

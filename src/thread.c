@@ -299,12 +299,36 @@ VLCS_API int vlcs_leave(void)
 
 vlcs_ctx *thread_current(void) { return effective(tstate()); }
 
-int thread_depth(void) { return tstate()->depth; }
-
-void thread_leave_to(int depth)
+VLCS_API int vlcs_ctx_call(vlcs_ctx *h, vlcs_call_fn fn, void *arg, void **result)
 {
-    while (tstate()->depth > depth && vlcs_leave() == 0)
+    vlcs_ctx *c = ctx_get(h, "calling into a context");
+    if (c == NULL || ctx_broken(c, "calling into a context"))
+        return -1;
+    if (fn == NULL) {
+        set_error(VLCS_E_INVALID, "Error calling into context '%s': the function is NULL",
+                  c->name);
+        return -1;
+    }
+    struct tstate *ts = tstate();
+    int depth = ts->depth;
+    if (vlcs_enter(h) != 0)
+        return -1;
+    void *r = NULL;
+    int rc = fault_guarded(c, fn, arg, &r);
+    if (rc <= 0) {
+        vlcs_leave();
+        if (rc == 0 && result != NULL)
+            *result = r;
+        return rc;
+    }
+    /* A fault: the enters made since were cut short of their leaves. */
+    while (ts->depth > depth && vlcs_leave() == 0)
         ;
+    const char *line = atomic_load_explicit(&c->fault, memory_order_acquire);
+    set_error(VLCS_E_FAULT, "Context '%s' faulted: %.*s; it is broken (its memory stays mapped "
+              "and it cannot be entered again): destroy it and make a new one",
+              c->name, (int)strcspn(line, "\n"), line);
+    return -1;
 }
 
 VLCS_API vlcs_ctx *vlcs_current(void)

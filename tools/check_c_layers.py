@@ -34,7 +34,6 @@ ROOT = Path(__file__).resolve().parents[1]
 # rather than behind one backend interface.  Shrink it; never grow it.
 KNOWN_CIRCLE = frozenset(
     {
-        "caller",
         "copies",
         "elastic",
         "exec",
@@ -46,7 +45,6 @@ KNOWN_CIRCLE = frozenset(
         "runtime",
         "service",
         "service_auto",
-        "service_python",
         "service_tbb",
         "shim",
         "strict",

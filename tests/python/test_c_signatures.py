@@ -33,6 +33,7 @@ C_TO_CTYPES = {
     "const vlcs_ctx *": _P,
     "vlcs_arenas *": _P,
     "const struct vlcs_binding *": _P,
+    "vlcs_call_fn": _P,
     "const vlcs_opts *": ctypes.POINTER(_lib._Opts),
     "const vlcs_family *": ctypes.POINTER(_lib._Family),
 }

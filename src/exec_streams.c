@@ -1,0 +1,71 @@
+/*
+ * exec_streams.c - a program's C streams while it runs in a context
+ * (vlcs_ctx_exec): made on duplicates of the namespace's descriptors, put
+ * back after it, or abandoned after a fault.
+ */
+#include "internal.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+int streams_give(vlcs_ctx *c, struct run_streams *s, const char *path)
+{
+    memset(s, 0, sizeof *s);
+    s->tell = (void (*)(void **))dlsym(c->ip_handle, "vlcs_ip_exec_streams");
+    void *libc = dlmopen(c->lmid, "libc.so.6", RTLD_NOLOAD | RTLD_LAZY);
+    static const char *const names[3] = {"stdin", "stdout", "stderr"};
+    for (int i = 0; i < 3 && libc; i++)
+        s->slot[i] = dlsym(libc, names[i]);
+    if (libc) {
+        s->fdopen = (FILE * (*)(int, const char *)) dlsym(libc, "fdopen");
+        s->fclose = (int (*)(FILE *))dlsym(libc, "fclose");
+        s->setvbuf = (int (*)(FILE *, char *, int, size_t))dlsym(libc, "setvbuf");
+        dlclose(libc);
+    }
+    if (!s->tell || !s->slot[0] || !s->slot[1] || !s->slot[2] || !s->fdopen || !s->fclose ||
+        !s->setvbuf) {
+        set_error(VLCS_E_NOT_FOUND, "Error running %s: the context's libc or interposer lacks its "
+                  "streams", path);
+        return -1;
+    }
+    for (int i = 0; i < 3; i++) {
+        s->saved[i] = *s->slot[i];
+        int fd = s->saved[i] ? dup(fileno(s->saved[i])) : -1;
+        FILE *f = fd >= 0 ? s->fdopen(fd, i == 0 ? "r" : "w") : NULL;
+        if (f == NULL) {
+            if (fd >= 0)
+                close(fd);
+            continue; /* a stream the namespace has not: the program's stays */
+        }
+        if (i == 2)
+            s->setvbuf(f, NULL, _IONBF, 0);
+        s->open[i] = f;
+        *s->slot[i] = f;
+    }
+    s->tell(s->open);
+    return 0;
+}
+
+/* After a fault: the namespace's streams are put back, the run's left as
+ * the fault left them (their locks may be held), unflushed as a crashed
+ * process's are, their descriptors closed. */
+void streams_abandon(struct run_streams *s, const int fds[3])
+{
+    s->tell(NULL);
+    for (int i = 0; i < 3; i++) {
+        if (s->open[i] != NULL && fds[i] >= 0)
+            close(fds[i]);
+        *s->slot[i] = s->saved[i];
+    }
+}
+
+void streams_take_back(struct run_streams *s)
+{
+    s->tell(NULL);
+    for (int i = 0; i < 3; i++) {
+        if (s->open[i] != NULL)
+            s->fclose(s->open[i]);
+        *s->slot[i] = s->saved[i];
+    }
+}
