@@ -1,6 +1,7 @@
 """``vlcs bench shim``: the cost of a call through a transparent-mode shim and
-through the Service context, next to a direct call, measured side by side in
-one process.  Builds its small libraries and driver with the C compiler, as
+through the Service context, next to a direct call, and of a call into a
+context through ``vlcs_ctx_call`` (faults contained) next to entering and
+leaving around it, measured side by side in one process.  Builds its small libraries and driver with the C compiler, as
 `vlcs shim` itself needs one."""
 
 from __future__ import annotations
@@ -86,6 +87,16 @@ def run() -> dict:
                 "base_ns": r["service_base_ns"],
                 "context_ns": r["service_context_ns"],
                 "ratio": r["service_context_ns"] / r["service_base_ns"],
+            },
+            # vlcs_ctx_call (a fault contained) against vlcs_enter, the call
+            # and vlcs_leave; and the base's own call before and after the
+            # fault handlers were installed
+            "guarded_call": {
+                "enter_call_leave_ns": r["enter_call_leave_ns"],
+                "ctx_call_ns": r["guarded_call_ns"],
+                "ratio": r["guarded_call_ns"] / r["enter_call_leave_ns"],
+                "base_before_handlers_ns": r["direct_before_handlers_ns"],
+                "base_after_handlers_ns": r["direct_ns"],
             },
         },
     }
