@@ -13,8 +13,11 @@
 #ifndef VLCS_HPP
 #define VLCS_HPP
 
+#include <exception>
 #include <initializer_list>
+#include <optional>
 #include <stdexcept>
+#include <type_traits>
 #include <string>
 #include <utility>
 #include <vector>
@@ -182,6 +185,45 @@ public:
 
     // The calling thread runs in this context until the returned guard dies.
     [[nodiscard]] Scope enter() { return Scope(c_); }
+
+    // f() run inside this context on this thread (vlcs_ctx_call), its
+    // result returned and its exception rethrown here; a crash in the
+    // context's own code (a segmentation fault, abort()) throws vlcs::Error
+    // with code() VLCS_E_FAULT, the context broken for good (fault()).
+    template <typename F> auto call(F &&f) -> std::invoke_result_t<F &>
+    {
+        using R = std::invoke_result_t<F &>;
+        struct Box {
+            F *f;
+            std::optional<std::conditional_t<std::is_void_v<R>, char, R>> result;
+            std::exception_ptr error; // no exception crosses vlcs's C frames
+        } box{&f, std::nullopt, nullptr};
+        auto run = [](void *p) -> void * {
+            Box *b = static_cast<Box *>(p);
+            try {
+                if constexpr (std::is_void_v<R>) {
+                    (*b->f)();
+                    b->result.emplace(0);
+                } else {
+                    b->result.emplace((*b->f)());
+                }
+            } catch (...) {
+                b->error = std::current_exception();
+            }
+            return nullptr;
+        };
+        detail::check(vlcs_ctx_call(c_, run, &box, nullptr));
+        if (box.error)
+            std::rethrow_exception(box.error);
+        if constexpr (!std::is_void_v<R>)
+            return std::move(*box.result);
+    }
+    // What broke the context (vlcs_ctx_fault), or "".
+    std::string fault() const
+    {
+        const char *f = vlcs_ctx_fault(c_);
+        return f ? f : "";
+    }
     vlcs_ctx *get() const { return c_; }
 
 private:

@@ -47,6 +47,32 @@ int main()
     }
     EXPECT(vlcs::Runtime::current() == nullptr);
 
+    // call: a result, an exception of the function's own, and a fault
+    EXPECT(a.call([&] { return max_a(); }) == 1 && b.call([&] { return max_b(); }) == 2);
+    int ran = 0;
+    a.call([&] { ran = vlcs::Runtime::current() == a.get(); });
+    EXPECT(ran == 1 && vlcs::Runtime::current() == nullptr);
+    bool threw = false;
+    try {
+        a.call([]() -> int { throw std::out_of_range("mine"); });
+    } catch (const std::out_of_range &e) {
+        threw = std::strcmp(e.what(), "mine") == 0;
+    }
+    EXPECT(threw && a.fault().empty());
+    {
+        vlcs::Context g("g");
+        vlcs::Loader crash(g, CRASH_LIB);
+        auto null = crash.sym<void *(*)(void *)>("crash_null");
+        threw = false;
+        try {
+            g.call([&] { null(nullptr); });
+        } catch (const vlcs::Error &e) {
+            threw = e.code() == VLCS_E_FAULT && std::strstr(e.what(), "SIGSEGV") != nullptr;
+        }
+        EXPECT(threw && g.fault().find("crash_null") != std::string::npos);
+        EXPECT(a.call([&] { return max_a(); }) == 1); // the others go on
+    }
+
     {
         vlcs::Context e("e"), f("f");
         e.set_allowed_cpus("0");
@@ -58,7 +84,7 @@ int main()
         EXPECT(e.cpuset(VLCS_CPUSET_LENT) == "0" && f.cpuset(VLCS_CPUSET_BOUND) == "0-1");
     }
 
-    bool threw = false;
+    threw = false;
     try {
         a.set_allowed_cpus("3-1");
     } catch (const vlcs::Error &e) {
