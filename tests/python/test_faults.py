@@ -7,6 +7,7 @@ checked after the fault."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import textwrap
@@ -62,10 +63,14 @@ DEPTH = len(__import__("traceback").extract_stack())
 """
 
 
-def run(lib: str, body: str, timeout: int = 300) -> subprocess.CompletedProcess:
+def run(lib: str, body: str, timeout: int = 300, **env: str) -> subprocess.CompletedProcess:
     code = PRELUDE.format(lib=lib) + textwrap.dedent(body) + "\nprint('end', flush=True)\n"
     return subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, timeout=timeout
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env={**os.environ, **env},
     )
 
 
@@ -219,5 +224,31 @@ def test_joblib_sees_the_task_fail_as_a_dead_worker(crash_lib):
                     raise AssertionError("no failure")
             base_intact(CPUS, DEPTH)
             """,
+        )
+    )
+
+
+@pytest.mark.parametrize("python", ["shared", "own"])
+def test_copy_mode_contains_a_fault_in_the_contexts_copy(crash_lib, python):
+    """Contexts made as renamed copies (VLCS_MODE=copies): a fault in the
+    context's copy of the library is contained, for both Pythons."""
+    ok(
+        run(
+            crash_lib,
+            f"""
+            ctx = vlcs.VLC(cpus="0", python={python!r})
+            assert ctx.call(total, 4) == 6
+            assert ctx.mode == "copies", ctx.mode
+            try:
+                ctx.call(crash)
+            except vlcs.ContextFaultError as e:
+                assert "crash_null" in str(e), str(e)
+            else:
+                raise AssertionError("no fault")
+            other = vlcs.VLC(cpus="0", python={python!r})
+            assert other.call(total, 5) == 10
+            base_intact(CPUS, DEPTH)
+            """,
+            VLCS_MODE="copies",
         )
     )
