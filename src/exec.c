@@ -33,6 +33,7 @@
  */
 #include "internal.h"
 
+#include <dirent.h>
 #include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -42,326 +43,17 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
+#include <sched.h>
 #include <signal.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
-#if defined(__x86_64__)
-#define EXEC_MACHINE EM_X86_64
-#define EXEC_MACHINE_NAME "x86-64"
-#define R_COPY R_X86_64_COPY
-#else
-#define EXEC_MACHINE (-1)
-#define EXEC_MACHINE_NAME "this machine"
-#define R_COPY (-1)
-#endif
+#include "exec_program.h"
 
-/* ---- the program file --------------------------------------------------- */
-
-struct copy_var {
-    const char *name; /* in the mapped file */
-    uint64_t vaddr, size;
-};
-
-struct program {
-    char path[PATH_MAX];
-    const unsigned char *map;
-    size_t size;
-    const Elf64_Ehdr *eh;
-    off_t flags1_at; /* file offset of DT_FLAGS_1's value, or -1 */
-    uint64_t flags1;
-    uint64_t main_vaddr; /* from .symtab; 0: none */
-    struct copy_var *copies;
-    size_t ncopies;
-};
-
-static int refuse(int code, const char *path, const char *why)
-{
-    set_error(code, "Error running %s: %s", path, why);
-    return -1;
-}
-
-/* PROGRAM, or the first PATH entry holding an executable of that name. */
-static int find_program(const char *name, char *out, size_t size)
-{
-    if (strchr(name, '/') != NULL) {
-        if ((size_t)snprintf(out, size, "%s", name) >= size)
-            return refuse(VLCS_E_INVALID, name, "the path is too long");
-        /* as execve and a shell refuse it; a missing file is said later */
-        if (access(out, F_OK) == 0 && access(out, X_OK) != 0)
-            return refuse(VLCS_E_INVALID, name,
-                          "permission denied: the file is not executable (chmod +x it)");
-        return 0;
-    }
-    const char *path = getenv("PATH");
-    if (path == NULL)
-        path = "/usr/local/bin:/usr/bin:/bin";
-    while (*path) {
-        size_t n = strcspn(path, ":");
-        if ((size_t)snprintf(out, size, "%.*s/%s", (int)n, n ? path : ".", name) < size &&
-            access(out, X_OK) == 0)
-            return 0;
-        path += n + (path[n] == ':');
-    }
-    return refuse(VLCS_E_NOT_FOUND, name, "no such program on PATH");
-}
-
-static bool in_file(const struct program *p, uint64_t off, uint64_t len)
-{
-    return off <= p->size && len <= p->size - off;
-}
-
-/* The file offset of a virtual address of the program's, or -1. */
-static int64_t file_offset(const struct program *p, uint64_t vaddr)
-{
-    const Elf64_Phdr *ph = (const Elf64_Phdr *)(p->map + p->eh->e_phoff);
-    for (int i = 0; i < p->eh->e_phnum; i++)
-        if (ph[i].p_type == PT_LOAD && vaddr >= ph[i].p_vaddr &&
-            vaddr < ph[i].p_vaddr + ph[i].p_filesz)
-            return (int64_t)(vaddr - ph[i].p_vaddr + ph[i].p_offset);
-    return -1;
-}
-
-static void program_close(struct program *p)
-{
-    if (p->map != NULL && p->map != MAP_FAILED)
-        munmap((void *)p->map, p->size);
-    free(p->copies);
-    p->map = NULL;
-    p->copies = NULL;
-}
-
-/* The dynamic section's copy relocations and DT_FLAGS_1. */
-static int read_dynamic(struct program *p, const Elf64_Phdr *dyn)
-{
-    if (!in_file(p, dyn->p_offset, dyn->p_filesz))
-        return refuse(VLCS_E_INVALID, p->path, "its dynamic section lies outside the file");
-    const Elf64_Dyn *d = (const Elf64_Dyn *)(p->map + dyn->p_offset);
-    size_t n = dyn->p_filesz / sizeof *d;
-    uint64_t rela = 0, relasz = 0, symtab = 0, strtab = 0, strsz = 0;
-    p->flags1_at = -1;
-    for (size_t i = 0; i < n && d[i].d_tag != DT_NULL; i++) {
-        switch (d[i].d_tag) {
-        case DT_FLAGS_1:
-            p->flags1 = d[i].d_un.d_val;
-            p->flags1_at = (off_t)(dyn->p_offset + i * sizeof *d + offsetof(Elf64_Dyn, d_un));
-            break;
-        case DT_RELA: rela = d[i].d_un.d_ptr; break;
-        case DT_RELASZ: relasz = d[i].d_un.d_val; break;
-        case DT_SYMTAB: symtab = d[i].d_un.d_ptr; break;
-        case DT_STRTAB: strtab = d[i].d_un.d_ptr; break;
-        case DT_STRSZ: strsz = d[i].d_un.d_val; break;
-        }
-    }
-    if (rela == 0 || relasz == 0)
-        return 0;
-    int64_t rel_off = file_offset(p, rela), sym_off = file_offset(p, symtab),
-            str_off = file_offset(p, strtab);
-    if (rel_off < 0 || sym_off < 0 || str_off < 0 || !in_file(p, (uint64_t)rel_off, relasz) ||
-        !in_file(p, (uint64_t)str_off, strsz))
-        return refuse(VLCS_E_INVALID, p->path, "its relocations lie outside the file");
-    const Elf64_Rela *r = (const Elf64_Rela *)(p->map + rel_off);
-    const Elf64_Sym *sym = (const Elf64_Sym *)(p->map + sym_off);
-    for (size_t i = 0; i < relasz / sizeof *r; i++) {
-        if ((int)ELF64_R_TYPE(r[i].r_info) != R_COPY)
-            continue;
-        const Elf64_Sym *s = &sym[ELF64_R_SYM(r[i].r_info)];
-        if (!in_file(p, (uint64_t)sym_off + (uint64_t)((const unsigned char *)s - (p->map + sym_off)),
-                     sizeof *s) ||
-            s->st_name >= strsz)
-            return refuse(VLCS_E_INVALID, p->path, "a copy relocation names no symbol");
-        struct copy_var *more = realloc(p->copies, (p->ncopies + 1) * sizeof *more);
-        if (more == NULL)
-            return refuse(VLCS_E_SYSTEM, p->path, "out of memory");
-        p->copies = more;
-        p->copies[p->ncopies++] = (struct copy_var){
-            .name = (const char *)p->map + str_off + s->st_name,
-            .vaddr = r[i].r_offset,
-            .size = s->st_size,
-        };
-    }
-    return 0;
-}
-
-/* main in the section-header symbol table, if the program still has one. */
-static void read_symtab(struct program *p)
-{
-    const Elf64_Ehdr *eh = p->eh;
-    if (eh->e_shoff == 0 || eh->e_shentsize != sizeof(Elf64_Shdr) ||
-        !in_file(p, eh->e_shoff, (uint64_t)eh->e_shnum * sizeof(Elf64_Shdr)))
-        return;
-    const Elf64_Shdr *sh = (const Elf64_Shdr *)(p->map + eh->e_shoff);
-    for (int i = 0; i < eh->e_shnum; i++) {
-        if (sh[i].sh_type != SHT_SYMTAB || sh[i].sh_link >= eh->e_shnum)
-            continue;
-        const Elf64_Shdr *str = &sh[sh[i].sh_link];
-        if (!in_file(p, sh[i].sh_offset, sh[i].sh_size) || !in_file(p, str->sh_offset, str->sh_size))
-            return;
-        const Elf64_Sym *s = (const Elf64_Sym *)(p->map + sh[i].sh_offset);
-        for (size_t k = 0; k < sh[i].sh_size / sizeof *s; k++)
-            if (ELF64_ST_TYPE(s[k].st_info) == STT_FUNC && s[k].st_name < str->sh_size &&
-                s[k].st_value != 0 &&
-                strcmp((const char *)p->map + str->sh_offset + s[k].st_name, "main") == 0) {
-                p->main_vaddr = s[k].st_value;
-                return;
-            }
-    }
-}
-
-/* Opens and checks the program; what cannot run is refused here. */
-static int program_open(struct program *p, const char *name)
-{
-    memset(p, 0, sizeof *p);
-    if (find_program(name, p->path, sizeof p->path) != 0)
-        return -1;
-    int fd = open(p->path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return refuse(errno == ENOENT ? VLCS_E_NOT_FOUND : VLCS_E_SYSTEM, p->path, strerror(errno));
-    struct stat st;
-    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-        close(fd);
-        return refuse(VLCS_E_INVALID, p->path, "not a regular file");
-    }
-    if (st.st_mode & (S_ISUID | S_ISGID)) {
-        close(fd);
-        return refuse(VLCS_E_UNSUPPORTED, p->path,
-                      "it is setuid or setgid, and its privileges cannot be given to one "
-                      "instance inside this process; run it as a process of its own");
-    }
-    p->size = (size_t)st.st_size;
-    p->map = p->size >= sizeof(Elf64_Ehdr) ? mmap(NULL, p->size, PROT_READ, MAP_PRIVATE, fd, 0)
-                                           : MAP_FAILED;
-    close(fd);
-    if (p->map == MAP_FAILED) {
-        p->map = NULL;
-        return refuse(VLCS_E_INVALID, p->path, "not an ELF program (too short to read)");
-    }
-    p->eh = (const Elf64_Ehdr *)p->map;
-    const Elf64_Ehdr *eh = p->eh;
-    if (memcmp(eh->e_ident, ELFMAG, SELFMAG) != 0)
-        return refuse(VLCS_E_INVALID, p->path, "not an ELF program (a script? run its interpreter)");
-    if (eh->e_ident[EI_CLASS] != ELFCLASS64 || eh->e_machine != EXEC_MACHINE) {
-        char why[160];
-        snprintf(why, sizeof why, "it is a program for another architecture (ELF machine %u), "
-                                  "and this process runs " EXEC_MACHINE_NAME " code",
-                 eh->e_ident[EI_CLASS] == ELFCLASS64 ? eh->e_machine : 0u);
-        return refuse(VLCS_E_UNSUPPORTED, p->path, why);
-    }
-    if (eh->e_phentsize != sizeof(Elf64_Phdr) ||
-        !in_file(p, eh->e_phoff, (uint64_t)eh->e_phnum * sizeof(Elf64_Phdr)))
-        return refuse(VLCS_E_INVALID, p->path, "its program headers lie outside the file");
-    const Elf64_Phdr *ph = (const Elf64_Phdr *)(p->map + eh->e_phoff);
-    const Elf64_Phdr *dyn = NULL;
-    bool interp = false, stack_seen = false, stack_exec = false;
-    for (int i = 0; i < eh->e_phnum; i++) {
-        if (ph[i].p_type == PT_INTERP)
-            interp = true;
-        else if (ph[i].p_type == PT_DYNAMIC)
-            dyn = &ph[i];
-        else if (ph[i].p_type == PT_GNU_STACK) {
-            stack_seen = true;
-            stack_exec = ph[i].p_flags & PF_X;
-        }
-    }
-    if (!interp && (dyn == NULL || eh->e_type == ET_EXEC))
-        return refuse(VLCS_E_UNSUPPORTED, p->path,
-                      "it is statically linked and brings its own libc, which cannot run "
-                      "beside this process's; use a dynamically linked build");
-    if (eh->e_type == ET_EXEC)
-        return refuse(VLCS_E_UNSUPPORTED, p->path,
-                      "it is not position-independent (linked with -no-pie), so one address "
-                      "space holds it once; rebuild it with -fPIE -pie");
-    if (eh->e_type != ET_DYN || dyn == NULL)
-        return refuse(VLCS_E_INVALID, p->path, "not an ELF program");
-    if (!stack_seen || stack_exec)
-        return refuse(VLCS_E_UNSUPPORTED, p->path,
-                      "it needs an executable stack, and loading it would make every "
-                      "thread's stack executable (glibc 2.41 refuses it); relink it with "
-                      "-z noexecstack");
-    if (read_dynamic(p, dyn) != 0)
-        return -1;
-    if (!interp && !(p->flags1 & DF_1_PIE))
-        return refuse(VLCS_E_INVALID, p->path, "it is a shared library, not a program");
-    if (!interp)
-        return refuse(VLCS_E_UNSUPPORTED, p->path,
-                      "it is statically linked (static-pie) and brings its own libc, which "
-                      "cannot run beside this process's; use a dynamically linked build");
-    read_symtab(p);
-    return 0;
-}
-
-/* A memfd holding the program with DF_1_PIE cleared, or -1. */
-static int loadable_copy(const struct program *p)
-{
-    int fd = memfd_create(base_name(p->path), MFD_CLOEXEC);
-    if (fd < 0) {
-        refuse(VLCS_E_SYSTEM, p->path, "memfd_create failed");
-        return -1;
-    }
-    size_t done = 0;
-    while (done < p->size) {
-        ssize_t n = write(fd, p->map + done, p->size - done);
-        if (n <= 0) {
-            close(fd);
-            refuse(VLCS_E_SYSTEM, p->path, "writing its copy failed");
-            return -1;
-        }
-        done += (size_t)n;
-    }
-    uint64_t flags1 = p->flags1 & ~(uint64_t)DF_1_PIE;
-    if (p->flags1_at >= 0 && pwrite(fd, &flags1, sizeof flags1, p->flags1_at) != sizeof flags1) {
-        close(fd);
-        refuse(VLCS_E_SYSTEM, p->path, "writing its copy failed");
-        return -1;
-    }
-    return fd;
-}
-
-/* ---- finding main and libc's variables once loaded ------------------------- */
-
-static bool in_text(const struct link_map *lm, const struct program *p, uintptr_t a)
-{
-    const Elf64_Phdr *ph = (const Elf64_Phdr *)(p->map + p->eh->e_phoff);
-    for (int i = 0; i < p->eh->e_phnum; i++)
-        if (ph[i].p_type == PT_LOAD && (ph[i].p_flags & PF_X) &&
-            a >= lm->l_addr + ph[i].p_vaddr && a < lm->l_addr + ph[i].p_vaddr + ph[i].p_memsz)
-            return true;
-    return false;
-}
-
-typedef int (*main_fn)(int, char **, char **);
-
-static main_fn find_main(void *h, const struct link_map *lm, const struct program *p)
-{
-    void *m = dlsym(h, "main"); /* linked with -rdynamic */
-    if (m != NULL && in_text(lm, p, (uintptr_t)m))
-        return (main_fn)m;
-    if (p->main_vaddr != 0 && in_text(lm, p, lm->l_addr + p->main_vaddr))
-        return (main_fn)(lm->l_addr + p->main_vaddr);
-#if defined(__x86_64__)
-    /* glibc's _start: main goes to __libc_start_main in %rdi, as
-     * `lea main(%rip), %rdi` or `mov main@GOTPCREL(%rip), %rdi`. */
-    const unsigned char *entry = (const unsigned char *)(lm->l_addr + p->eh->e_entry);
-    if (in_text(lm, p, (uintptr_t)entry) && in_text(lm, p, (uintptr_t)entry + 63))
-        for (int i = 0; i + 7 <= 64; i++) {
-            if (entry[i] != 0x48 || entry[i + 2] != 0x3d || (entry[i + 1] != 0x8d && entry[i + 1] != 0x8b))
-                continue;
-            int32_t disp;
-            memcpy(&disp, entry + i + 3, sizeof disp);
-            uintptr_t at = (uintptr_t)(entry + i + 7) + (uintptr_t)(intptr_t)disp;
-            uintptr_t main = entry[i + 1] == 0x8d ? at : *(const uintptr_t *)at;
-            if (in_text(lm, p, main))
-                return (main_fn)main;
-        }
-#endif
-    return NULL;
-}
-
-/* Where libc (or libm...) of the namespace keeps the variable the program
- * holds a copy of: the definition in another object than the program. */
 static void *definition_elsewhere(Lmid_t lmid, const struct link_map *prog, const char *name)
 {
     const struct link_map *lm = prog;
@@ -626,7 +318,7 @@ static int bind_copies(vlcs_ctx *c, const struct link_map *lm, const struct prog
 {
     copies_fn give = (copies_fn)dlsym(c->ip_handle, "vlcs_ip_exec_copies");
     if (give == NULL)
-        return refuse(VLCS_E_NOT_FOUND, p->path,
+        return program_refuse(VLCS_E_NOT_FOUND, p->path,
                       "the vlcs interposer lacks vlcs_ip_exec_copies (an older build)");
     void *libc = dlmopen(c->lmid, "libc.so.6", RTLD_NOLOAD | RTLD_LAZY);
     if (libc != NULL) {
@@ -653,7 +345,7 @@ static int bind_copies(vlcs_ctx *c, const struct link_map *lm, const struct prog
     }
     struct vlcs_ip_copy *pairs = calloc(p->ncopies + 1, sizeof *pairs);
     if (pairs == NULL)
-        return refuse(VLCS_E_SYSTEM, p->path, "out of memory");
+        return program_refuse(VLCS_E_SYSTEM, p->path, "out of memory");
     size_t n = 0;
     for (size_t k = 0; k < p->ncopies; k++) {
         void *lib = definition_elsewhere(c->lmid, lm, p->copies[k].name);
@@ -713,6 +405,127 @@ static void say_fault(vlcs_ctx *c, int err_fd, const char *path)
         }
     }
     dprintf(fd, "\n");
+}
+
+/* A run of a program: what vlcs_ctx_exec prepared, and what its thread
+ * gives back (the status, or an error to set on the caller's thread). */
+struct run {
+    vlcs_ctx *ctx, *c;
+    void *h;
+    int fd; /* the program's copy, open while it is loaded */
+    const struct program *p;
+    const struct link_map *lm;
+    bool close_fd; /* the copy was unloaded: its descriptor may go */
+    char path[PATH_MAX];
+    int argc;
+    char **argv;
+    main_fn main_of;
+    next_handler_fn next_handler;
+    int status;
+    int error_code;
+    char error[1024];
+};
+
+/* A new process has the descriptors its parent had without FD_CLOEXEC:
+ * the run's thread, whose table is a copy of the process's, closes the
+ * others (Python's pipes, the other instances' streams: a copy of the
+ * write end of its own stdin would keep it from ever seeing its end). */
+static void close_not_inherited(void)
+{
+    DIR *d = opendir("/proc/thread-self/fd");
+    if (d == NULL)
+        return;
+    int own = dirfd(d);
+    for (struct dirent *e; (e = readdir(d)) != NULL;) {
+        char *end;
+        long fd = strtol(e->d_name, &end, 10);
+        if (*end != '\0' || end == e->d_name || fd <= 2 || fd == own)
+            continue;
+        int flags = fcntl((int)fd, F_GETFD);
+        if (flags >= 0 && (flags & FD_CLOEXEC))
+            close((int)fd);
+    }
+    closedir(d);
+}
+
+static void *run_failed(struct run *r)
+{
+    r->error_code = vlcs_errcode();
+    snprintf(r->error, sizeof r->error, "%s", vlcs_error());
+    r->status = -1;
+    return NULL;
+}
+
+static void *run_instance(void *arg)
+{
+    struct run *r = arg;
+    vlcs_ctx *c = r->c;
+    struct run_streams streams;
+    if (unshare(CLONE_FILES) != 0) {
+        set_error(VLCS_E_SYSTEM, "Error running %s: the thread cannot have descriptors of its "
+                  "own (unshare: %s)", r->path, strerror(errno));
+        forget_handlers(c);
+        forget_copies(c);
+        ns_close_handle(c, r->h);
+        r->close_fd = true;
+        return run_failed(r);
+    }
+    close_not_inherited();
+    /* Entered first: the namespace's libc sets up a thread that enters
+     * (its streams are made by it) */
+    bool entered = vlcs_enter(r->ctx) == 0, given = false;
+    /* the program's copies of libc's variables take their values once the
+     * streams are the run's */
+    if (!entered || !(given = streams_give(c, &streams, r->path) == 0) ||
+        bind_copies(c, r->lm, r->p, r->argv[0]) != 0) {
+        run_failed(r);
+        if (given)
+            streams_take_back(&streams);
+        if (entered)
+            vlcs_leave();
+        forget_handlers(c);
+        forget_copies(c);
+        ns_close_handle(c, r->h);
+        r->close_fd = true;
+        return NULL;
+    }
+    struct instance inst = {.status = 0, .pid = getpid()};
+    for (int k = 0; k < 3; k++)
+        inst.fds[k] = streams.open[k] ? k : -1;
+    pthread_once(&atfork_once, atfork_install);
+    running = &inst;
+    struct run_main rm = {r->main_of, r->argc, r->argv, *c->ns_environ_slot, &inst,
+                          r->next_handler};
+    int rc = vlcs_ctx_call(r->ctx, run_main, &rm, NULL);
+    running = NULL;
+    if (rc != 0) {
+        /* A fault: the context is broken, its program stays loaded (its
+         * destructors unrun) with the copy's descriptor open, as glibc
+         * names it by it. */
+        int sig = vlcs_errcode() == VLCS_E_FAULT ? c->fault_signal : 0;
+        if (sig == 0)
+            run_failed(r);
+        say_fault(c, inst.fds[2], r->path);
+        forget_handlers(c);
+        forget_copies(c);
+        ns_handed_back();
+        streams_abandon(&streams, inst.fds);
+        vlcs_leave();
+        if (sig != 0)
+            r->status = (128 + sig) & 0xff;
+        return NULL;
+    }
+    /* Its destructors, as at its exit; then its output. */
+    forget_handlers(c);
+    forget_copies(c);
+    ns_handed_back();
+    ns_close_handle(c, r->h);
+    r->close_fd = true;
+    ns_flush(c);
+    streams_take_back(&streams);
+    vlcs_leave();
+    r->status = inst.status & 0xff;
+    return NULL;
 }
 
 VLCS_API int vlcs_ctx_exec(vlcs_ctx *ctx, char *const argv[])
@@ -788,67 +601,44 @@ VLCS_API int vlcs_ctx_exec(vlcs_ctx *ctx, char *const argv[])
         return -1;
     }
     keep_dependencies(c, lm);
-    struct run_streams streams;
-    if (streams_give(c, &streams, p.path) != 0) {
+    struct run r = {.ctx = ctx, .c = c, .h = h, .fd = fd, .p = &p, .lm = lm,
+                    .argv = (char **)argv, .main_of = main_of,
+                    .next_handler = catch_handlers(c, lm, &p), .status = -1};
+    snprintf(r.path, sizeof r.path, "%s", p.path);
+    while (r.argv[r.argc])
+        r.argc++;
+    /* Its own thread: a thread may have descriptors of its own, so that
+     * the instance's streams are its 0, 1 and 2 and what it leaves open
+     * is closed when it ends, as at a process's end. */
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    struct rlimit stack;
+    size_t size = 8u << 20; /* as a main thread's, within reason */
+    if (getrlimit(RLIMIT_STACK, &stack) == 0 && stack.rlim_cur != RLIM_INFINITY &&
+        stack.rlim_cur > size && stack.rlim_cur < (rlim_t)1 << 30)
+        size = (size_t)stack.rlim_cur;
+    pthread_attr_setstacksize(&attr, size);
+    pthread_t t;
+    int err = pthread_create(&t, &attr, run_instance, &r);
+    pthread_attr_destroy(&attr);
+    if (err != 0) {
+        forget_handlers(c);
+        forget_copies(c);
         ns_close_handle(c, h);
         close(fd);
         program_close(&p);
+        set_error(VLCS_E_SYSTEM, "Error running %s: no thread for it: %s", r.path, strerror(err));
         return -1;
     }
-    if (bind_copies(c, lm, &p, argv[0]) != 0) {
-        streams_take_back(&streams);
-        ns_close_handle(c, h);
-        close(fd);
-        program_close(&p);
-        return -1;
-    }
-    next_handler_fn next_handler = catch_handlers(c, lm, &p);
+    pthread_join(t, NULL);
     program_close(&p);
-
-    int argc = 0;
-    while (argv[argc])
-        argc++;
-    if (vlcs_enter(ctx) != 0) {
-        forget_handlers(c);
-        forget_copies(c);
-        streams_take_back(&streams);
-        ns_close_handle(c, h);
+    /* the copy's descriptor in the process's table (the run's thread had
+     * its own), closed once the copy is unloaded */
+    if (r.close_fd)
         close(fd);
-        return -1;
-    }
-    struct instance inst = {.status = 0, .pid = getpid()};
-    for (int k = 0; k < 3; k++)
-        inst.fds[k] = streams.open[k] ? fileno(streams.open[k]) : -1;
-    pthread_once(&atfork_once, atfork_install);
-    running = &inst;
-    struct run_main rm = {main_of, argc, (char **)argv, *c->ns_environ_slot, &inst, next_handler};
-    int rc = vlcs_ctx_call(ctx, run_main, &rm, NULL);
-    running = NULL;
-    if (rc != 0) {
-        /* A fault: the context is broken, its program stays loaded (its
-         * destructors unrun) with the copy's descriptor open, as glibc
-         * names it by it. */
-        int sig = vlcs_errcode() == VLCS_E_FAULT ? c->fault_signal : 0;
-        say_fault(c, inst.fds[2], p.path);
-        forget_handlers(c);
-        forget_copies(c);
-        ns_handed_back();
-        streams_abandon(&streams, inst.fds);
-        vlcs_leave();
-        if (sig == 0)
-            return -1;
-        return (128 + sig) & 0xff;
-    }
-    /* Its destructors, as at its exit; then its output. */
-    forget_handlers(c);
-    forget_copies(c);
-    ns_handed_back();
-    ns_close_handle(c, h);
-    close(fd);
-    ns_flush(c);
-    streams_take_back(&streams);
-    vlcs_leave();
-    return inst.status & 0xff;
+    if (r.status < 0)
+        set_error(r.error_code, "%s", r.error);
+    return r.status;
 }
 
 VLCS_API int vlcs_ctx_set_stdio(vlcs_ctx *ctx, int in_fd, int out_fd, int err_fd)

@@ -1,7 +1,8 @@
 /*
  * exec_streams.c - a program's C streams while it runs in a context
- * (vlcs_ctx_exec): made on duplicates of the namespace's descriptors, put
- * back after it, or abandoned after a fault.
+ * (vlcs_ctx_exec), on its thread's own descriptors 0, 1 and 2 (the thread
+ * has a descriptor table of its own), put back after it, or abandoned
+ * after a fault.
  */
 #include "internal.h"
 
@@ -31,13 +32,13 @@ int streams_give(vlcs_ctx *c, struct run_streams *s, const char *path)
     }
     for (int i = 0; i < 3; i++) {
         s->saved[i] = *s->slot[i];
-        int fd = s->saved[i] ? dup(fileno(s->saved[i])) : -1;
+        /* The run's thread has descriptors of its own: its stream i is on
+         * its descriptor i, as in a process of its own. */
+        int src = s->saved[i] ? fileno(s->saved[i]) : -1;
+        int fd = src < 0 ? -1 : src == i ? i : dup2(src, i);
         FILE *f = fd >= 0 ? s->fdopen(fd, i == 0 ? "r" : "w") : NULL;
-        if (f == NULL) {
-            if (fd >= 0)
-                close(fd);
+        if (f == NULL)
             continue; /* a stream the namespace has not: the program's stays */
-        }
         if (i == 2)
             s->setvbuf(f, NULL, _IONBF, 0);
         s->open[i] = f;

@@ -334,7 +334,42 @@ static void pass_on(int sig, siginfo_t *si, void *ucontext)
         raise(sig);
 }
 
-static void report_uncontained(const struct guard *g, int sig, void *pc, const void *map,
+static _Unwind_Reason_Code walk_frame(struct _Unwind_Context *uc, void *arg);
+
+/* The stack down to the call, a frame a line, as "#1 0x7f... in libx.so+0x1a2b"
+ * (names from the link maps: dladdr would take the loader's lock). */
+static void put_frames(struct guard *g, void *pc)
+{
+    if (g->nframes == 0) {
+        struct walk w = {.pc = pc, .boundary = g->boundary, .g = g};
+        _Unwind_Backtrace(walk_frame, &w);
+    }
+    for (int i = 0; i < g->nframes; i++) {
+        struct line l = {.len = 0};
+        const struct link_map *m = object_at(g->frames[i]);
+        char n[12], *p = n + sizeof n - 1;
+        *p = '\0';
+        int k = i;
+        do
+            *--p = (char)('0' + k % 10);
+        while ((k /= 10) > 0);
+        put(&l, "  #");
+        put(&l, p);
+        put(&l, " ");
+        put_hex(&l, (uintptr_t)g->frames[i]);
+        put(&l, " in ");
+        put(&l, map_name(m));
+        if (m != NULL) {
+            put(&l, "+");
+            put_hex(&l, (uintptr_t)g->frames[i] - m->l_addr);
+        }
+        put(&l, "\n");
+        ssize_t unused = write(2, l.buf, l.len);
+        (void)unused;
+    }
+}
+
+static void report_uncontained(struct guard *g, int sig, void *pc, const void *map,
                                const char *why, const void *below)
 {
     struct line l = {.len = 0};
@@ -356,6 +391,7 @@ static void report_uncontained(const struct guard *g, int sig, void *pc, const v
     put(&l, ": the process ends\n");
     ssize_t unused = write(2, l.buf, l.len);
     (void)unused;
+    put_frames(g, pc);
 }
 
 #if defined(__x86_64__)

@@ -309,9 +309,10 @@ struct vlcs_ctx {
 
 /* ---- a program's streams under vlcs_ctx_exec (exec_streams.c) ----------- */
 
-/* A run's own C streams, on duplicates of the namespace's descriptors: the
- * program may close them (coreutils do at exit), which must not close the
- * process's or the context's.  They are the namespace libc's own (made and
+/* A run's own C streams, on descriptors 0, 1 and 2 of its thread, which has
+ * a table of its own holding duplicates of the namespace's: the program may
+ * close them (coreutils do at exit), which must not close the process's or
+ * the context's.  They are the namespace libc's own (made and
  * closed by it, on its list of streams: a stream closed by another libc
  * copy than its maker's stays on its maker's list, freed).  The interposer
  * forgets those the program closes. */

@@ -135,3 +135,54 @@ def test_a_fault_ends_only_its_instance(tmp_path):
     assert errs[3][-1].startswith("vlcs: faults: SIGABRT (abort() was called)"), errs[3]
     assert f"called from {prog}+" in errs[3][-1], errs[3]
     assert errs[4][-1].startswith("vlcs: faults: SIGSEGV ("), errs[4]
+
+
+FDS = r"""
+#include <fcntl.h>
+#include <stdio.h>
+#include <unistd.h>
+int main(void)
+{
+    printf("stdio on %d %d %d, dup2(1, 1) = %d, 1 open: %d\n", fileno(stdin), fileno(stdout),
+           fileno(stderr), dup2(1, 1), fcntl(1, F_GETFD) >= 0);
+    fflush(stdout);
+    return write(1, "written to 1\n", 13) == 13 ? 0 : 1;
+}
+"""
+
+
+def test_an_instances_streams_are_its_descriptors_0_1_2(tmp_path):
+    """Inside an instance stdin, stdout and stderr are descriptors 0, 1 and
+    2, as in a process of its own (a thread of its own with a descriptor
+    table of its own): write(1, ...) reaches its stdout."""
+    src = tmp_path / "fds.c"
+    src.write_text(FDS)
+    prog = tmp_path / "fds"
+    subprocess.run(["gcc", str(src), "-o", str(prog)], check=True)
+    statuses = same_as_separate_runs([str(prog)], 3, tmp_path)
+    assert statuses == [0, 0, 0]
+    _, out, _ = under_vlcs([str(prog)], 3, tmp_path)
+    assert out[2] == ["stdio on 0 1 2, dup2(1, 1) = 1, 1 open: 1", "written to 1"], out[2]
+
+
+@pytest.mark.parametrize(
+    "tool",
+    [
+        ["sort", "{f}"],
+        ["uniq", "-c", "{f}"],
+        ["shuf", "--random-source={f}", "{f}"],
+        ["tac", "{f}"],
+        ["sort", "-o", "{out}", "{f}"],
+    ],
+    ids=lambda t: " ".join(t[:2]),
+)
+def test_coreutils_that_reopen_their_streams(tmp_path, tool):
+    """sort, uniq and shuf reopen stdin on the file they are given (gnulib's
+    freopen_safer, which expects descriptors 0-2 to be the streams'): the
+    same output and status as separate runs, and the files they write."""
+    f = tmp_path / "in.txt"
+    f.write_text("pear\napple\npear\nfig\n")
+    argv = [a.format(f=f, out=tmp_path / "out.txt") for a in tool]
+    same_as_separate_runs(argv, 3, tmp_path)
+    if "-o" in tool:
+        assert (tmp_path / "out.txt").read_text() == "apple\nfig\npear\npear\n"

@@ -199,9 +199,13 @@ def test_what_cannot_be_contained_ends_the_process_saying_why(crash_lib):
         """,
     )
     assert p.returncode == -11, p.stdout + p.stderr
-    line = p.stderr.strip().splitlines()[-1]
-    assert line.startswith("vlcs: SIGSEGV in context 'ctx0'") and "libc.so.6" in line, p.stderr
-    assert "cannot be contained: the process ends" in line, line
+    lines = p.stderr.strip().splitlines()
+    at = [i for i, s in enumerate(lines) if s.startswith("vlcs: SIGSEGV in context 'ctx0'")]
+    assert at, p.stderr
+    line = lines[at[0]]
+    assert "libc.so.6" in line and "cannot be contained: the process ends" in line, line
+    # then the native stack, a frame a line, down to the call
+    assert lines[at[0] + 1].startswith("  #0 0x") and "libc.so.6+0x" in lines[at[0] + 1], p.stderr
 
 
 def test_joblib_sees_the_task_fail_as_a_dead_worker(crash_lib):
