@@ -54,13 +54,22 @@
 
 #include "exec_program.h"
 
-static void *definition_elsewhere(Lmid_t lmid, const struct link_map *prog, const char *name)
+static void *definition_elsewhere(Lmid_t lmid, const struct link_map *prog, const char *name,
+                                  bool glibc_only)
 {
     const struct link_map *lm = prog;
     while (lm->l_prev)
         lm = lm->l_prev;
     for (; lm != NULL; lm = lm->l_next) {
         if (lm == prog || lm->l_name == NULL || lm->l_name[0] == '\0')
+            continue;
+        /* Only glibc's libc and libm write their variables through names of
+         * their own (stdout, optarg, environ, signgam): other libraries
+         * reach theirs through their GOT, bound to the program's copy, which
+         * is then the only one (C++'s std::cout, constructed in place: a
+         * copy of the library's unused storage over it would undo that). */
+        const char *base = base_name(lm->l_name);
+        if (glibc_only && strncmp(base, "libc.so", 7) != 0 && strncmp(base, "libm.so", 7) != 0)
             continue;
         void *h = dlmopen(lmid, lm->l_name, RTLD_NOLOAD | RTLD_LAZY);
         if (h == NULL)
@@ -313,6 +322,17 @@ static void forget_copies(vlcs_ctx *c)
 }
 /* The namespace's interposer keeps the program's copies in step with libc's
  * variables; its program_invocation_name becomes the instance's. */
+static void fill_constant(char *to, const void *from, size_t size)
+{
+    long page = sysconf(_SC_PAGESIZE);
+    uintptr_t lo = (uintptr_t)to & ~(uintptr_t)(page - 1);
+    size_t len = (uintptr_t)to + size - lo;
+    if (mprotect((void *)lo, len, PROT_READ | PROT_WRITE) != 0)
+        return;
+    memcpy(to, from, size);
+    mprotect((void *)lo, len, PROT_READ);
+}
+
 static int bind_copies(vlcs_ctx *c, const struct link_map *lm, const struct program *p,
                        const char *argv0)
 {
@@ -348,7 +368,18 @@ static int bind_copies(vlcs_ctx *c, const struct link_map *lm, const struct prog
         return program_refuse(VLCS_E_SYSTEM, p->path, "out of memory");
     size_t n = 0;
     for (size_t k = 0; k < p->ncopies; k++) {
-        void *lib = definition_elsewhere(c->lmid, lm, p->copies[k].name);
+        /* glibc fills a copy only in the main program: loaded here, the
+         * program's own definition is found first and copied onto itself.
+         * Constants (C++'s typeinfo and vtables, in what the loader made
+         * read-only) are filled once from their library's. */
+        if (p->copies[k].vaddr >= p->relro_vaddr &&
+            p->copies[k].vaddr + p->copies[k].size <= p->relro_vaddr + p->relro_size) {
+            void *lib = definition_elsewhere(c->lmid, lm, p->copies[k].name, false);
+            if (lib != NULL)
+                fill_constant((char *)lm->l_addr + p->copies[k].vaddr, lib, p->copies[k].size);
+            continue;
+        }
+        void *lib = definition_elsewhere(c->lmid, lm, p->copies[k].name, true);
         if (lib == NULL)
             continue;
         pairs[n++] = (struct vlcs_ip_copy){(void *)(lm->l_addr + p->copies[k].vaddr), lib,

@@ -94,6 +94,18 @@ static int read_dynamic(struct program *p, const Elf64_Phdr *dyn)
         case DT_STRSZ: strsz = d[i].d_un.d_val; break;
         }
     }
+    /* An interpreter of CPython, which links libpython or holds it (its
+     * names in the dynamic string table): its runtime state cannot be made
+     * per instance by loading it again. */
+    int64_t names = strtab ? file_offset(p, strtab) : -1;
+    if (names >= 0 && in_file(p, (uint64_t)names, strsz) &&
+        (memmem(p->map + names, strsz, "\0libpython", 10) != NULL ||
+         memmem(p->map + names, strsz, "\0Py_InitializeEx\0", 17) != NULL))
+        return program_refuse(VLCS_E_UNSUPPORTED, p->path,
+                              "it runs CPython (it links or holds libpython), whose state "
+                              "cannot be made per instance; run Python code N times at once "
+                              "with vlcs.ContextPoolExecutor(N, python=\"own\"), a Python of "
+                              "its own per worker");
     if (rela == 0 || relasz == 0)
         return 0;
     int64_t rel_off = file_offset(p, rela), sym_off = file_offset(p, symtab),
@@ -202,6 +214,9 @@ int program_open(struct program *p, const char *name)
         else if (ph[i].p_type == PT_GNU_STACK) {
             stack_seen = true;
             stack_exec = ph[i].p_flags & PF_X;
+        } else if (ph[i].p_type == PT_GNU_RELRO) {
+            p->relro_vaddr = ph[i].p_vaddr;
+            p->relro_size = ph[i].p_memsz;
         }
     }
     if (!interp && (dyn == NULL || eh->e_type == ET_EXEC))

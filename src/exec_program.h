@@ -37,6 +37,7 @@ struct program {
     uint64_t main_vaddr; /* from .symtab; 0: none */
     struct copy_var *copies;
     size_t ncopies;
+    uint64_t relro_vaddr, relro_size; /* PT_GNU_RELRO: read-only once loaded */
 };
 
 typedef int (*main_fn)(int, char **, char **);

@@ -1,8 +1,8 @@
 """``vlcs bench shim``: the cost of a call through a transparent-mode shim and
 through the Service context, next to a direct call, and of a call into a
 context through ``vlcs_ctx_call`` (faults contained) next to entering and
-leaving around it, measured side by side in one process.  Builds its small libraries and driver with the C compiler, as
-`vlcs shim` itself needs one."""
+leaving around it, measured side by side in one process.  Builds its small
+libraries and driver with the C compiler, as `vlcs shim` itself needs one."""
 
 from __future__ import annotations
 

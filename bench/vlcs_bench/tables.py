@@ -56,8 +56,9 @@ def shim(result: dict[str, Any]) -> str:
         f"(+{sc['overhead_ns']:.2f} ns; target <= +5 ns)\n"
         f"service call from the base {sv['base_ns']:.2f} ns, from a context "
         f"{sv['context_ns']:.2f} ns ({sv['ratio']:.2f}x)\n"
-        f"a call into a context: vlcs_enter + call + vlcs_leave {gc['enter_call_leave_ns']:.1f} ns, "
-        f"vlcs_ctx_call {gc['ctx_call_ns']:.1f} ns ({gc['ratio']:.2f}x); the base's direct "
-        f"call {gc['base_before_handlers_ns']:.2f} ns before the fault handlers, "
+        "a call into a context: vlcs_enter + call + vlcs_leave "
+        f"{gc['enter_call_leave_ns']:.1f} ns, vlcs_ctx_call {gc['ctx_call_ns']:.1f} ns "
+        f"({gc['ratio']:.2f}x); the base's direct call "
+        f"{gc['base_before_handlers_ns']:.2f} ns before the fault handlers, "
         f"{gc['base_after_handlers_ns']:.2f} ns after"
     )

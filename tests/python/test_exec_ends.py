@@ -186,3 +186,58 @@ def test_coreutils_that_reopen_their_streams(tmp_path, tool):
     same_as_separate_runs(argv, 3, tmp_path)
     if "-o" in tool:
         assert (tmp_path / "out.txt").read_text() == "apple\nfig\npear\npear\n"
+
+
+CXX = r"""
+#include <iostream>
+#include <map>
+#include <stdexcept>
+#include <string>
+struct Hello {
+    Hello() { std::cout << "static constructor" << std::endl; }
+};
+static Hello hello;
+int main(int argc, char **argv)
+{
+    std::map<std::string, int> seen{{"argc", argc}};
+    try {
+        throw std::runtime_error(argv[0]);
+    } catch (const std::exception &e) {
+        std::cout << "caught " << (e.what() == std::string(argv[0])) << ' ' << seen["argc"] << '\n';
+    }
+    std::cerr << "to cerr" << std::endl;
+    return 3;
+}
+"""
+
+
+def test_a_default_gxx_build_with_iostream_and_exceptions(tmp_path):
+    """A default g++ build (PIE, copy relocations of libstdc++'s std::cout
+    and typeinfo) runs as separate runs do: its static constructor, an
+    exception thrown and caught, both streams, its status."""
+    src = tmp_path / "hello.cpp"
+    src.write_text(CXX)
+    prog = tmp_path / "hello"
+    subprocess.run(["g++", str(src), "-o", str(prog)], check=True)
+    assert same_as_separate_runs([str(prog)], 3, tmp_path) == [3, 3, 3]
+
+
+def test_debians_own_cxx_program(tmp_path):
+    """apt-config (C++, Debian's build) under vlcs exec, as separate runs."""
+    if not Path("/usr/bin/apt-config").exists():
+        pytest.skip("no apt-config: not a Debian system")
+    same_as_separate_runs(["/usr/bin/apt-config", "dump", "APT::Architecture"], 3, tmp_path)
+
+
+def test_a_python_interpreter_is_refused_in_one_sentence():
+    """CPython cannot be run per instance: refused before anything runs,
+    naming what to use instead, and the process goes on."""
+    p = subprocess.run(
+        [sys.executable, "-m", "vlcs", "exec", "-n", "2", "--", sys.executable, "-c", "print(1)"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert p.returncode == 126, p.stdout + p.stderr
+    assert "it runs CPython" in p.stderr and 'python="own"' in p.stderr, p.stderr
+    assert p.stdout == "", p.stdout
