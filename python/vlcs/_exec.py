@@ -197,6 +197,7 @@ def exec_instances(
     devnull = os.open(os.devnull, os.O_RDONLY)
     contexts: list[VLC] = []
     ends: list[int] = []  # the instances' write ends, closed once they are given
+    interrupted = False
     try:
         for i in range(n):
             ctx = VLC(name=f"instance-{i}", cpus=homes[i])
@@ -231,17 +232,27 @@ def exec_instances(
             tagger.start()
         if feed is not None:
             feed.start()
-        for t in threads:
-            t.join()
+        try:
+            for t in threads:
+                # in steps: a Ctrl-C taken by an instance's thread (the
+                # kernel picks any) runs Python's handler only when this
+                # thread wakes
+                while t.is_alive():
+                    t.join(0.1)
+        except KeyboardInterrupt:
+            # The instances run native code nothing stops from here: they
+            # end with the process (the caller's to end), their contexts busy.
+            interrupted = True
+            raise
     finally:
-        for ctx in contexts:
+        for ctx in [] if interrupted else contexts:
             ctx._close(warn=False)  # its streams' last descriptors go with its namespace
         if feed is not None:
             feed.stop()
         for fd in ends:
             os.close(fd)
         os.close(devnull)
-        if tagger is not None and contexts:
+        if tagger is not None and contexts and not interrupted:
             tagger.join()
     for s in statuses:
         if isinstance(s, BaseException):

@@ -89,6 +89,13 @@ def _exec(args: argparse.Namespace) -> int:
     except (VlcsError, ValueError, TypeError) as e:
         print(f"vlcs exec: {e}", file=sys.stderr)
         return 127 if isinstance(e, VlcsError) and e.code == 2 else 126
+    except KeyboardInterrupt:
+        # as a shell's Ctrl-C ends its processes: the instances end with
+        # this process, now, none of their exit handlers run
+        sys.stdout.flush()
+        print("vlcs exec: interrupted: the instances end with the process", file=sys.stderr)
+        sys.stderr.flush()
+        os._exit(130)
     return next((s for s in statuses if s != 0), 0)
 
 

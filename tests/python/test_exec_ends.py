@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
 from collections import defaultdict
@@ -241,3 +242,31 @@ def test_a_python_interpreter_is_refused_in_one_sentence():
     assert p.returncode == 126, p.stdout + p.stderr
     assert "it runs CPython" in p.stderr and 'python="own"' in p.stderr, p.stderr
     assert p.stdout == "", p.stdout
+
+
+def test_ctrl_c_ends_every_instance_with_one_line(tmp_path):
+    """Ctrl-C (SIGINT) ends vlcs exec at once with status 130 and one line,
+    as a shell's Ctrl-C ends its processes, whichever thread the kernel
+    gave the signal to.  (Not a shell: its signal handlers would be the
+    process's.)"""
+    src = tmp_path / "up.c"
+    src.write_text(
+        "#include <stdio.h>\n#include <unistd.h>\n"
+        'int main(void) { puts("up"); fflush(stdout); sleep(60); return 0; }\n'
+    )
+    prog = tmp_path / "up"
+    subprocess.run(["gcc", str(src), "-o", str(prog)], check=True)
+    p = subprocess.Popen(
+        [sys.executable, "-m", "vlcs", "exec", "-n", "2", "--", str(prog)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert p.stdout is not None
+    # both instances are running once both said so
+    seen = {p.stdout.readline().strip(), p.stdout.readline().strip()}
+    assert seen == {"[0] up", "[1] up"}, seen
+    p.send_signal(signal.SIGINT)
+    _, err = p.communicate(timeout=30)
+    assert p.returncode == 130, err
+    assert err == "vlcs exec: interrupted: the instances end with the process\n", err
