@@ -159,6 +159,14 @@ class _Tagger:
             sink.flush()
 
 
+def _open_for(pattern: str | None, i: int) -> int | None:
+    """The descriptor of instance i's file for a stream, or None."""
+    if pattern is None:
+        return None
+    path = pattern.replace("{i}", str(i))
+    return os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o666)
+
+
 def exec_instances(
     argv: Sequence[str],
     n: int,
@@ -168,9 +176,14 @@ def exec_instances(
     output: str = "tag",
     stdin: str = "first",
     places: str | None = None,
+    stdout: str | None = None,
+    stderr: str | None = None,
 ) -> list[int]:
     """Run the program argv N times at once in this process, each instance
     in a context of its own; their exit statuses, in instance order.
+    ``stdout``/``stderr``: a file per instance for that stream, ``{i}`` its
+    number (``"out.{i}"``), created or truncated, written as the program
+    writes it.
 
     >>> import vlcs
     >>> vlcs.exec_instances(["sh", "-c", "exit 0"], 2, output="plain")
@@ -209,10 +222,14 @@ def exec_instances(
             }.items():
                 ctx.setenv(key, value)
             out = err = None
+            files = [_open_for(pattern, i) for pattern in (stdout, stderr)]
+            ends += [fd for fd in files if fd is not None]
             if tagger is not None:
-                out = tagger.pipe(i, sys.stdout.buffer)
-                err = tagger.pipe(i, sys.stderr.buffer)
-                ends += [out, err]
+                out = files[0] if files[0] is not None else tagger.pipe(i, sys.stdout.buffer)
+                err = files[1] if files[1] is not None else tagger.pipe(i, sys.stderr.buffer)
+                ends += [fd for fd, f in zip((out, err), files) if f is None]
+            else:
+                out, err = files
             given = feed.read_end(i) if feed is not None else None if i == 0 else devnull
             ctx.set_stdio(given, out, err)
         statuses: list[int | BaseException] = [0] * n

@@ -85,8 +85,10 @@ def _exec(args: argparse.Namespace) -> int:
             output=args.output,
             stdin=args.stdin,
             places=args.places,
+            stdout=args.stdout,
+            stderr=args.stderr,
         )
-    except (VlcsError, ValueError, TypeError) as e:
+    except (VlcsError, ValueError, TypeError, OSError) as e:
         print(f"vlcs exec: {e}", file=sys.stderr)
         return 127 if isinstance(e, VlcsError) and e.code == 2 else 126
     except KeyboardInterrupt:
@@ -353,6 +355,12 @@ def build_parser() -> argparse.ArgumentParser:
         default="first",
         help="who reads this process's stdin: instance 0 (default, the others read nothing) or all",
     )
+    e.add_argument(
+        "--stdout",
+        metavar="FILE",
+        help="each instance's stdout to a file of its own, {i} its number (out.{i}), as written",
+    )
+    e.add_argument("--stderr", metavar="FILE", help="the same for stderr (err.{i})")
     e.add_argument("command", nargs=argparse.REMAINDER, help="-- PROGRAM [ARGS...]")
     e.set_defaults(func=_exec)
 

@@ -270,3 +270,54 @@ def test_ctrl_c_ends_every_instance_with_one_line(tmp_path):
     _, err = p.communicate(timeout=30)
     assert p.returncode == 130, err
     assert err == "vlcs exec: interrupted: the instances end with the process\n", err
+
+
+def test_a_file_per_instance_for_its_streams(tmp_path):
+    """--stdout out.{i} and --stderr err.{i}: each instance's streams go to
+    files of its own, bytes as written (NUL bytes, no newline at the end)."""
+    out, err = tmp_path / "out.{i}", tmp_path / "err.{i}"
+    p = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "vlcs",
+            "exec",
+            "-n",
+            "2",
+            "--stdout",
+            str(out),
+            "--stderr",
+            str(err),
+            "--",
+            "/usr/bin/printf",
+            "x\\000y %s",
+            "{i}",
+        ],
+        capture_output=True,
+        timeout=120,
+    )
+    assert p.returncode == 0 and p.stdout == b"" and p.stderr == b"", p
+    for i in range(2):
+        assert (tmp_path / f"out.{i}").read_bytes() == b"x\0y " + str(i).encode()
+        assert (tmp_path / f"err.{i}").read_bytes() == b""
+    p = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "vlcs",
+            "exec",
+            "-n",
+            "2",
+            "--stderr",
+            str(err),
+            "--",
+            "ls",
+            "/nonexistent-{i}",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert p.returncode == 2, p
+    for i in range(2):
+        assert f"/nonexistent-{i}" in (tmp_path / f"err.{i}").read_text()
