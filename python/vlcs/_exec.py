@@ -227,7 +227,7 @@ def exec_instances(
             if tagger is not None:
                 out = files[0] if files[0] is not None else tagger.pipe(i, sys.stdout.buffer)
                 err = files[1] if files[1] is not None else tagger.pipe(i, sys.stderr.buffer)
-                ends += [fd for fd, f in zip((out, err), files) if f is None]
+                ends += [fd for fd, f in zip((out, err), files, strict=True) if f is None]
             else:
                 out, err = files
             given = feed.read_end(i) if feed is not None else None if i == 0 else devnull
