@@ -321,3 +321,35 @@ def test_a_file_per_instance_for_its_streams(tmp_path):
     assert p.returncode == 2, p
     for i in range(2):
         assert f"/nonexistent-{i}" in (tmp_path / f"err.{i}").read_text()
+
+
+# Programs of Debian's, as users run them, each compared with separate runs
+# (output per instance, stderr, status): {f} is a small text file.
+REAL_PROGRAMS = [
+    ["wc", "-l", "{f}"],
+    ["grep", "-n", "p", "{f}"],
+    ["sed", "s/p/P/", "{f}"],
+    ["awk", "{print $1, NR}", "{f}"],
+    ["cut", "-c1-2", "{f}"],
+    ["od", "-c", "{f}"],
+    ["base64", "{f}"],
+    ["nl", "{f}"],
+    ["diff", "{f}", "/dev/null"],
+    ["date", "-u", "-d", "@0"],
+    ["env", "FOO=1", "printenv", "FOO"],
+    ["nice", "-n", "1", "true"],
+    ["git", "--version"],
+    ["make", "--version"],
+    ["sqlite3", ":memory:", "select 1+2"],
+]
+
+
+@pytest.mark.parametrize("tool", REAL_PROGRAMS, ids=lambda t: " ".join(t[:2]))
+def test_real_programs_as_separate_runs(tmp_path, tool):
+    import shutil
+
+    if shutil.which(tool[0]) is None:
+        pytest.skip(f"{tool[0]} is not installed here")
+    f = tmp_path / "in.txt"
+    f.write_text("pear\napple\nfig\n")
+    same_as_separate_runs([a.replace("{f}", str(f)) for a in tool], 3, tmp_path)
