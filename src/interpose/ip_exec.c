@@ -201,17 +201,13 @@ IP_EXPORT time_t mktime(struct tm *tm)
 }
 
 /* The streams a program run in this namespace was given: it may close them
- * (coreutils' close_stdout at exit does), and libvlcs must then not. */
+ * (coreutils' close_stdout at exit does), and libvlcs must then not.  They
+ * are its thread's descriptors 0, 1 and 2 (the thread has a descriptor
+ * table of its own), which it uses directly as a process does. */
 static void **run_streams;
-/* Bit k: the program closed its descriptor k (close(k) or fclose of the
- * stream).  close(k) leaves the stream's descriptor open, for libvlcs to
- * close with the stream: closing it twice would close whatever another
- * thread opened under that number in between. */
-static unsigned run_closed;
 
 IP_EXPORT void vlcs_ip_exec_streams(void **three)
 {
-    __atomic_store_n(&run_closed, 0, __ATOMIC_RELAXED);
     __atomic_store_n(&run_streams, three, __ATOMIC_RELEASE);
 }
 
@@ -223,10 +219,8 @@ IP_EXPORT int fclose(FILE *f)
     void **s = __atomic_load_n(&run_streams, __ATOMIC_ACQUIRE);
     if (s != NULL)
         for (int i = 0; i < 3; i++)
-            if (s[i] == f) {
+            if (s[i] == f)
                 s[i] = NULL;
-                __atomic_or_fetch(&run_closed, 1u << i, __ATOMIC_RELAXED);
-            }
     return next_fclose(f);
 }
 
@@ -338,117 +332,3 @@ IP_EXPORT int __cxa_atexit(void (*fn)(void *), void *arg, void *dso)
     return 0;
 }
 
-/* ---- descriptors 0, 1 and 2 of a program run here -------------------------
- * Programs read and write their standard descriptors directly too (wc and
- * cat do, not through stdio).  While a program runs in this namespace,
- * 0, 1 and 2 passed to these calls by its code or its libraries mean the
- * run's streams' descriptors; libc's own calls (stdio's) use those already. */
-
-static int run_fd(int fd)
-{
-    if (fd < 0 || fd > 2)
-        return fd;
-    void **s = __atomic_load_n(&run_streams, __ATOMIC_ACQUIRE);
-    if (s == NULL)
-        return fd;
-    if (__atomic_load_n(&run_closed, __ATOMIC_RELAXED) & (1u << fd))
-        return -1; /* closed by the program: EBADF, as in a process of its own */
-    return s[fd] != NULL ? fileno((FILE *)s[fd]) : fd;
-}
-
-#define FD_CALL(ret, name, params, args, ...)                 \
-    typedef ret(*name##_fn) params;                           \
-    IP_EXPORT ret name params                                 \
-    {                                                         \
-        NEXT(name##_fn, name)                                 \
-        fd = run_fd(fd);                                      \
-        return next_##name args;                              \
-    }
-
-FD_CALL(ssize_t, read, (int fd, void *buf, size_t n), (fd, buf, n))
-FD_CALL(ssize_t, __read_chk, (int fd, void *buf, size_t n, size_t size), (fd, buf, n, size))
-FD_CALL(ssize_t, write, (int fd, const void *buf, size_t n), (fd, buf, n))
-FD_CALL(ssize_t, readv, (int fd, const struct iovec *v, int n), (fd, v, n))
-FD_CALL(ssize_t, writev, (int fd, const struct iovec *v, int n), (fd, v, n))
-FD_CALL(off_t, lseek, (int fd, off_t off, int whence), (fd, off, whence))
-FD_CALL(off64_t, lseek64, (int fd, off64_t off, int whence), (fd, off, whence))
-FD_CALL(int, fstat, (int fd, struct stat *st), (fd, st))
-FD_CALL(int, fstat64, (int fd, struct stat64 *st), (fd, st))
-FD_CALL(int, isatty, (int fd), (fd))
-FD_CALL(int, posix_fadvise, (int fd, off_t off, off_t len, int advice), (fd, off, len, advice))
-
-typedef int (*close_fn)(int);
-IP_EXPORT int close(int fd)
-{
-    NEXT(close_fn, close)
-    void **s = __atomic_load_n(&run_streams, __ATOMIC_ACQUIRE);
-    if (s != NULL && fd >= 0 && fd <= 2 && s[fd] != NULL) {
-        unsigned was = __atomic_fetch_or(&run_closed, 1u << fd, __ATOMIC_RELAXED);
-        if (was & (1u << fd)) {
-            errno = EBADF;
-            return -1;
-        }
-        return 0; /* the stream's descriptor goes with the stream */
-    }
-    return next_close(run_fd(fd));
-}
-FD_CALL(int, fsync, (int fd), (fd))
-
-typedef int (*ioctl_fn)(int, unsigned long, ...);
-IP_EXPORT int ioctl(int fd, unsigned long request, ...)
-{
-    NEXT(ioctl_fn, ioctl)
-    va_list ap;
-    va_start(ap, request);
-    void *arg = va_arg(ap, void *);
-    va_end(ap);
-    return next_ioctl(run_fd(fd), request, arg);
-}
-
-typedef int (*fcntl_fn)(int, int, ...);
-IP_EXPORT int fcntl(int fd, int cmd, ...)
-{
-    NEXT(fcntl_fn, fcntl)
-    va_list ap;
-    va_start(ap, cmd);
-    void *arg = va_arg(ap, void *);
-    va_end(ap);
-    return next_fcntl(run_fd(fd), cmd, arg);
-}
-
-typedef ssize_t (*copy_file_range_fn)(int, off64_t *, int, off64_t *, size_t, unsigned);
-IP_EXPORT ssize_t copy_file_range(int in, off64_t *in_off, int out, off64_t *out_off, size_t n,
-                                  unsigned flags)
-{
-    NEXT(copy_file_range_fn, copy_file_range)
-    return next_copy_file_range(run_fd(in), in_off, run_fd(out), out_off, n, flags);
-}
-
-typedef ssize_t (*splice_fn)(int, off64_t *, int, off64_t *, size_t, unsigned);
-IP_EXPORT ssize_t splice(int in, off64_t *in_off, int out, off64_t *out_off, size_t n,
-                         unsigned flags)
-{
-    NEXT(splice_fn, splice)
-    return next_splice(run_fd(in), in_off, run_fd(out), out_off, n, flags);
-}
-
-typedef ssize_t (*sendfile_fn)(int, int, off_t *, size_t);
-IP_EXPORT ssize_t sendfile(int out, int in, off_t *off, size_t n)
-{
-    NEXT(sendfile_fn, sendfile)
-    return next_sendfile(run_fd(out), run_fd(in), off, n);
-}
-
-typedef int (*dup2_fn)(int, int);
-IP_EXPORT int dup2(int old, int new)
-{
-    NEXT(dup2_fn, dup2)
-    return next_dup2(run_fd(old), run_fd(new));
-}
-
-typedef int (*dup_fn)(int);
-IP_EXPORT int dup(int fd)
-{
-    NEXT(dup_fn, dup)
-    return next_dup(run_fd(fd));
-}

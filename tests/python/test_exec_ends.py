@@ -353,3 +353,18 @@ def test_real_programs_as_separate_runs(tmp_path, tool):
     f = tmp_path / "in.txt"
     f.write_text("pear\napple\nfig\n")
     same_as_separate_runs([a.replace("{f}", str(f)) for a in tool], 3, tmp_path)
+
+
+def test_dash_scripts_with_redirections(tmp_path):
+    """dash (Debian's /bin/sh) as the program: its redirections (dup2 onto
+    1 and 2, a file written and read back) in three instances at once, as
+    three separate runs; and with children (a command, a command
+    substitution) in one (the instances' SIGCHLD handlers are the
+    process's: docs/limitations.md)."""
+    script = (
+        f"echo to-err >&2; echo to-file > {tmp_path}/f.$VLCS_INSTANCE; "
+        f"read line < {tmp_path}/f.$VLCS_INSTANCE; echo read $line"
+    )
+    assert same_as_separate_runs(["dash", "-c", script], 3, tmp_path) == [0, 0, 0]
+    children = "ls /nonexistent 2>/dev/null; echo status=$?; x=$(echo sub); echo $x >&2"
+    assert same_as_separate_runs(["dash", "-c", children], 1, tmp_path) == [0]
