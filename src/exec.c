@@ -479,6 +479,41 @@ static void close_not_inherited(void)
     closedir(d);
 }
 
+/* Signal handlers are the process's: what the program installed would
+ * outlive it (a shell's SIGCHLD handler, called once its code is unloaded,
+ * ended the process).  At its end each handler in its namespace gives way
+ * to the one the process had before it ran (the default, if that one's
+ * code is gone since). */
+static bool in_namespace(const vlcs_ctx *c, const void *addr)
+{
+    void *map = object_at(addr);
+    Lmid_t lmid;
+    return map != NULL && dlinfo(map, RTLD_DI_LMID, &lmid) == 0 && lmid == c->lmid;
+}
+
+static const void *handler_of(const struct sigaction *sa)
+{
+    return sa->sa_flags & SA_SIGINFO ? (const void *)sa->sa_sigaction
+                                     : (const void *)sa->sa_handler;
+}
+
+static void handlers_put_back(const vlcs_ctx *c, const struct sigaction before[NSIG])
+{
+    for (int s = 1; s < NSIG; s++) {
+        struct sigaction now;
+        if (sigaction(s, NULL, &now) != 0 || now.sa_handler == SIG_DFL ||
+            now.sa_handler == SIG_IGN || !in_namespace(c, handler_of(&now)))
+            continue;
+        struct sigaction back = before[s];
+        if (back.sa_handler != SIG_DFL && back.sa_handler != SIG_IGN &&
+            object_at(handler_of(&back)) == NULL) {
+            memset(&back, 0, sizeof back);
+            back.sa_handler = SIG_DFL;
+        }
+        sigaction(s, &back, NULL);
+    }
+}
+
 static void *run_failed(struct run *r)
 {
     r->error_code = vlcs_errcode();
@@ -524,11 +559,16 @@ static void *run_instance(void *arg)
     for (int k = 0; k < 3; k++)
         inst.fds[k] = streams.open[k] ? k : -1;
     pthread_once(&atfork_once, atfork_install);
+    struct sigaction before[NSIG];
+    for (int s = 1; s < NSIG; s++)
+        if (sigaction(s, NULL, &before[s]) != 0)
+            memset(&before[s], 0, sizeof before[s]);
     running = &inst;
     struct run_main rm = {r->main_of, r->argc, r->argv, *c->ns_environ_slot, &inst,
                           r->next_handler};
     int rc = vlcs_ctx_call(r->ctx, run_main, &rm, NULL);
     running = NULL;
+    handlers_put_back(c, before);
     if (rc != 0) {
         /* A fault: the context is broken, its program stays loaded (its
          * destructors unrun) with the copy's descriptor open, as glibc

@@ -368,3 +368,41 @@ def test_dash_scripts_with_redirections(tmp_path):
     assert same_as_separate_runs(["dash", "-c", script], 3, tmp_path) == [0, 0, 0]
     children = "ls /nonexistent 2>/dev/null; echo status=$?; x=$(echo sub); echo $x >&2"
     assert same_as_separate_runs(["dash", "-c", children], 1, tmp_path) == [0]
+
+
+HANDLER = r"""
+#include <signal.h>
+#include <stdio.h>
+static void on_usr1(int sig) { (void)sig; }
+int main(void)
+{
+    signal(SIGUSR1, on_usr1);
+    puts("installed");
+    return 0;
+}
+"""
+
+AFTER = """
+import os, signal, sys, vlcs
+got = []
+signal.signal(signal.SIGUSR1, lambda *a: got.append(1))
+assert vlcs.exec_instances([sys.argv[1]], 2, output="plain") == [0, 0]
+os.kill(os.getpid(), signal.SIGUSR1)
+assert got == [1], got
+print("the base's handler is back")
+"""
+
+
+def test_a_programs_signal_handlers_go_with_it(tmp_path):
+    """Signal handlers are the process's: one a program installed gives way,
+    when it ends, to the one the process had (its code is unloaded with
+    the program); the base's Python handler runs again."""
+    src = tmp_path / "handler.c"
+    src.write_text(HANDLER)
+    prog = tmp_path / "handler"
+    subprocess.run(["gcc", str(src), "-o", str(prog)], check=True)
+    p = subprocess.run(
+        [sys.executable, "-c", AFTER, str(prog)], capture_output=True, text=True, timeout=120
+    )
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert p.stdout.splitlines()[-1] == "the base's handler is back", p.stdout
