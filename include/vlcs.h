@@ -623,21 +623,28 @@ VLCS_API int vlcs_ctx_keep_loaded(vlcs_ctx *c, const char *reason);
 VLCS_API int vlcs_ctx_destroy(vlcs_ctx *c);
 
 /**
- * Run an unmodified program inside the context, on the calling thread, as
- * if it had a process of its own: argv[0] (searched on PATH when it has no
- * slash) is loaded into the context like a library, so its globals and
- * those of the libraries it links are the context's, and its main is called
- * with argv and the context's environment (vlcs_ctx_setenv).  Its exit(),
+ * Run an unmodified program inside the context as if it had a process of
+ * its own, and wait for it: argv[0] (searched on PATH when it has no slash)
+ * is loaded into the context like a library, so its globals and those of
+ * the libraries it links are the context's, and its main is called with
+ * argv and the context's environment (vlcs_ctx_setenv) on a thread made
+ * for it, which has a descriptor table of its own: its streams are
+ * descriptors 0, 1 and 2, it starts with the process's descriptors that
+ * lack FD_CLOEXEC, and what it leaves open closes when it ends.  Its exit(),
  * _exit() or a return from main ends this run only; its atexit handlers run
- * and its output is flushed before this returns.  Any number of threads may
- * run programs at once, each in its own context.
+ * and its output is flushed before this returns; a crash in its own code
+ * (a segmentation fault, a failed assert) ends it with 128 + the signal and
+ * breaks the context (vlcs_ctx_call).  Signal handlers it installed give way
+ * to the process's when it ends.  Any number of threads may run programs at
+ * once, each in its own context.
  *
  * The program is a dynamically linked, position-independent executable of
  * this machine, as gcc and Debian build them by default.  Refused before
  * anything is loaded: static, setuid or setgid programs, programs of
  * another architecture, programs linked with -no-pie or needing an
- * executable stack.  exit() called by another thread of the program ends
- * the process, as does a signal it does not handle.
+ * executable stack, and CPython interpreters.  exit() called by another
+ * thread of the program ends the process, as does a signal it does not
+ * handle.
  *
  * @return the program's exit status (0-255), or -1 with vlcs_error() set
  *         when it could not be run (VLCS_E_NOT_FOUND: no such program or no

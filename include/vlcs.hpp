@@ -149,7 +149,7 @@ public:
         detail::check(vlcs_ctx_setenv(c_, name.c_str(), value.c_str()));
     }
     void unsetenv(const std::string &name) { detail::check(vlcs_ctx_unsetenv(c_, name.c_str())); }
-    /* Run an unmodified program inside the context on this thread; its exit
+    /* Run an unmodified program inside the context and wait for it; its exit
      * status (vlcs_ctx_exec).  Throws vlcs::Error if it cannot run. */
     int exec(const std::vector<std::string> &argv)
     {

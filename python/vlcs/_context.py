@@ -317,8 +317,9 @@ class VLC:
         self._env[name] = value
 
     def exec_program(self, argv: Sequence[str | os.PathLike[str]]) -> int:
-        """Run an unmodified program inside this context, on the calling
-        thread, and return its exit status (0-255).
+        """Run an unmodified program inside this context, on a thread of its
+        own (descriptors 0-2 its streams), wait for it and return its exit
+        status (0-255; 128 + the signal when its own code crashed).
 
         argv[0] is searched on PATH when it has no slash.  The program is
         loaded into the context like a library: its globals and those of what
