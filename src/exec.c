@@ -43,6 +43,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
 #include <sched.h>
 #include <signal.h>
 #include <sys/mman.h>
@@ -112,6 +113,8 @@ struct instance {
     volatile bool now; /* _exit: the rest of its atexit handlers never run */
     int fds[3]; /* its streams' descriptors, -1: the process's */
     pid_t pid; /* the process it runs in: a vfork child of it is not it */
+    pid_t *children; /* started by its thread and not reaped yet */
+    size_t nchildren, capchildren;
 };
 
 static __thread struct instance *running;
@@ -176,6 +179,91 @@ void exec_abort(void)
         exec_exit_now(128 + SIGABRT);
     fault_abort();
     abort();
+}
+
+/* ---- an instance's children --------------------------------------------
+ * Children are the process's: a shell instance's wait for any child (dash's
+ * wait3) reaped another instance's, which then reported 255.  The
+ * instance's thread keeps the list of those it started, and its waits for
+ * any child wait for one of them. */
+
+void exec_child_started(pid_t pid)
+{
+    struct instance *i = instance_here();
+    if (i == NULL || pid <= 0)
+        return;
+    if (array_grow((void **)&i->children, &i->capchildren, i->nchildren, sizeof *i->children) == 0)
+        i->children[i->nchildren++] = pid;
+}
+
+pid_t exec_fork(void)
+{
+    pid_t pid = fork();
+    if (pid > 0)
+        exec_child_started(pid);
+    return pid;
+}
+
+/* Blocks until one of i's children ends: 0; -1 with errno (EINTR: a
+ * signal handler ran, as a wait is interrupted); 1 when the kernel has no
+ * pidfds (before 5.3). */
+static int children_poll(const struct instance *i)
+{
+    enum { MAX_POLLED = 256 };
+    struct pollfd fds[MAX_POLLED];
+    size_t n = 0;
+    for (size_t k = 0; k < i->nchildren && n < MAX_POLLED; k++) {
+        int fd = (int)syscall(SYS_pidfd_open, i->children[k], 0);
+        if (fd >= 0)
+            fds[n++] = (struct pollfd){.fd = fd, .events = POLLIN};
+        else if (errno == ENOSYS)
+            return 1;
+    }
+    int rc = n > 0 ? poll(fds, n, -1) : 0;
+    int e = errno;
+    for (size_t k = 0; k < n; k++)
+        close(fds[k].fd);
+    errno = e;
+    return rc < 0 ? -1 : 0;
+}
+
+pid_t exec_wait4(pid_t pid, int *status, int options, struct rusage *ru)
+{
+    struct instance *i = instance_here();
+    if (i == NULL || pid > 0)
+        return wait4(pid, status, options, ru);
+    for (;;) {
+        if (i->nchildren == 0) {
+            errno = ECHILD;
+            return -1;
+        }
+        for (size_t k = 0; k < i->nchildren; k++) {
+            int st = 0;
+            pid_t r = wait4(i->children[k], &st, options | WNOHANG, ru);
+            if (r == 0)
+                continue;
+            if (r < 0 && errno != ECHILD)
+                return -1;
+            if (r < 0 || WIFEXITED(st) || WIFSIGNALED(st)) /* gone: off the list */
+                i->children[k--] = i->children[--i->nchildren];
+            if (r > 0) {
+                if (status != NULL)
+                    *status = st;
+                return r;
+            }
+        }
+        if (options & WNOHANG)
+            return 0;
+        int polled = children_poll(i);
+        if (polled < 0)
+            return -1;
+        if (polled > 0) { /* no pidfds: the oldest child, then */
+            pid_t r = wait4(i->children[0], status, options, ru);
+            if (r > 0 && status != NULL && (WIFEXITED(*status) || WIFSIGNALED(*status)))
+                i->children[0] = i->children[--i->nchildren];
+            return r;
+        }
+    }
 }
 
 /* api->exec_instead: an exec on the thread running an instance would
@@ -568,6 +656,7 @@ static void *run_instance(void *arg)
                           r->next_handler};
     int rc = vlcs_ctx_call(r->ctx, run_main, &rm, NULL);
     running = NULL;
+    free(inst.children);
     handlers_put_back(c, before);
     if (rc != 0) {
         /* A fault: the context is broken, its program stays loaded (its

@@ -591,6 +591,11 @@ HIDDEN void exec_quick_exit(int status) __attribute__((noreturn));
 HIDDEN void exec_exit_now(int status) __attribute__((noreturn));
 HIDDEN void exec_abort(void) __attribute__((noreturn));
 HIDDEN int exec_instead(int (*run)(void *), void *arg);
+/* fork, and the children of the instance this thread runs (exec.c) */
+struct rusage;
+HIDDEN pid_t exec_fork(void);
+HIDDEN void exec_child_started(pid_t pid);
+HIDDEN pid_t exec_wait4(pid_t pid, int *status, int options, struct rusage *ru);
 
 /* ---- the Service context (service.c, forwarder.c) ---- */
 

@@ -18,9 +18,11 @@
 #include <stddef.h>
 #include <sys/types.h>
 
-#define VLCS_IP_ABI_VERSION 10
+#define VLCS_IP_ABI_VERSION 11
 
 struct vlcs_ctx;
+
+struct rusage;
 
 struct vlcs_ip_api {
     unsigned abi_version;
@@ -131,6 +133,12 @@ struct vlcs_ip_api {
      * dladdr (a copy is named /proc/PID/fd/N: oneMKL opens its kernels from
      * the folder dladdr names); NULL: not one of its copies */
     const char *(*object_file)(struct vlcs_ctx *, const void *lm);
+
+    /* Children of a program's instance (vlcs_ctx_exec): a wait for any
+     * child from its thread waits for one the instance started (fork,
+     * posix_spawn), as in a process of its own; elsewhere the process's. */
+    pid_t (*wait4)(pid_t, int *, int, struct rusage *);
+    void (*child_started)(pid_t);
 };
 
 /* A variable a program loaded into the namespace holds a copy of (an

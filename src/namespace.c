@@ -106,7 +106,9 @@ void ns_api_fill(vlcs_ctx *c, struct vlcs_ip_api *a)
     a->abort = exec_abort;
     a->exec_instead = exec_instead;
     a->register_atfork = fork_register;
-    a->fork = fork;
+    a->fork = exec_fork;
+    a->wait4 = exec_wait4;
+    a->child_started = exec_child_started;
 }
 
 /* glibc maps a new namespace's objects where an unloaded one's were, and

@@ -332,3 +332,55 @@ IP_EXPORT int __cxa_atexit(void (*fn)(void *), void *arg, void *dso)
     return 0;
 }
 
+
+/* ---- children ---------------------------------------------------------------
+ * A program's instance waits for its own children: libvlcs keeps those its
+ * thread started (fork reaches it through ip_core.c; posix_spawn here) and
+ * answers a wait for any child with one of them. */
+
+typedef pid_t (*wait4_fn)(pid_t, int *, int, struct rusage *);
+
+static const struct vlcs_ip_api *api(void) { return __atomic_load_n(&vlcs_ip, __ATOMIC_ACQUIRE); }
+
+IP_EXPORT pid_t wait4(pid_t pid, int *status, int options, struct rusage *ru)
+{
+    const struct vlcs_ip_api *a = api();
+    if (a != NULL)
+        return a->wait4(pid, status, options, ru);
+    NEXT(wait4_fn, wait4)
+    return next_wait4(pid, status, options, ru);
+}
+
+IP_EXPORT pid_t waitpid(pid_t pid, int *status, int options)
+{
+    return wait4(pid, status, options, NULL);
+}
+
+IP_EXPORT pid_t wait(int *status) { return wait4(-1, status, 0, NULL); }
+
+IP_EXPORT pid_t wait3(int *status, int options, struct rusage *ru)
+{
+    return wait4(-1, status, options, ru);
+}
+
+typedef int (*spawn_fn)(pid_t *, const char *, const posix_spawn_file_actions_t *,
+                        const posix_spawnattr_t *, char *const[], char *const[]);
+
+#define SPAWN(name)                                                                        \
+    IP_EXPORT int name(pid_t *pid, const char *file, const posix_spawn_file_actions_t *fa, \
+                       const posix_spawnattr_t *attr, char *const argv[],                  \
+                       char *const envp[])                                                 \
+    {                                                                                      \
+        NEXT(spawn_fn, name)                                                               \
+        pid_t child = 0;                                                                   \
+        int rc = next_##name(&child, file, fa, attr, argv, envp);                          \
+        const struct vlcs_ip_api *a = api();                                               \
+        if (rc == 0 && a != NULL)                                                          \
+            a->child_started(child);                                                       \
+        if (rc == 0 && pid != NULL)                                                        \
+            *pid = child;                                                                  \
+        return rc;                                                                         \
+    }
+
+SPAWN(posix_spawn)
+SPAWN(posix_spawnp)

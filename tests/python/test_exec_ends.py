@@ -355,19 +355,18 @@ def test_real_programs_as_separate_runs(tmp_path, tool):
     same_as_separate_runs([a.replace("{f}", str(f)) for a in tool], 3, tmp_path)
 
 
-def test_dash_scripts_with_redirections(tmp_path):
-    """dash (Debian's /bin/sh) as the program: its redirections (dup2 onto
-    1 and 2, a file written and read back) in three instances at once, as
-    three separate runs; and with children (a command, a command
-    substitution) in one (the instances' SIGCHLD handlers are the
-    process's: docs/limitations.md)."""
+def test_dash_scripts_with_redirections_and_children(tmp_path):
+    """dash (Debian's /bin/sh) as the program, three instances at once, as
+    three separate runs: its redirections (dup2 onto 1 and 2, a file
+    written and read back), and children (a command, a command
+    substitution), each instance's wait reaping its own children only."""
     script = (
         f"echo to-err >&2; echo to-file > {tmp_path}/f.$VLCS_INSTANCE; "
         f"read line < {tmp_path}/f.$VLCS_INSTANCE; echo read $line"
     )
     assert same_as_separate_runs(["dash", "-c", script], 3, tmp_path) == [0, 0, 0]
     children = "ls /nonexistent 2>/dev/null; echo status=$?; x=$(echo sub); echo $x >&2"
-    assert same_as_separate_runs(["dash", "-c", children], 1, tmp_path) == [0]
+    assert same_as_separate_runs(["dash", "-c", children], 3, tmp_path) == [0, 0, 0]
 
 
 HANDLER = r"""
@@ -406,3 +405,13 @@ def test_a_programs_signal_handlers_go_with_it(tmp_path):
     )
     assert p.returncode == 0, p.stdout + p.stderr
     assert p.stdout.splitlines()[-1] == "the base's handler is back", p.stdout
+
+
+def test_make_runs_its_recipes_in_three_instances(tmp_path):
+    """GNU make starts a shell per recipe line (posix_spawn) and waits for
+    any child: each instance waits for its own, as three separate runs."""
+    (tmp_path / "Makefile").write_text(
+        "all: a b\na:\n\t@echo a $$VLCS_INSTANCE\nb:\n\t@ls /dev/null\n\t@echo b done\n"
+    )
+    argv = ["make", "-s", "-f", str(tmp_path / "Makefile")]
+    assert same_as_separate_runs(argv, 3, tmp_path) == [0, 0, 0]

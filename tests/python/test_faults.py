@@ -221,9 +221,8 @@ def test_joblib_sees_the_task_fail_as_a_dead_worker(crash_lib):
             with joblib.parallel_backend("vlcs", n_jobs=2):
                 assert joblib.Parallel()(joblib.delayed(total)(n) for n in range(4)) == [0, 0, 1, 3]
                 try:  # one task faults (a second would run on, past this script's end)
-                    joblib.Parallel()(
-                        [joblib.delayed(total)(3), joblib.delayed(crash)(), joblib.delayed(total)(4)]
-                    )
+                    d = joblib.delayed
+                    joblib.Parallel()([d(total)(3), d(crash)(), d(total)(4)])
                 except BrokenProcessPool as e:
                     print(type(e).__name__)
                 else:
