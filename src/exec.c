@@ -615,9 +615,11 @@ static void *run_instance(void *arg)
     struct run *r = arg;
     vlcs_ctx *c = r->c;
     struct run_streams streams;
-    if (unshare(CLONE_FILES) != 0) {
-        set_error(VLCS_E_SYSTEM, "Error running %s: the thread cannot have descriptors of its "
-                  "own (unshare: %s)", r->path, strerror(errno));
+    /* Descriptors, and the current directory, root and umask, of its own
+     * (its threads share them): a chdir moves it alone, as in a process. */
+    if (unshare(CLONE_FILES | CLONE_FS) != 0) {
+        set_error(VLCS_E_SYSTEM, "Error running %s: the thread cannot have descriptors and a "
+                  "current directory of its own (unshare: %s)", r->path, strerror(errno));
         forget_handlers(c);
         forget_copies(c);
         ns_close_handle(c, r->h);

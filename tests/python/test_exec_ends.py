@@ -415,3 +415,26 @@ def test_make_runs_its_recipes_in_three_instances(tmp_path):
     )
     argv = ["make", "-s", "-f", str(tmp_path / "Makefile")]
     assert same_as_separate_runs(argv, 3, tmp_path) == [0, 0, 0]
+
+
+def test_each_instance_has_its_own_current_directory(tmp_path):
+    """A chdir moves its instance alone (git -C, make -C and a shell's cd
+    did move every instance): three dash instances each cd into a folder of
+    its own and write there, and git -C reads each its own repository; the
+    caller's directory does not move."""
+    for i in range(3):
+        (tmp_path / f"d{i}").mkdir()
+    script = "cd d$VLCS_INSTANCE && pwd && echo x > here.txt && ls"
+    here = os.getcwd()
+    os.chdir(tmp_path)
+    try:
+        assert same_as_separate_runs(["dash", "-c", script], 3, tmp_path) == [0, 0, 0]
+        assert os.getcwd() == str(tmp_path)
+        for i in range(2):
+            subprocess.run(["git", "init", "-q", f"g{i}"], check=True)
+            (tmp_path / f"g{i}" / f"only-in-{i}").write_text("x")
+        statuses, out, _ = under_vlcs(["git", "-C", "g{i}", "status", "--short"], 2, tmp_path)
+    finally:
+        os.chdir(here)
+    assert statuses == [0, 0]
+    assert out[0] == ["?? only-in-0"] and out[1] == ["?? only-in-1"], out
