@@ -570,13 +570,18 @@ static void close_not_inherited(void)
 /* Signal handlers are the process's: what the program installed would
  * outlive it (a shell's SIGCHLD handler, called once its code is unloaded,
  * ended the process).  At its end each handler in its namespace gives way
- * to the one the process had before it ran (the default, if that one's
- * code is gone since). */
-static bool in_namespace(const vlcs_ctx *c, const void *addr)
+ * to the base's: the last one seen in place when an instance started (the
+ * one an instance found may be another instance's, unloaded before long),
+ * or the default. */
+static pthread_mutex_t base_handlers_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct sigaction base_handlers[NSIG];
+static bool base_handler_known[NSIG];
+
+static Lmid_t namespace_of(const void *addr)
 {
     void *map = object_at(addr);
     Lmid_t lmid;
-    return map != NULL && dlinfo(map, RTLD_DI_LMID, &lmid) == 0 && lmid == c->lmid;
+    return map != NULL && dlinfo(map, RTLD_DI_LMID, &lmid) == 0 ? lmid : -1;
 }
 
 static const void *handler_of(const struct sigaction *sa)
@@ -585,21 +590,39 @@ static const void *handler_of(const struct sigaction *sa)
                                      : (const void *)sa->sa_handler;
 }
 
-static void handlers_put_back(const vlcs_ctx *c, const struct sigaction before[NSIG])
+static bool handler_is_function(const struct sigaction *sa)
 {
+    return sa->sa_handler != SIG_DFL && sa->sa_handler != SIG_IGN;
+}
+
+static void base_handlers_note(void)
+{
+    pthread_mutex_lock(&base_handlers_lock);
     for (int s = 1; s < NSIG; s++) {
         struct sigaction now;
-        if (sigaction(s, NULL, &now) != 0 || now.sa_handler == SIG_DFL ||
-            now.sa_handler == SIG_IGN || !in_namespace(c, handler_of(&now)))
-            continue;
-        struct sigaction back = before[s];
-        if (back.sa_handler != SIG_DFL && back.sa_handler != SIG_IGN &&
-            object_at(handler_of(&back)) == NULL) {
-            memset(&back, 0, sizeof back);
-            back.sa_handler = SIG_DFL;
+        if (sigaction(s, NULL, &now) == 0 &&
+            (!handler_is_function(&now) || namespace_of(handler_of(&now)) == LM_ID_BASE)) {
+            base_handlers[s] = now;
+            base_handler_known[s] = true;
         }
+    }
+    pthread_mutex_unlock(&base_handlers_lock);
+}
+
+static void handlers_put_back(const vlcs_ctx *c)
+{
+    pthread_mutex_lock(&base_handlers_lock);
+    for (int s = 1; s < NSIG; s++) {
+        struct sigaction now;
+        if (sigaction(s, NULL, &now) != 0 || !handler_is_function(&now) ||
+            namespace_of(handler_of(&now)) != c->lmid)
+            continue;
+        struct sigaction back = {.sa_handler = SIG_DFL};
+        if (base_handler_known[s])
+            back = base_handlers[s];
         sigaction(s, &back, NULL);
     }
+    pthread_mutex_unlock(&base_handlers_lock);
 }
 
 static void *run_failed(struct run *r)
@@ -649,17 +672,14 @@ static void *run_instance(void *arg)
     for (int k = 0; k < 3; k++)
         inst.fds[k] = streams.open[k] ? k : -1;
     pthread_once(&atfork_once, atfork_install);
-    struct sigaction before[NSIG];
-    for (int s = 1; s < NSIG; s++)
-        if (sigaction(s, NULL, &before[s]) != 0)
-            memset(&before[s], 0, sizeof before[s]);
+    base_handlers_note();
     running = &inst;
     struct run_main rm = {r->main_of, r->argc, r->argv, *c->ns_environ_slot, &inst,
                           r->next_handler};
     int rc = vlcs_ctx_call(r->ctx, run_main, &rm, NULL);
     running = NULL;
     free(inst.children);
-    handlers_put_back(c, before);
+    handlers_put_back(c);
     if (rc != 0) {
         /* A fault: the context is broken, its program stays loaded (its
          * destructors unrun) with the copy's descriptor open, as glibc
