@@ -58,6 +58,13 @@ def test_bench_shim_json_schema_and_call_bound():
     calls = json.loads(r.stdout)["calls"]
     _numbers(calls["shim_call"], "direct_ns", "shim_ns")
     _numbers(calls["service_call"], "base_ns", "context_ns")
+    _numbers(
+        calls["guarded_call"],
+        "enter_call_leave_ns",
+        "ctx_call_ns",
+        "base_before_handlers_ns",
+        "base_after_handlers_ns",
+    )
     # The bound: a call through a shim stays a call (well under a microsecond).
     assert calls["shim_call"]["shim_ns"] < 1000
 
