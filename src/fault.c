@@ -15,10 +15,11 @@
  *  - no frame between it and fault_guarded lies in the dynamic loader, the
  *    base's libc or allocator, or libvlcs: their locks may be held, and a
  *    lock left held by a frame that never returns would hang the base.
- * In a namespace the context has a libc and a heap of its own, so whatever
- * they held is the context's alone; the context is then broken for good
- * (runtime.c refuses to enter it or load into it, and keeps its memory when
- * it is destroyed).  Anything else goes on to the handler that was there
+ * In a namespace the context has a libc of its own, so whatever its libc
+ * held is the context's alone (its heap is the process's: a fault in the
+ * allocator lies in the base's libc, and is not contained); the context is
+ * then broken for good (vlcs_enter, vlcs_ctx_load and vlcs_ctx_call refuse
+ * it, ctx_broken in registry.c, and destroy keeps its memory).  Anything else goes on to the handler that was there
  * before, or to the default action, as without vlcs; a fault with a guard
  * open that is not contained is reported on stderr first, with why.
  *
