@@ -223,6 +223,9 @@ int program_open(struct program *p, const char *name)
         return program_refuse(VLCS_E_UNSUPPORTED, p->path,
                       "it is statically linked and brings its own libc, which cannot run "
                       "beside this process's; use a dynamically linked build");
+    /* a CPython interpreter is told so first (Debian's is -no-pie too) */
+    if (eh->e_type == ET_EXEC && dyn != NULL && read_dynamic(p, dyn) != 0)
+        return -1;
     if (eh->e_type == ET_EXEC)
         return program_refuse(VLCS_E_UNSUPPORTED, p->path,
                       "it is not position-independent (linked with -no-pie), so one address "

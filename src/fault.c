@@ -33,7 +33,7 @@
 #include "internal.h"
 
 #include <errno.h>
-#include <gnu/libc-version.h>
+#include <gnu/lib-names.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdio.h>
@@ -513,14 +513,31 @@ void fault_abort(void)
 
 /* ---- installing ------------------------------------------------------------ */
 
+static const void *loaded_map(const char *soname)
+{
+    void *h = dlopen(soname, RTLD_NOLOAD | RTLD_LAZY);
+    struct link_map *map = NULL;
+    if (h != NULL) {
+        if (dlinfo(h, RTLD_DI_LINKMAP, &map) != 0)
+            map = NULL;
+        dlclose(h);
+    }
+    return map;
+}
+
 static void install(void)
 {
     if ((install_errno = pthread_key_create(&slot_key, slot_give_back)) != 0 ||
         (install_errno = pthread_atfork(NULL, NULL, slots_after_fork)) != 0)
         return;
-    ldso_map = object_at((const void *)&_r_debug);
-    libc_map = object_at((const void *)&gnu_get_libc_version); /* no sanitizer wraps it */
-    malloc_map = object_at((const void *)&malloc);
+    /* By name, not by the address of one of their symbols: a program built
+     * without -fPIE holds copies of the data it reads (_r_debug) and the
+     * canonical addresses of the functions it takes the address of. */
+    ldso_map = loaded_map(LD_SO);
+    libc_map = loaded_map(LIBC_SO);
+    malloc_map = object_at(dlsym(RTLD_DEFAULT, "malloc"));
+    if (malloc_map == NULL || ((const struct link_map *)malloc_map)->l_name[0] == '\0')
+        malloc_map = libc_map; /* the program's own symbol: libc's malloc, unless preloaded */
     self_map = object_at((const void *)&install);
     /* The unwinder is loaded now, not first in a handler (dlopen, malloc). */
     struct walk w = {.pc = NULL, .boundary = 0};
