@@ -15,8 +15,8 @@ enum { MAX_FRAMES = 256 };
 vlcs_ctx *ctx_of_address(const void *addr)
 {
     void *map = object_at(addr);
-    Lmid_t lmid = LM_ID_BASE;
-    if (map == NULL || dlinfo(map, RTLD_DI_LMID, &lmid) != 0)
+    Lmid_t lmid = object_lmid(map);
+    if (lmid == -1)
         return NULL;
     if (lmid == LM_ID_BASE)
         return copies_owner(map); /* a copy-mode context's copy, or the base's own */

@@ -111,7 +111,6 @@ struct instance {
     jmp_buf done;
     volatile int status; /* written by exec_exit, read after its longjmp */
     volatile bool now; /* _exit: the rest of its atexit handlers never run */
-    int fds[3]; /* its streams' descriptors, -1: the process's */
     pid_t pid; /* the process it runs in: a vfork child of it is not it */
     pid_t *children; /* started by its thread and not reaped yet */
     size_t nchildren, capchildren;
@@ -119,17 +118,10 @@ struct instance {
 
 static __thread struct instance *running;
 
-/* A child the program forks (system, popen, fork and exec) has the
- * instance's streams as its 0, 1 and 2, as a process of its own would, and
- * is a process of its own: its exit and exec are its own. */
-static void child_takes_streams(void)
-{
-    struct instance *i = running;
-    for (int k = 0; i != NULL && k < 3; k++)
-        if (i->fds[k] >= 0 && i->fds[k] != k)
-            dup2(i->fds[k], k);
-    running = NULL;
-}
+/* A child the program forks (system, popen, fork and exec) is a process
+ * of its own: its exit and exec are its own.  (It has the instance's
+ * streams as its 0, 1 and 2 already: they are the run's thread's.) */
+static void child_leaves_instance(void) { running = NULL; }
 
 /* The instance this thread runs, in this process (not a vfork child's). */
 static struct instance *instance_here(void)
@@ -139,7 +131,7 @@ static struct instance *instance_here(void)
 }
 
 static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
-static void atfork_install(void) { pthread_atfork(NULL, NULL, child_takes_streams); }
+static void atfork_install(void) { pthread_atfork(NULL, NULL, child_leaves_instance); }
 
 /* api->exit and friends (namespace.c): the end of the instance this thread
  * runs, or of the process. */
@@ -315,9 +307,6 @@ int exec_instead(int (*run)(void *), void *arg)
         pid_t pid = raw_fork(SIGCHLD);
         if (pid == 0) {
             syscall(SYS_rt_sigprocmask, SIG_SETMASK, &mask, NULL, _NSIG / 8);
-            for (int k = 0; k < 3; k++)
-                if (i->fds[k] >= 0 && i->fds[k] != k)
-                    dup2(i->fds[k], k);
             int e = -run(arg);
             ssize_t w = write(pipefd[1], &e, sizeof e);
             (void)w;
@@ -503,14 +492,14 @@ static void *run_main(void *arg)
 /* A fault's first line on the instance's stderr, as a shell reports a
  * signal's end: "vlcs: sort: SIGSEGV (...) at ...", the program named by
  * its path where the report names the copy it ran as (a memfd). */
-static void say_fault(vlcs_ctx *c, int err_fd, const char *path)
+static void say_fault(vlcs_ctx *c, const char *path)
 {
     const char *report = vlcs_ctx_fault(c->handle);
     if (report == NULL)
         return;
     char copy[PATH_MAX + 32];
     snprintf(copy, sizeof copy, "/memfd:%s (deleted)", base_name(path));
-    int fd = err_fd >= 0 ? err_fd : 2;
+    int fd = 2; /* the run's stderr, on its thread's descriptor 2 */
     dprintf(fd, "vlcs: %s: ", base_name(path));
     size_t line = strcspn(report, "\n"), n = strlen(copy);
     for (const char *at = report; at < report + line;) {
@@ -577,13 +566,6 @@ static pthread_mutex_t base_handlers_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct sigaction base_handlers[NSIG];
 static bool base_handler_known[NSIG];
 
-static Lmid_t namespace_of(const void *addr)
-{
-    void *map = object_at(addr);
-    Lmid_t lmid;
-    return map != NULL && dlinfo(map, RTLD_DI_LMID, &lmid) == 0 ? lmid : -1;
-}
-
 static const void *handler_of(const struct sigaction *sa)
 {
     return sa->sa_flags & SA_SIGINFO ? (const void *)sa->sa_sigaction
@@ -601,7 +583,7 @@ static void base_handlers_note(void)
     for (int s = 1; s < NSIG; s++) {
         struct sigaction now;
         if (sigaction(s, NULL, &now) == 0 &&
-            (!handler_is_function(&now) || namespace_of(handler_of(&now)) == LM_ID_BASE)) {
+            (!handler_is_function(&now) || object_lmid(object_at(handler_of(&now))) == LM_ID_BASE)) {
             base_handlers[s] = now;
             base_handler_known[s] = true;
         }
@@ -615,7 +597,7 @@ static void handlers_put_back(const vlcs_ctx *c)
     for (int s = 1; s < NSIG; s++) {
         struct sigaction now;
         if (sigaction(s, NULL, &now) != 0 || !handler_is_function(&now) ||
-            namespace_of(handler_of(&now)) != c->lmid)
+            object_lmid(object_at(handler_of(&now))) != c->lmid)
             continue;
         struct sigaction back = {.sa_handler = SIG_DFL};
         if (base_handler_known[s])
@@ -640,19 +622,15 @@ static void *run_instance(void *arg)
     struct run_streams streams;
     /* Descriptors, and the current directory, root and umask, of its own
      * (its threads share them): a chdir moves it alone, as in a process. */
-    if (unshare(CLONE_FILES | CLONE_FS) != 0) {
+    bool alone = unshare(CLONE_FILES | CLONE_FS) == 0;
+    if (alone)
+        close_not_inherited();
+    else
         set_error(VLCS_E_SYSTEM, "Error running %s: the thread cannot have descriptors and a "
                   "current directory of its own (unshare: %s)", r->path, strerror(errno));
-        forget_handlers(c);
-        forget_copies(c);
-        ns_close_handle(c, r->h);
-        r->close_fd = true;
-        return run_failed(r);
-    }
-    close_not_inherited();
     /* Entered first: the namespace's libc sets up a thread that enters
      * (its streams are made by it) */
-    bool entered = vlcs_enter(r->ctx) == 0, given = false;
+    bool entered = alone && vlcs_enter(r->ctx) == 0, given = false;
     /* the program's copies of libc's variables take their values once the
      * streams are the run's */
     if (!entered || !(given = streams_give(c, &streams, r->path) == 0) ||
@@ -669,8 +647,6 @@ static void *run_instance(void *arg)
         return NULL;
     }
     struct instance inst = {.status = 0, .pid = getpid()};
-    for (int k = 0; k < 3; k++)
-        inst.fds[k] = streams.open[k] ? k : -1;
     pthread_once(&atfork_once, atfork_install);
     base_handlers_note();
     running = &inst;
@@ -687,11 +663,11 @@ static void *run_instance(void *arg)
         int sig = vlcs_errcode() == VLCS_E_FAULT ? c->fault_signal : 0;
         if (sig == 0)
             run_failed(r);
-        say_fault(c, inst.fds[2], r->path);
+        say_fault(c, r->path);
         forget_handlers(c);
         forget_copies(c);
         ns_handed_back();
-        streams_abandon(&streams, inst.fds);
+        streams_abandon(&streams);
         vlcs_leave();
         if (sig != 0)
             r->status = (128 + sig) & 0xff;

@@ -50,13 +50,13 @@ int streams_give(vlcs_ctx *c, struct run_streams *s, const char *path)
 
 /* After a fault: the namespace's streams are put back, the run's left as
  * the fault left them (their locks may be held), unflushed as a crashed
- * process's are, their descriptors closed. */
-void streams_abandon(struct run_streams *s, const int fds[3])
+ * process's are, their descriptors (0, 1, 2 of the run's thread) closed. */
+void streams_abandon(struct run_streams *s)
 {
     s->tell(NULL);
     for (int i = 0; i < 3; i++) {
-        if (s->open[i] != NULL && fds[i] >= 0)
-            close(fds[i]);
+        if (s->open[i] != NULL)
+            close(i);
         *s->slot[i] = s->saved[i];
     }
 }

@@ -76,6 +76,8 @@ HIDDEN void shim_forget(const vlcs_ctx *c);
 
 /* The link map of the loaded object whose mapping holds addr, or NULL. */
 HIDDEN void *object_at(const void *addr);
+/* The linker namespace of a loaded object (a link map), or -1. */
+HIDDEN Lmid_t object_lmid(void *map);
 /* The context whose code is at addr (its namespace's, or a copy-mode
  * context's copy), or NULL: the base's, or no object's. */
 HIDDEN vlcs_ctx *ctx_of_address(const void *addr);
@@ -332,9 +334,8 @@ HIDDEN int streams_give(vlcs_ctx *c, struct run_streams *s, const char *path);
 /* The namespace's streams back, the run's closed by its libc. */
 HIDDEN void streams_take_back(struct run_streams *s);
 /* After a fault: the namespace's streams back, the run's left as the fault
- * left them (their locks may be held), unflushed, their descriptors fds
- * closed. */
-HIDDEN void streams_abandon(struct run_streams *s, const int fds[3]);
+ * left them (their locks may be held), unflushed, their descriptors closed. */
+HIDDEN void streams_abandon(struct run_streams *s);
 
 /* ---- the ground floor (registry.c): calls nothing above error.c ---------- */
 

@@ -41,3 +41,9 @@ void *object_at(const void *addr)
         return NULL;
     return map;
 }
+
+Lmid_t object_lmid(void *map)
+{
+    Lmid_t lmid;
+    return map != NULL && dlinfo(map, RTLD_DI_LMID, &lmid) == 0 ? lmid : -1;
+}
