@@ -531,8 +531,7 @@ class VLC:
         """
         if self._own is not None:
             return self._own.call(fn, args, kwargs)
-        with self:
-            return call_guarded(self._h, functools.partial(fn, *args, **kwargs))
+        return call_guarded(self, functools.partial(fn, *args, **kwargs))
 
     @property
     def fault(self) -> str | None:

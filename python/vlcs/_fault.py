@@ -12,10 +12,13 @@ from __future__ import annotations
 import ctypes
 import functools
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from vlcs._isolation.reader import MISSING, fast
 from vlcs._lib import fault_error, lib
+
+if TYPE_CHECKING:
+    from vlcs._context import VLC
 
 
 @functools.cache
@@ -23,14 +26,16 @@ def _ctx_call_address() -> int:
     return ctypes.cast(lib().vlcs_ctx_call, ctypes.c_void_p).value or 0
 
 
-def call_guarded(ctx: int, fn: Callable[[], Any]) -> Any:
-    """fn() inside context ctx (a handle) on this thread, its result or its
-    exception; ContextFaultError when it faulted (the context is then
-    broken).  Without the C reader (a CPython vlcs does not know) fn runs
-    inside the context unguarded."""
+def call_guarded(ctx: VLC, fn: Callable[[], Any]) -> Any:
+    """fn() inside ctx on this thread (vlcs_ctx_call enters it), its result
+    or its exception; ContextFaultError when it faulted (the context is
+    then broken).  Without the C reader (a CPython vlcs does not know) fn
+    runs inside the context unguarded, as ``with ctx:`` runs it."""
     if MISSING is not None:
-        return fn()
-    ok, value = fast.call_guarded(_ctx_call_address(), ctx, fn)
+        with ctx:
+            return fn()
+    handle = ctx._h
+    ok, value = fast.call_guarded(_ctx_call_address(), handle, fn)
     if ok:
         return value
-    raise fault_error(ctx)
+    raise fault_error(handle)
