@@ -12,13 +12,19 @@ from __future__ import annotations
 import ctypes
 import functools
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from vlcs._isolation.reader import MISSING, fast
 from vlcs._lib import fault_error, lib
 
-if TYPE_CHECKING:
-    from vlcs._context import VLC
+
+class _Context(Protocol):
+    """What is used of a vlcs.VLC: its handle, and entering it."""
+
+    @property
+    def _h(self) -> int: ...
+    def __enter__(self) -> Any: ...
+    def __exit__(self, *exc: object) -> Any: ...
 
 
 @functools.cache
@@ -26,7 +32,7 @@ def _ctx_call_address() -> int:
     return ctypes.cast(lib().vlcs_ctx_call, ctypes.c_void_p).value or 0
 
 
-def call_guarded(ctx: VLC, fn: Callable[[], Any]) -> Any:
+def call_guarded(ctx: _Context, fn: Callable[[], Any]) -> Any:
     """fn() inside ctx on this thread (vlcs_ctx_call enters it), its result
     or its exception; ContextFaultError when it faulted (the context is
     then broken).  Without the C reader (a CPython vlcs does not know) fn
