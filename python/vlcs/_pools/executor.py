@@ -273,15 +273,19 @@ class _Worker:
                 else:
                     faulted = self.ctx.fault is not None
                     if faulted:
-                        item.future.set_exception(self._fault(item.name, outcome))
+                        # a fresh context takes the broken one's place
+                        # before the caller hears of the fault
+                        error = self._fault(item.name, outcome)
+                        renewed = self._renew()
+                        item.future.set_exception(error)
+                        if not renewed:
+                            return
                     else:
                         self._deliver(item.future, outcome)
                 _mark(f"task {item.name}", "E")
                 item = outcome = None  # the payloads go before the next wait
                 done += 1
-                if faulted:  # the context is broken: a fresh one takes its place
-                    if not self._renew():
-                        return
+                if faulted:
                     done = 0
                 elif pool._max_tasks_per_child is not None and done >= pool._max_tasks_per_child:
                     if not self._renew():
