@@ -54,6 +54,7 @@
 #include <unistd.h>
 
 #include "exec_program.h"
+#include "exec_signals.h"
 
 static void *definition_elsewhere(Lmid_t lmid, const struct link_map *prog, const char *name,
                                   bool glibc_only)
@@ -186,6 +187,7 @@ void exec_child_started(pid_t pid)
         return;
     if (array_grow((void **)&i->children, &i->capchildren, i->nchildren, sizeof *i->children) == 0)
         i->children[i->nchildren++] = pid;
+    exec_signals_child(pid);
 }
 
 pid_t exec_fork(void)
@@ -222,8 +224,21 @@ static int children_poll(const struct instance *i)
 pid_t exec_wait4(pid_t pid, int *status, int options, struct rusage *ru)
 {
     struct instance *i = instance_here();
-    if (i == NULL || pid > 0)
+    if (i == NULL)
         return wait4(pid, status, options, ru);
+    if (pid > 0) {
+        int st = 0;
+        pid_t r = wait4(pid, &st, options, ru);
+        if (r > 0 && (WIFEXITED(st) || WIFSIGNALED(st))) {
+            exec_signals_child_gone(r);
+            for (size_t k = 0; k < i->nchildren; k++)
+                if (i->children[k] == r)
+                    i->children[k--] = i->children[--i->nchildren];
+        }
+        if (r > 0 && status != NULL)
+            *status = st;
+        return r;
+    }
     for (;;) {
         if (i->nchildren == 0) {
             errno = ECHILD;
@@ -236,8 +251,10 @@ pid_t exec_wait4(pid_t pid, int *status, int options, struct rusage *ru)
                 continue;
             if (r < 0 && errno != ECHILD)
                 return -1;
-            if (r < 0 || WIFEXITED(st) || WIFSIGNALED(st)) /* gone: off the list */
+            if (r < 0 || WIFEXITED(st) || WIFSIGNALED(st)) { /* gone: off the list */
+                exec_signals_child_gone(i->children[k]);
                 i->children[k--] = i->children[--i->nchildren];
+            }
             if (r > 0) {
                 if (status != NULL)
                     *status = st;
@@ -247,15 +264,28 @@ pid_t exec_wait4(pid_t pid, int *status, int options, struct rusage *ru)
         if (options & WNOHANG)
             return 0;
         int polled = children_poll(i);
-        if (polled < 0)
+        if (polled < 0) {
+            /* a signal's end it could not take inside the wait */
+            int end = errno == EINTR ? exec_signals_end_pending() : 0;
+            if (end != 0)
+                exec_exit_now(128 + end);
             return -1;
+        }
         if (polled > 0) { /* no pidfds: the oldest child, then */
             pid_t r = wait4(i->children[0], status, options, ru);
-            if (r > 0 && status != NULL && (WIFEXITED(*status) || WIFSIGNALED(*status)))
+            if (r > 0 && status != NULL && (WIFEXITED(*status) || WIFSIGNALED(*status))) {
+                exec_signals_child_gone(i->children[0]);
                 i->children[0] = i->children[--i->nchildren];
+            }
             return r;
         }
     }
+}
+
+pid_t exec_wait4_api(pid_t pid, int *status, int options, struct rusage *ru)
+{
+    pid_t r = exec_wait4(pid, status, options, ru);
+    return r < 0 ? -errno : r;
 }
 
 /* api->exec_instead: an exec on the thread running an instance would
@@ -556,57 +586,6 @@ static void close_not_inherited(void)
     closedir(d);
 }
 
-/* Signal handlers are the process's: what the program installed would
- * outlive it (a shell's SIGCHLD handler, called once its code is unloaded,
- * ended the process).  At its end each handler in its namespace gives way
- * to the base's: the last one seen in place when an instance started (the
- * one an instance found may be another instance's, unloaded before long),
- * or the default. */
-static pthread_mutex_t base_handlers_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct sigaction base_handlers[NSIG];
-static bool base_handler_known[NSIG];
-
-static const void *handler_of(const struct sigaction *sa)
-{
-    return sa->sa_flags & SA_SIGINFO ? (const void *)sa->sa_sigaction
-                                     : (const void *)sa->sa_handler;
-}
-
-static bool handler_is_function(const struct sigaction *sa)
-{
-    return sa->sa_handler != SIG_DFL && sa->sa_handler != SIG_IGN;
-}
-
-static void base_handlers_note(void)
-{
-    pthread_mutex_lock(&base_handlers_lock);
-    for (int s = 1; s < NSIG; s++) {
-        struct sigaction now;
-        if (sigaction(s, NULL, &now) == 0 &&
-            (!handler_is_function(&now) || object_lmid(object_at(handler_of(&now))) == LM_ID_BASE)) {
-            base_handlers[s] = now;
-            base_handler_known[s] = true;
-        }
-    }
-    pthread_mutex_unlock(&base_handlers_lock);
-}
-
-static void handlers_put_back(const vlcs_ctx *c)
-{
-    pthread_mutex_lock(&base_handlers_lock);
-    for (int s = 1; s < NSIG; s++) {
-        struct sigaction now;
-        if (sigaction(s, NULL, &now) != 0 || !handler_is_function(&now) ||
-            object_lmid(object_at(handler_of(&now))) != c->lmid)
-            continue;
-        struct sigaction back = {.sa_handler = SIG_DFL};
-        if (base_handler_known[s])
-            back = base_handlers[s];
-        sigaction(s, &back, NULL);
-    }
-    pthread_mutex_unlock(&base_handlers_lock);
-}
-
 static void *run_failed(struct run *r)
 {
     r->error_code = vlcs_errcode();
@@ -648,14 +627,23 @@ static void *run_instance(void *arg)
     }
     struct instance inst = {.status = 0, .pid = getpid()};
     pthread_once(&atfork_once, atfork_install);
-    base_handlers_note();
+    if (exec_signals_begin(c) != 0) {
+        run_failed(r);
+        streams_take_back(&streams);
+        vlcs_leave();
+        forget_handlers(c);
+        forget_copies(c);
+        ns_close_handle(c, r->h);
+        r->close_fd = true;
+        return NULL;
+    }
     running = &inst;
     struct run_main rm = {r->main_of, r->argc, r->argv, *c->ns_environ_slot, &inst,
                           r->next_handler};
     int rc = vlcs_ctx_call(r->ctx, run_main, &rm, NULL);
     running = NULL;
     free(inst.children);
-    handlers_put_back(c);
+    exec_signals_end(c);
     if (rc != 0) {
         /* A fault: the context is broken, its program stays loaded (its
          * destructors unrun) with the copy's descriptor open, as glibc
@@ -663,7 +651,10 @@ static void *run_instance(void *arg)
         int sig = vlcs_errcode() == VLCS_E_FAULT ? c->fault_signal : 0;
         if (sig == 0)
             run_failed(r);
-        say_fault(c, r->path);
+        /* a signal sent to it ends it as quietly as a process */
+        if (sig == 0 || sig == SIGSEGV || sig == SIGBUS || sig == SIGFPE || sig == SIGILL ||
+            sig == SIGABRT || sig == SIGTRAP || sig == SIGSYS)
+            say_fault(c, r->path);
         forget_handlers(c);
         forget_copies(c);
         ns_handed_back();

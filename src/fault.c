@@ -124,6 +124,14 @@ static const char *signal_name(int sig)
     case SIGFPE: return "SIGFPE";
     case SIGILL: return "SIGILL";
     case SIGABRT: return "SIGABRT";
+    case SIGPIPE: return "SIGPIPE";
+    case SIGALRM: return "SIGALRM";
+    case SIGTERM: return "SIGTERM";
+    case SIGKILL: return "SIGKILL";
+    case SIGHUP: return "SIGHUP";
+    case SIGINT: return "SIGINT";
+    case SIGUSR1: return "SIGUSR1";
+    case SIGUSR2: return "SIGUSR2";
     default: return "a signal";
     }
 }
@@ -148,8 +156,8 @@ static const char *code_meaning(int sig, int code)
         return code == ILL_ILLOPC ? "illegal instruction" : "illegal operation";
     case SIGABRT:
         return "abort() was called";
-    default:
-        return "";
+    default: /* a signal sent to a program's instance (exec_signals.c) */
+        return sigdescr_np(sig) ? sigdescr_np(sig) : "sent to it";
     }
 }
 
@@ -482,6 +490,31 @@ static void on_fault(int sig, siginfo_t *si, void *ucontext)
     g->sig = sig;
     g->code = si->si_code;
     g->addr = si->si_addr;
+    g->pc = pc;
+    siglongjmp(g->jump, 1);
+}
+
+/* A signal that ends a program's instance (exec_signals.c) where the
+ * process's action would end the process: the thread jumps back to its
+ * recovery point where a fault there would be contained. */
+void fault_end_by_signal(int sig, void *siginfo, void *ucontext)
+{
+    const siginfo_t *si = siginfo;
+    struct slot *s = slot_of(pthread_self());
+    struct guard *g = s ? atomic_load_explicit(&s->top, memory_order_acquire) : NULL;
+    if (g == NULL)
+        return;
+    void *pc = fault_pc(ucontext);
+    if (!owned_by(g->ctx, object_at(pc)))
+        return;
+    g->nframes = 0;
+    struct walk w = {.pc = pc, .boundary = g->boundary, .g = g};
+    _Unwind_Backtrace(walk_frame, &w);
+    if (w.locked || !w.reached)
+        return;
+    g->sig = sig;
+    g->code = si->si_code;
+    g->addr = NULL;
     g->pc = pc;
     siglongjmp(g->jump, 1);
 }

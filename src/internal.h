@@ -370,6 +370,10 @@ HIDDEN int fault_guarded(vlcs_ctx *c, void *(*fn)(void *), void *arg, void **res
 /* abort() by a context's code inside fault_guarded ends the call there;
  * returns when it is not to be contained. */
 HIDDEN void fault_abort(void);
+/* A signal whose default would end the process ends the guarded call on
+ * this thread instead, by the same rules as a fault (no report); returns
+ * when the thread holds what the process needs there. */
+HIDDEN void fault_end_by_signal(int sig, void *siginfo, void *ucontext);
 HIDDEN struct cpuview *ctx_view(const vlcs_ctx *c);
 /* The CPUs the process may use, read once at init. */
 HIDDEN const vmask *process_mask(void);
@@ -597,6 +601,7 @@ struct rusage;
 HIDDEN pid_t exec_fork(void);
 HIDDEN void exec_child_started(pid_t pid);
 HIDDEN pid_t exec_wait4(pid_t pid, int *status, int options, struct rusage *ru);
+HIDDEN pid_t exec_wait4_api(pid_t pid, int *status, int options, struct rusage *ru); /* -errno */
 
 /* ---- the Service context (service.c, forwarder.c) ---- */
 

@@ -15,10 +15,12 @@
 #include <link.h>
 #include <pthread.h>
 #include <sched.h>
+#include <signal.h>
 #include <stddef.h>
+#include <sys/time.h>
 #include <sys/types.h>
 
-#define VLCS_IP_ABI_VERSION 11
+#define VLCS_IP_ABI_VERSION 12
 
 struct vlcs_ctx;
 
@@ -136,9 +138,23 @@ struct vlcs_ip_api {
 
     /* Children of a program's instance (vlcs_ctx_exec): a wait for any
      * child from its thread waits for one the instance started (fork,
-     * posix_spawn), as in a process of its own; elsewhere the process's. */
+     * posix_spawn), as in a process of its own; elsewhere the process's.
+     * -errno when it fails (errno is each libc's own). */
     pid_t (*wait4)(pid_t, int *, int, struct rusage *);
     void (*child_started)(pid_t);
+
+    /* A program's instance has signals of its own (../exec_signals.c): its
+     * actions, kill and raise of itself, its ITIMER_REAL (alarm), and the
+     * thread its timers signal.  1: the context runs no instance, libc
+     * answers; else 0 or -errno; sig_kill and sig_raise return 128 + the
+     * signal when its default ends the calling instance's thread's run:
+     * the interposer then ends it through exit_now with that status. */
+    int (*sig_action)(struct vlcs_ctx *, int, const struct sigaction *, struct sigaction *);
+    int (*sig_kill)(struct vlcs_ctx *, pid_t, int);
+    int (*sig_raise)(struct vlcs_ctx *, int);
+    int (*sig_setitimer)(struct vlcs_ctx *, int, const struct itimerval *, struct itimerval *);
+    pid_t (*sig_timer_thread)(struct vlcs_ctx *); /* 0: no instance */
+    void (*sig_timer_made)(struct vlcs_ctx *, int kernel_id);
 };
 
 /* A variable a program loaded into the namespace holds a copy of (an

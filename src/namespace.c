@@ -9,6 +9,7 @@
  * constructor of the user's runs.
  */
 #include "internal.h"
+#include "exec_signals.h"
 
 #include <errno.h>
 #include <link.h>
@@ -107,8 +108,14 @@ void ns_api_fill(vlcs_ctx *c, struct vlcs_ip_api *a)
     a->exec_instead = exec_instead;
     a->register_atfork = fork_register;
     a->fork = exec_fork;
-    a->wait4 = exec_wait4;
+    a->wait4 = exec_wait4_api;
     a->child_started = exec_child_started;
+    a->sig_action = exec_sigaction;
+    a->sig_kill = exec_kill;
+    a->sig_raise = exec_raise;
+    a->sig_setitimer = exec_setitimer;
+    a->sig_timer_thread = exec_timer_thread;
+    a->sig_timer_made = exec_timer_made;
 }
 
 /* glibc maps a new namespace's objects where an unloaded one's were, and

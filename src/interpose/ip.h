@@ -20,6 +20,11 @@ extern IP_HIDDEN const struct vlcs_ip_api *vlcs_ip;
  * libc), aborting nothing: returns NULL if absent. */
 IP_HIDDEN void *ip_next(const char *name);
 
+/* Lookups made once the interposer is bound, not in a forked child
+ * (ip_signal.c, ip_end.c). */
+IP_HIDDEN void ip_signal_bind(void);
+IP_HIDDEN void ip_end_bind(void);
+
 /* Declares next_<name>: the namespace's own libc function, looked up once
  * (a race only looks it up twice). */
 #define NEXT(type, name)                                                                 \

@@ -32,6 +32,8 @@ IP_EXPORT int vlcs_ip_bind(const struct vlcs_ip_api *api)
     if (api == NULL || api->abi_version != VLCS_IP_ABI_VERSION)
         return -1;
     bound_api = *api;
+    ip_signal_bind();
+    ip_end_bind();
     __atomic_store_n(&vlcs_ip, &bound_api, __ATOMIC_RELEASE);
     return 0;
 }

@@ -142,9 +142,19 @@ static int run_exec(void *arg)
 
 /* The exec as the thread's place calls for: an instance's in a child, or
  * the process's. */
+static void *fns[sizeof exec_names / sizeof *exec_names];
+
+/* Looked up at bind: in a child forked while another thread held the
+ * loader's lock, a lookup would never return. */
+IP_HIDDEN void ip_end_bind(void)
+{
+    for (size_t k = 0; k < sizeof fns / sizeof *fns; k++)
+        if (__atomic_load_n(&fns[k], __ATOMIC_RELAXED) == NULL)
+            __atomic_store_n(&fns[k], ip_next(exec_names[k]), __ATOMIC_RELAXED);
+}
+
 static int do_exec(int kind, const char *path, int fd, char *const argv[], char *const envp[])
 {
-    static void *fns[sizeof exec_names / sizeof *exec_names];
     void *fn = __atomic_load_n(&fns[kind], __ATOMIC_RELAXED);
     if (fn == NULL) {
         fn = ip_next(exec_names[kind]);

@@ -345,8 +345,14 @@ static const struct vlcs_ip_api *api(void) { return __atomic_load_n(&vlcs_ip, __
 IP_EXPORT pid_t wait4(pid_t pid, int *status, int options, struct rusage *ru)
 {
     const struct vlcs_ip_api *a = api();
-    if (a != NULL)
-        return a->wait4(pid, status, options, ru);
+    if (a != NULL) {
+        pid_t r = a->wait4(pid, status, options, ru);
+        if (r < 0) { /* errno is this libc's own */
+            errno = (int)-r;
+            return -1;
+        }
+        return r;
+    }
     NEXT(wait4_fn, wait4)
     return next_wait4(pid, status, options, ru);
 }

@@ -439,3 +439,77 @@ def test_each_instance_has_its_own_current_directory(tmp_path):
         os.chdir(here)
     assert statuses == [0, 0]
     assert out[0] == ["?? only-in-0"] and out[1] == ["?? only-in-1"], out
+
+
+SIGNALS = HERE.parent / "c" / "prog" / "signals_prog.c"
+
+
+def test_each_instance_has_signals_of_its_own(tmp_path):
+    """Six instances at once each use signals their way (signals_prog.c): a
+    handler taken by raise() and kill(getpid()), an interval timer of its
+    own, alarm() with no handler (it alone ends, 142), SIGTERM to itself
+    (143), an ignored signal, a SIGCHLD handler naming its child; each
+    prints and ends as a separate process does."""
+    prog = tmp_path / "signals"
+    subprocess.run(["gcc", "-O1", str(SIGNALS), "-o", str(prog)], check=True)
+    assert same_as_separate_runs([str(prog)], 6, tmp_path) == [0, 0, 142, 143, 0, 0]
+
+
+BASE_SIGNALS = """
+import ctypes, os, signal, sys, vlcs
+libc = ctypes.CDLL(None, use_errno=True)
+
+
+# vlcs's handlers of faults stay from the first guarded call (docs/faults.md)
+FAULTS = {signal.SIGSEGV, signal.SIGBUS, signal.SIGFPE, signal.SIGILL, signal.SIGABRT}
+
+
+def kernel_actions():
+    # each signal's handler as the kernel has it (glibc's struct sigaction
+    # starts with it): Python's getsignal only says what Python set
+    out, buf = {}, ctypes.create_string_buffer(256)
+    for s in signal.valid_signals() - FAULTS:
+        if libc.sigaction(int(s), None, buf) == 0:
+            out[int(s)] = ctypes.c_void_p.from_buffer(buf).value
+    return out
+
+
+got = []
+signal.signal(signal.SIGUSR1, lambda *a: got.append("usr1"))
+signal.signal(signal.SIGALRM, lambda *a: got.append("alrm"))
+before = kernel_actions()
+assert vlcs.exec_instances([sys.argv[1]], 6, output="plain") == [0, 0, 142, 143, 0, 0]
+assert kernel_actions() == before
+os.kill(os.getpid(), signal.SIGUSR1)
+signal.setitimer(signal.ITIMER_REAL, 0.01)
+while "alrm" not in got:
+    signal.pause()
+assert got == ["usr1", "alrm"], got
+print("the base's signals are its own")
+"""
+
+
+def test_the_base_keeps_its_signals(tmp_path):
+    """While and after instances set actions, raise, kill themselves and arm
+    timers, the base's own handlers (Python's) take what is sent to the
+    process, and its timer; every action is the base's again after."""
+    prog = tmp_path / "signals"
+    subprocess.run(["gcc", "-O1", str(SIGNALS), "-o", str(prog)], check=True)
+    p = subprocess.run(
+        [sys.executable, "-c", BASE_SIGNALS, str(prog)], capture_output=True, text=True, timeout=120
+    )
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert p.stdout.splitlines()[-1] == "the base's signals are its own", p.stdout
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [["timeout", "5", "printenv", "VLCS_INSTANCE"], ["timeout", "0.3", "sleep", "10"]],
+    ids=["finishes", "times-out"],
+)
+def test_coreutils_timeout(tmp_path, argv):
+    """timeout arms a timer, waits for SIGCHLD and kills its child at the
+    timer's signal: each instance's timer, child and signals are its own
+    (two timeouts at once took each other's, or segfaulted the process)."""
+    want = 0 if argv[1] == "5" else 124
+    assert same_as_separate_runs(argv, 3, tmp_path) == [want] * 3
