@@ -513,3 +513,15 @@ def test_coreutils_timeout(tmp_path, argv):
     (two timeouts at once took each other's, or segfaulted the process)."""
     want = 0 if argv[1] == "5" else 124
     assert same_as_separate_runs(argv, 3, tmp_path) == [want] * 3
+
+
+def test_openssl_speed_times_itself_in_each_instance(tmp_path):
+    """openssl speed ends each timed loop at its alarm() (a SIGALRM handler
+    sets a flag): two instances at once each get their own alarm (one alarm
+    for the process left the other counting for ever)."""
+    argv = ["openssl", "speed", "-seconds", "1", "-bytes", "16", "md5"]
+    statuses, out, errs = under_vlcs(argv, 2, tmp_path)
+    assert statuses == [0, 0]
+    for i in range(2):
+        assert any(re.fullmatch(r"md5 +[0-9.]+k", line) for line in out[i]), out[i]
+        assert any("Doing md5 for 1s on 16 size blocks" in line for line in errs[i]), errs[i]
