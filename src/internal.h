@@ -588,6 +588,13 @@ HIDDEN void trace_cpus(const vlcs_ctx *c, const vmask *from, const vmask *to, co
 HIDDEN void trace_pool(const vlcs_ctx *c, const char *family, int threads);
 HIDDEN void trace_from_env(void); /* VLCS_TRACE_FILE, at vlcs_init */
 
+/* ---- thread-specific data keys of contexts' libraries (keys.c) ---- */
+/* As pthread_key_*, past glibc's PTHREAD_KEYS_MAX for the process. */
+HIDDEN int key_create(pthread_key_t *key, void (*dtor)(void *));
+HIDDEN int key_delete(pthread_key_t key);
+HIDDEN void *key_get(pthread_key_t key);
+HIDDEN int key_set(pthread_key_t key, const void *value);
+
 /* ---- programs run inside a context (exec.c) ---- */
 /* api->exit, ->quick_exit, ->exit_now: on a thread running a program
  * (vlcs_ctx_exec), the end of that run; elsewhere the process's. */

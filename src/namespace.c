@@ -92,8 +92,8 @@ void ns_api_fill(vlcs_ctx *c, struct vlcs_ip_api *a)
     a->forged_prefixes = view_forged_prefixes();
     a->key_create = ns_key_create;
     a->key_delete = ns_key_delete;
-    a->getspecific = pthread_getspecific;
-    a->setspecific = (int (*)(pthread_key_t, void *))pthread_setspecific;
+    a->getspecific = key_get;
+    a->setspecific = (int (*)(pthread_key_t, void *))key_set;
     a->pthread_create = pthread_create;
     a->thread_created = thread_created;
     a->pthread_exit = pthread_exit;

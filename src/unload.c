@@ -91,7 +91,7 @@ static size_t nkeys, capkeys;
 
 int ns_key_create(vlcs_ctx *c, pthread_key_t *key, void (*dtor)(void *))
 {
-    int rc = pthread_key_create(key, dtor);
+    int rc = key_create(key, dtor);
     if (rc != 0)
         return rc;
     pthread_mutex_lock(&keys_lock);
@@ -100,7 +100,7 @@ int ns_key_create(vlcs_ctx *c, pthread_key_t *key, void (*dtor)(void *))
         keys[nkeys++] = (struct key_rec){c, *key, dtor};
     pthread_mutex_unlock(&keys_lock);
     if (rc != 0) {
-        pthread_key_delete(*key);
+        key_delete(*key);
         return ENOMEM;
     }
     return 0;
@@ -118,7 +118,7 @@ int ns_key_delete(vlcs_ctx *c, pthread_key_t key)
             ours = true;
         }
     pthread_mutex_unlock(&keys_lock);
-    return ours ? pthread_key_delete(key) : EINVAL;
+    return ours ? key_delete(key) : EINVAL;
 }
 
 /* The keys of c, copied: destructors may create or delete keys. */
@@ -143,9 +143,9 @@ static void run_this_threads_destructors(vlcs_ctx *c)
         bool ran = false;
         size_t n = keys_of(c, k, MAX_NS_KEYS);
         for (size_t i = 0; i < n; i++) {
-            void *v = pthread_getspecific(k[i].key);
+            void *v = key_get(k[i].key);
             if (v != NULL && k[i].dtor != NULL) {
-                pthread_setspecific(k[i].key, NULL);
+                key_set(k[i].key, NULL);
                 k[i].dtor(v);
                 ran = true;
             }
@@ -161,7 +161,7 @@ static void delete_keys(vlcs_ctx *c)
     pthread_mutex_lock(&keys_lock);
     for (size_t i = 0; i < nkeys;) {
         if (keys[i].ctx == c) {
-            pthread_key_delete(keys[i].key);
+            key_delete(keys[i].key);
             keys[i] = keys[--nkeys];
         } else {
             i++;
