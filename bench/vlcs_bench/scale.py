@@ -2,7 +2,7 @@
 copy mode (docs/copy-mode.md).
 
 For each library (Debian's libgomp; Debian's OpenBLAS with libgfortran and
-libquadmath) and each count of contexts (1, 15, 64, 256; namespace mode
+libquadmath) and each count of contexts (1, 15, 64, 256, 1024; namespace mode
 stops at glibc's 15), a fresh process started by ``vlcs run`` makes the
 contexts from C (through ctypes: Python's own contexts keep a namespace),
 each on one CPU, and loads the library into each one.  Reported per row:
@@ -33,7 +33,7 @@ from vlcs._paths import program_path
 
 from vlcs_bench._build import build, vlcs_args
 
-COUNTS = (1, 15, 64, 256)
+COUNTS = (1, 15, 64, 256, 1024)
 LIBRARIES = {
     "libgomp": ("libgomp.so.1", "omp_get_max_threads"),
     "openblas": ("libopenblas.so.0", "openblas_get_num_threads"),
