@@ -951,6 +951,12 @@ size_t copies_objects(vlcs_ctx *c, struct link_map **out, size_t cap)
     if (cs->ip != NULL && n < cap && dlinfo(cs->ip, RTLD_DI_LINKMAP, &out[n]) == 0)
         n++;
     for (size_t i = 0; i < cs->ncopies && n < cap; i++) {
+        /* known once loaded: a dlopen for each, at each load of a thousand
+         * contexts' (strict mode asks for them all), took minutes */
+        if (cs->copies[i].lm != NULL) {
+            out[n++] = cs->copies[i].lm;
+            continue;
+        }
         /* a reference taken and given back at once: the copy is held by the
          * context's own handles meanwhile */
         void *h = dlopen(cs->copies[i].path, RTLD_LAZY | RTLD_NOLOAD);

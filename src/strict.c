@@ -122,13 +122,25 @@ static size_t copies_ranges(vlcs_ctx *c, struct range *out, size_t cap)
     return n;
 }
 
+static int range_order(const void *a, const void *b)
+{
+    const struct range *x = a, *y = b;
+    if (x->start != y->start)
+        return x->start < y->start ? -1 : 1;
+    return x->end < y->end ? -1 : x->end > y->end;
+}
+
+/* Tables are published sorted: a load among a thousand contexts looks up
+ * each of their ranges in the last table, which a linear search made
+ * quadratic (minutes at 1,024 contexts). */
 static bool covered(const struct range_table *t, const struct range *r)
 {
-    for (size_t i = 0; t != NULL && i < t->n; i++)
-        if (t->r[i].start == r->start && t->r[i].end == r->end)
-            return true;
-    return false;
+    return t != NULL && t->n > 0 && bsearch(r, t->r, t->n, sizeof *r, range_order) != NULL;
 }
+
+/* Once the kernel refused a filter (its size limit), later loads cannot be
+ * covered either: strict_note_load says so once, then costs nothing. */
+static atomic_bool coverage_full;
 
 #define MAX_RANGES 4096
 
@@ -199,6 +211,7 @@ static int cover_new_code(char *err, size_t errsize)
         else if (c->copy_mode)
             t->n += copies_ranges(c, t->r + t->n, MAX_RANGES - t->n);
     registry_unlock();
+    qsort(t->r, t->n, sizeof t->r[0], range_order);
     struct range_table *old = atomic_load(&ranges);
     struct code_range *fresh = malloc((t->n ? t->n : 1) * sizeof *fresh);
     if (fresh == NULL) {
@@ -221,13 +234,20 @@ static int cover_new_code(char *err, size_t errsize)
 
 void strict_note_load(void)
 {
-    if (!strict_active())
+    if (!strict_active() || atomic_load(&coverage_full))
         return;
     char why[256];
     pthread_mutex_lock(&ranges_lock);
     int rc = cover_new_code(why, sizeof why);
+    bool full = rc == LIMIT_CODE(VLCS_LIMIT_SECCOMP);
+    if (full)
+        atomic_store(&coverage_full, true);
     pthread_mutex_unlock(&ranges_lock);
-    if (rc != 0) /* the library is loaded and works; only strict coverage is missing */
+    /* the library is loaded and works; only strict coverage is missing */
+    if (full)
+        fprintf(stderr, "vlcs: strict mode does not cover the last library loaded, nor any "
+                        "loaded after it: %s\n", why);
+    else if (rc != 0)
         fprintf(stderr, "vlcs: strict mode does not cover the last library loaded: %s\n", why);
 }
 
