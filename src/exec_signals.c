@@ -264,7 +264,7 @@ static bool sent_to_thread(const struct isig *in, int sig, const siginfo_t *si)
         return own_timer(in, si->si_timerid);
     if (is_fault(sig) && si->si_code > 0)
         return true;
-    return sig == SIGPIPE && si->si_code == SI_USER && si->si_pid == getpid();
+    return (sig == SIGPIPE || sig == SIGXFSZ) && si->si_code == SI_USER && si->si_pid == getpid();
 }
 
 static int owner_of_child(pid_t pid)
@@ -440,23 +440,31 @@ int exec_signals_begin(vlcs_ctx *c)
     }
     struct isig *in = &slots[s];
     pid_t tid = my_tid();
-    /* as a new process: what the process ignores stays ignored */
+    /* As a new process: what the process ignores stays ignored (nohup's
+     * SIGHUP), but SIGPIPE and SIGXFSZ, which CPython ignores for itself,
+     * take their default, as for a program a shell or subprocess starts:
+     * an instance writing to a closed pipe ends by SIGPIPE alone. */
+    int rc = 0;
     for (int sig = 1; sig < NSIG; sig++) {
         struct sigaction now = {.sa_handler = SIG_DFL};
         if (atomic_load(&taken[sig]))
             now = before[sig];
         else
             sigaction(sig, NULL, &now);
+        bool fresh = sig == SIGPIPE || sig == SIGXFSZ;
         memset(&in->act[sig], 0, sizeof in->act[sig]);
-        in->act[sig].sa_handler = now.sa_handler == SIG_IGN ? SIG_IGN : SIG_DFL;
+        in->act[sig].sa_handler = now.sa_handler == SIG_IGN && !fresh ? SIG_IGN : SIG_DFL;
         sigemptyset(&in->act[sig].sa_mask);
+        if (fresh && now.sa_handler == SIG_IGN && rc == 0)
+            rc = take(sig, 0); /* the kernel's SIGPIPE reaches dispatch(), the base's stays ignored */
     }
     for (int k = 0; k < MAX_TIMERS; k++)
         atomic_store(&in->timers[k], -1);
     atomic_store(&in->pending_end, 0);
     atomic_store(&in->chld_kept, 0);
     /* Its alarm, and the retry of an end, signal SIGALRM on its thread. */
-    int rc = take(SIGALRM, 0);
+    if (rc == 0)
+        rc = take(SIGALRM, 0);
     atomic_store(&in->alarm_id, rc == 0 ? thread_timer(tid, SIGALRM, in, &in->alarm_timer) : -1);
     atomic_store(&in->retry_id, rc == 0 ? thread_timer(tid, SIGALRM, in, &in->retry_timer) : -1);
     atomic_store(&in->ctx, c);

@@ -525,3 +525,19 @@ def test_openssl_speed_times_itself_in_each_instance(tmp_path):
     for i in range(2):
         assert any(re.fullmatch(r"md5 +[0-9.]+k", line) for line in out[i]), out[i]
         assert any("Doing md5 for 1s on 16 size blocks" in line for line in errs[i]), errs[i]
+
+
+def test_an_instance_writing_to_a_closed_pipe_ends_by_sigpipe():
+    """`vlcs exec -- yes | head -n 1`: each instance ends by SIGPIPE,
+    quietly, with 141, as `yes | head -n 1` does (CPython ignores SIGPIPE
+    for itself; an instance starts with it at its default, as a program a
+    shell starts does)."""
+    vlcs = f"{sys.executable} -m vlcs exec -n 2 --output plain --"
+    script = "{} yes | head -n 1; echo ${{PIPESTATUS[0]}}"
+    alone = subprocess.run(["bash", "-c", script.format("")], capture_output=True, text=True)
+    r = subprocess.run(
+        ["bash", "-c", script.format(vlcs)], capture_output=True, text=True, timeout=120
+    )
+    assert alone.stdout.splitlines() == ["y", "141"], alone
+    assert r.stdout.splitlines() == ["y", "141"], r
+    assert r.stderr == "", r.stderr
