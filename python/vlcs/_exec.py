@@ -139,18 +139,38 @@ class _Tagger:
             for key, _ in self._sel.select():
                 tag, sink, pending = key.data
                 data = os.read(key.fd, 65536)
-                if data:
-                    pending += data
-                    cut = pending.rfind(b"\n") + 1
-                    if cut:
-                        self._write(sink, tag, bytes(pending[:cut]))
-                        del pending[:cut]
-                    continue
-                if pending:  # its last line had no newline: given one
-                    self._write(sink, tag, bytes(pending) + b"\n")
-                self._sel.unregister(key.fd)
-                os.close(key.fd)
-                self._open -= 1
+                try:
+                    if data:
+                        pending += data
+                        cut = pending.rfind(b"\n") + 1
+                        if cut:
+                            self._write(sink, tag, bytes(pending[:cut]))
+                            del pending[:cut]
+                        continue
+                    if pending:  # its last line had no newline: given one
+                        self._write(sink, tag, bytes(pending) + b"\n")
+                except BrokenPipeError:
+                    # The reader of this process's stream is gone (`| head`):
+                    # every pipe into that stream closes, so that an
+                    # instance writing to it gets SIGPIPE, as a process would.
+                    self._close_into(sink)
+                    break  # the other events may name pipes closed now
+                self._close(key.fd)
+
+    def _close(self, fd: int) -> None:
+        self._sel.unregister(fd)
+        os.close(fd)
+        self._open -= 1
+
+    def _close_into(self, sink: BinaryIO) -> None:
+        for key in list(self._sel.get_map().values()):
+            if key.data[1] is sink:
+                self._close(key.fd)
+        # what the stream still buffers would fail again at exit, with a
+        # traceback: it goes nowhere, as Python's documentation advises
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sink.fileno())
+        os.close(devnull)
 
     def _write(self, sink: BinaryIO, tag: str | bytes, lines: bytes) -> None:
         out = b"".join(tag + line + b"\n" for line in lines[:-1].split(b"\n"))  # type: ignore[operator]

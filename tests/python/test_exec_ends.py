@@ -541,3 +541,16 @@ def test_an_instance_writing_to_a_closed_pipe_ends_by_sigpipe():
     assert alone.stdout.splitlines() == ["y", "141"], alone
     assert r.stdout.splitlines() == ["y", "141"], r
     assert r.stderr == "", r.stderr
+
+
+def test_tagged_output_to_a_closed_pipe_ends_the_instances_by_sigpipe():
+    """With tagged output the instances write to vlcs's pipes: once the
+    reader of the process's stdout is gone, they are closed too, and each
+    instance ends by SIGPIPE (141) instead of waiting for ever on a full
+    pipe."""
+    script = f"{sys.executable} -m vlcs exec -n 2 -- yes | head -n 3; echo ${{PIPESTATUS[0]}}"
+    r = subprocess.run(["bash", "-c", script], capture_output=True, text=True, timeout=120)
+    lines = r.stdout.splitlines()
+    assert lines[-1] == "141", r
+    assert len(lines) == 4 and all(re.fullmatch(r"\[[01]\] y", x) for x in lines[:3]), r
+    assert r.stderr == "", r.stderr
