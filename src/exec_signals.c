@@ -47,8 +47,6 @@ enum {
 };
 
 struct isig {
-    _Atomic pid_t tid; /* the thread running the instance's main; 0: free */
-    vlcs_ctx *_Atomic ctx;
     struct sigaction act[NSIG];
     /* alarm and setitimer(ITIMER_REAL): a timer signalling tid */
     timer_t alarm_timer;
@@ -64,6 +62,10 @@ struct isig {
 };
 
 static struct isig slots[MAX_INSTANCES];
+/* Who runs in each slot, apart from the rest: every lookup walks these
+ * (a sigaction from any context's library asks), not the slots' pages. */
+static _Atomic pid_t slot_tid[MAX_INSTANCES]; /* the thread running its main; 0: free */
+static vlcs_ctx *_Atomic slot_ctx[MAX_INSTANCES];
 static struct {
     _Atomic pid_t pid;
     _Atomic int slot;
@@ -102,7 +104,7 @@ static bool is_handler(const struct sigaction *a)
 static int slot_of_tid(pid_t tid)
 {
     for (int i = 0; i < MAX_INSTANCES; i++)
-        if (atomic_load_explicit(&slots[i].tid, memory_order_acquire) == tid)
+        if (atomic_load_explicit(&slot_tid[i], memory_order_acquire) == tid)
             return i;
     return -1;
 }
@@ -112,7 +114,7 @@ static int slot_of_ctx(const vlcs_ctx *c)
     if (c == NULL)
         return -1;
     for (int i = 0; i < MAX_INSTANCES; i++)
-        if (atomic_load_explicit(&slots[i].ctx, memory_order_acquire) == c)
+        if (atomic_load_explicit(&slot_ctx[i], memory_order_acquire) == c)
             return i;
     return -1;
 }
@@ -279,7 +281,7 @@ static int owner_of_child(pid_t pid)
 static void send_on(int s, const siginfo_t *si)
 {
     struct isig *in = &slots[s];
-    pid_t tid = atomic_load(&in->tid);
+    pid_t tid = atomic_load(&slot_tid[s]);
     in->chld_info = *si;
     atomic_store(&in->chld_kept, 1);
     if (tid != 0)
@@ -331,7 +333,7 @@ static void children_changed(int here, siginfo_t *si, void *uc)
     }
     if (!any)
         for (int s = 0; s < MAX_INSTANCES; s++)
-            if (atomic_load(&slots[s].tid) != 0 && is_handler(&slots[s].act[SIGCHLD]))
+            if (atomic_load(&slot_tid[s]) != 0 && is_handler(&slots[s].act[SIGCHLD]))
                 send_on(s, si);
     if (named < 0)
         process_action(SIGCHLD, si, uc);
@@ -406,8 +408,8 @@ static void signals_fork_child(void)
         atomic_store(&taken[sig], false);
     }
     for (int i = 0; i < MAX_INSTANCES; i++) {
-        atomic_store(&slots[i].ctx, NULL);
-        atomic_store(&slots[i].tid, 0);
+        atomic_store(&slot_ctx[i], NULL);
+        atomic_store(&slot_tid[i], 0);
     }
     for (int k = 0; k < MAX_CHILDREN; k++)
         atomic_store(&children[k].pid, 0);
@@ -430,7 +432,7 @@ int exec_signals_begin(vlcs_ctx *c)
     pthread_mutex_lock(&lock);
     int s = -1;
     for (int i = 0; i < MAX_INSTANCES && s < 0; i++)
-        if (atomic_load(&slots[i].tid) == 0)
+        if (atomic_load(&slot_tid[i]) == 0)
             s = i;
     if (s < 0) {
         pthread_mutex_unlock(&lock);
@@ -467,8 +469,8 @@ int exec_signals_begin(vlcs_ctx *c)
         rc = take(SIGALRM, 0);
     atomic_store(&in->alarm_id, rc == 0 ? thread_timer(tid, SIGALRM, in, &in->alarm_timer) : -1);
     atomic_store(&in->retry_id, rc == 0 ? thread_timer(tid, SIGALRM, in, &in->retry_timer) : -1);
-    atomic_store(&in->ctx, c);
-    atomic_store_explicit(&in->tid, tid, memory_order_release);
+    atomic_store(&slot_ctx[s], c);
+    atomic_store_explicit(&slot_tid[s], tid, memory_order_release);
     live++;
     pthread_mutex_unlock(&lock);
     return 0;
@@ -499,8 +501,8 @@ void exec_signals_end(vlcs_ctx *c)
     for (int k = 0; k < MAX_CHILDREN; k++)
         if (atomic_load(&children[k].pid) > 0 && atomic_load(&children[k].slot) == s)
             atomic_store(&children[k].pid, 0);
-    atomic_store(&in->ctx, NULL);
-    atomic_store_explicit(&in->tid, 0, memory_order_release);
+    atomic_store(&slot_ctx[s], NULL);
+    atomic_store_explicit(&slot_tid[s], 0, memory_order_release);
     if (--live == 0)
         give_back();
     pthread_mutex_unlock(&lock);
@@ -581,7 +583,7 @@ static int send_to_instance(int s, int sig)
     if (sig == SIGKILL || a.sa_handler == SIG_DFL) {
         if (ignored_by_default(sig) || stops(sig))
             return 0;
-        if (atomic_load(&in->tid) == my_tid())
+        if (atomic_load(&slot_tid[s]) == my_tid())
             return 128 + sig; /* the interposer ends it, as _exit */
         atomic_store(&in->pending_end, sig);
         if (atomic_load(&in->retry_id) < 0)
@@ -589,7 +591,7 @@ static int send_to_instance(int s, int sig)
         arm(in->retry_timer, 1);
         return 0;
     }
-    pid_t tid = atomic_load(&in->tid);
+    pid_t tid = atomic_load(&slot_tid[s]);
     if (tid == 0)
         return -ESRCH;
     return syscall(SYS_tgkill, getpid(), tid, sig) == 0 ? 0 : -errno;
@@ -655,7 +657,7 @@ int exec_setitimer(vlcs_ctx *c, int which, const struct itimerval *value, struct
 pid_t exec_timer_thread(vlcs_ctx *c)
 {
     int s = slot_of_ctx(c);
-    return s < 0 ? 0 : atomic_load(&slots[s].tid);
+    return s < 0 ? 0 : atomic_load(&slot_tid[s]);
 }
 
 void exec_timer_made(vlcs_ctx *c, int kernel_id)
