@@ -613,7 +613,7 @@ static void *run_instance(void *arg)
     /* the program's copies of libc's variables take their values once the
      * streams are the run's */
     if (!entered || !(given = streams_give(c, &streams, r->path) == 0) ||
-        bind_copies(c, r->lm, r->p, r->argv[0]) != 0) {
+        bind_copies(c, r->lm, r->p, r->argv[0]) != 0 || exec_signals_begin(c) != 0) {
         run_failed(r);
         if (given)
             streams_take_back(&streams);
@@ -627,16 +627,6 @@ static void *run_instance(void *arg)
     }
     struct instance inst = {.status = 0, .pid = getpid()};
     pthread_once(&atfork_once, atfork_install);
-    if (exec_signals_begin(c) != 0) {
-        run_failed(r);
-        streams_take_back(&streams);
-        vlcs_leave();
-        forget_handlers(c);
-        forget_copies(c);
-        ns_close_handle(c, r->h);
-        r->close_fd = true;
-        return NULL;
-    }
     running = &inst;
     struct run_main rm = {r->main_of, r->argc, r->argv, *c->ns_environ_slot, &inst,
                           r->next_handler};
