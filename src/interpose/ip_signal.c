@@ -71,7 +71,7 @@ static void *libc_fn(int k)
 static int instance_sigaction(int sig, const struct sigaction *act, struct sigaction *old)
 {
     const struct vlcs_ip_api *a = api();
-    if (a == NULL || a->abi_version < 12 || a->sig_action == NULL)
+    if (a == NULL) /* bound only to a libvlcs of this ABI, which fills every entry */
         return 1;
     return answered(a->sig_action(a->ctx, sig, act, old));
 }
@@ -123,7 +123,7 @@ IP_EXPORT sighandler_t sysv_signal(int sig, sighandler_t h)
 IP_EXPORT int kill(pid_t pid, int sig)
 {
     const struct vlcs_ip_api *a = api();
-    if (a != NULL && a->abi_version >= 12 && a->sig_kill != NULL) {
+    if (a != NULL) {
         int rc = answered(a->sig_kill(a->ctx, pid, sig));
         if (rc >= 128)
             a->exit_now(rc);
@@ -145,7 +145,7 @@ IP_EXPORT int killpg(pid_t pgrp, int sig)
 IP_EXPORT int raise(int sig)
 {
     const struct vlcs_ip_api *a = api();
-    if (a != NULL && a->abi_version >= 12 && a->sig_raise != NULL) {
+    if (a != NULL) {
         int rc = answered(a->sig_raise(a->ctx, sig));
         if (rc >= 128)
             a->exit_now(rc);
@@ -160,7 +160,7 @@ IP_EXPORT int gsignal(int sig) { return raise(sig); }
 IP_EXPORT int setitimer(__itimer_which_t which, const struct itimerval *value, struct itimerval *old)
 {
     const struct vlcs_ip_api *a = api();
-    if (a != NULL && a->abi_version >= 12 && a->sig_setitimer != NULL) {
+    if (a != NULL) {
         int rc = answered(a->sig_setitimer(a->ctx, which, value, old));
         if (rc != 1)
             return rc;
@@ -171,7 +171,7 @@ IP_EXPORT int setitimer(__itimer_which_t which, const struct itimerval *value, s
 IP_EXPORT int getitimer(__itimer_which_t which, struct itimerval *value)
 {
     const struct vlcs_ip_api *a = api();
-    if (a != NULL && a->abi_version >= 12 && a->sig_setitimer != NULL && value != NULL) {
+    if (a != NULL && value != NULL) {
         int rc = answered(a->sig_setitimer(a->ctx, which, NULL, value));
         if (rc != 1)
             return rc;
@@ -183,7 +183,7 @@ IP_EXPORT int getitimer(__itimer_which_t which, struct itimerval *value)
 IP_EXPORT unsigned alarm(unsigned seconds)
 {
     const struct vlcs_ip_api *a = api();
-    if (a != NULL && a->abi_version >= 12 && a->sig_setitimer != NULL) {
+    if (a != NULL) {
         struct itimerval want = {.it_value = {.tv_sec = seconds}}, old;
         int rc = a->sig_setitimer(a->ctx, ITIMER_REAL, &want, &old);
         if (rc == 0) {
@@ -200,9 +200,7 @@ IP_EXPORT unsigned alarm(unsigned seconds)
 IP_EXPORT int timer_create(clockid_t clock, struct sigevent *ev, timer_t *timer)
 {
     const struct vlcs_ip_api *a = api();
-    pid_t tid = a != NULL && a->abi_version >= 12 && a->sig_timer_thread != NULL
-                    ? a->sig_timer_thread(a->ctx)
-                    : 0;
+    pid_t tid = a != NULL ? a->sig_timer_thread(a->ctx) : 0;
     if (tid == 0 || (ev != NULL && ev->sigev_notify != SIGEV_SIGNAL))
         return ((timer_create_fn)libc_fn(LIBC_TIMER_CREATE))(clock, ev, timer);
     struct sigevent to;
@@ -225,7 +223,7 @@ IP_EXPORT int setpgid(pid_t pid, pid_t pgid)
     const struct vlcs_ip_api *a = api();
     pid_t me = getpid();
     if ((pid == 0 || pid == me) && (pgid == 0 || pgid == me) && a != NULL &&
-        a->abi_version >= 12 && a->sig_timer_thread != NULL && a->sig_timer_thread(a->ctx) != 0)
+        a->sig_timer_thread(a->ctx) != 0)
         return 0;
     return ((setpgid_fn)libc_fn(LIBC_SETPGID))(pid, pgid);
 }
