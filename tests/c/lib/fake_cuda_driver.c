@@ -6,8 +6,11 @@
  * having claimed nothing, neither can the base's copy after it.  Devices:
  * VLCS_FAKE_GPUS of them (default 4), filtered by CUDA_VISIBLE_DEVICES,
  * both read once, at cuInit, from the process's environment; a device
- * handle is the ordinal among those visible, as the real driver's is. */
+ * handle is the ordinal among those visible, as the real driver's is.
+ * cuInit is thread-safe, as the real one is: two contexts' runtimes may
+ * start at once over the one driver. */
 #define _GNU_SOURCE
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,13 +21,23 @@
 enum { SUCCESS = 0, NOT_INITIALIZED = 3, INVALID_DEVICE = 101, NOT_FOUND = 500,
        OPERATING_SYSTEM = 304, MAX_GPUS = 64 };
 
-static int initialised, nvisible, visible[MAX_GPUS];
+static _Atomic int initialised;
+static int nvisible, visible[MAX_GPUS];
+static pthread_mutex_t init_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static int init_once(void);
 
 int cuInit(unsigned flags)
 {
     (void)flags;
-    if (initialised)
-        return SUCCESS;
+    pthread_mutex_lock(&init_lock);
+    int rc = initialised ? SUCCESS : init_once();
+    pthread_mutex_unlock(&init_lock);
+    return rc;
+}
+
+static int init_once(void)
+{
     int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
     struct sockaddr_un a = {.sun_family = AF_UNIX};
     int len = snprintf(a.sun_path + 1, sizeof a.sun_path - 1, "vlcs-fake-cuda-%d", (int)getpid());
