@@ -128,15 +128,23 @@ static void fill(void)
     }
 }
 
+/* Set while this thread adds the pending rows: a load the adding makes
+ * must not wait for the lock this thread holds. */
+static _Thread_local bool adding_here;
+
+/* Every thread's first load waits here until the pending rows are
+ * services: one that went on as soon as another thread had started the
+ * adding would load a private copy of the driver the other is making a
+ * service. */
 void services_auto_add(void)
 {
-    if (!atomic_load(&pending) || services_held_here())
+    if (!atomic_load(&pending) || adding_here || services_held_here())
         return;
     struct saved_error before;
     error_save(&before);
     pthread_mutex_lock(&auto_lock);
+    adding_here = true;
     fill();
-    atomic_store(&pending, false);
     for (size_t i = 0; i < nentries; i++) {
         struct entry *e = &entries[i];
         if (e->state != VLCS_AUTO_PENDING)
@@ -151,6 +159,8 @@ void services_auto_add(void)
             snprintf(e->why, sizeof e->why, "%s", vlcs_error());
         }
     }
+    atomic_store(&pending, false);
+    adding_here = false;
     pthread_mutex_unlock(&auto_lock);
     error_restore(&before);
 }
