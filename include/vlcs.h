@@ -87,7 +87,11 @@ typedef enum vlcs_limit {
     VLCS_LIMIT_ELASTIC = 5,        /* elastic contexts in one process */
     VLCS_LIMIT_SECCOMP = 6,        /* the kernel's size limit on seccomp filters */
     VLCS_LIMIT_OTHER = 7,          /* another of glibc's limits ("too many ...") */
-    VLCS_LIMIT_FAMILIES = 8        /* library families (vlcs_family_register) */
+    VLCS_LIMIT_FAMILIES = 8,       /* library families (vlcs_family_register) */
+    VLCS_LIMIT_MAPS = 9,           /* the kernel's memory maps per process (vm.max_map_count) */
+    VLCS_LIMIT_DESCRIPTORS = 10,   /* open file descriptors (RLIMIT_NOFILE) */
+    VLCS_LIMIT_THREADS = 11,       /* threads (threads-max, RLIMIT_NPROC, the cgroup's pids.max) */
+    VLCS_LIMIT_KEYS = 12           /* thread-specific data keys of contexts' libraries */
 } vlcs_limit_t;
 
 /**
@@ -752,6 +756,29 @@ VLCS_API int vlcs_errcode(void);
  * program under `vlcs run` (GLIBC_TUNABLES); the others are vlcs's own.
  */
 VLCS_API int vlcs_errlimit(void);
+
+/**
+ * How much of a per-process resource is in use and how much the process
+ * may use: resource is VLCS_LIMIT_NAMESPACES (namespaces holding a libc, of
+ * 15), VLCS_LIMIT_MAPS (lines of /proc/self/maps, of vm.max_map_count),
+ * VLCS_LIMIT_DESCRIPTORS (open descriptors, of RLIMIT_NOFILE's soft limit),
+ * VLCS_LIMIT_THREADS (this process's threads, of the least of threads-max,
+ * RLIMIT_NPROC and the cgroup's pids.max; other processes count against
+ * the last two too) or VLCS_LIMIT_KEYS (thread-specific data keys held for
+ * contexts' libraries, of glibc's share and vlcs's own).  A limit without
+ * bound reads ULONG_MAX.  Either pointer may be NULL.  A load that would
+ * leave the process less than a reserve of memory maps or, in copy mode,
+ * of descriptors fails with VLCS_E_LIMIT and VLCS_LIMIT_MAPS or
+ * VLCS_LIMIT_DESCRIPTORS before anything is mapped.
+ *
+ *     unsigned long used, limit;
+ *     if (vlcs_room(VLCS_LIMIT_MAPS, &used, &limit) == 0)
+ *         printf("%lu of %lu memory maps\n", used, limit);
+ *
+ * Returns 0; -1 with VLCS_E_INVALID for another resource, VLCS_E_SYSTEM
+ * when /proc cannot be read.
+ */
+VLCS_API int vlcs_room(int resource, unsigned long *used, unsigned long *limit);
 
 /* ==== Not part of the stable API ========================================
  *

@@ -18,6 +18,7 @@
  * are the original file's and it is named after it (copy_origins.c).
  */
 #include "internal.h"
+#include "room.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -384,6 +385,8 @@ int copies_create(vlcs_ctx *c)
     /* The context's own interposer: a renamed copy, so that its binding is
      * its own; DEEPBIND, so that its calls among its own functions
      * (__sysconf to sysconf) stay in it. */
+    if (room_for_load(c, "vlcs's interposer", 1, 1) != 0)
+        goto fail;
     const char *ip = interposer_path();
     struct elf_names e;
     cs->ip_origin_fd = origin_hold(ip, why, sizeof why);
@@ -598,6 +601,12 @@ static void *load_tree(vlcs_ctx *c, const char *real, const char *shown)
      * constructors run then, when nothing of any new copy's code runs in
      * dlopen: most of a library's file is code, copied only to be given
      * back (OpenBLAS: 33 of 36 MB). */
+    /* Room for the new copies and the root: their maps, their memfds. */
+    size_t fresh = 1;
+    for (size_t i = 0; i < n; i++)
+        fresh += items[i].existing < 0;
+    if (code == VLCS_OK && room_for_load(c, shown, fresh, fresh) != 0)
+        goto out;
     bool lazy = code == VLCS_OK;
     for (size_t i = 0; i < n && lazy; i++)
         lazy = items[i].existing >= 0 || elf_lazy_ok(items[i].ofd, &items[i].names);

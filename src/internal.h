@@ -594,6 +594,8 @@ HIDDEN int key_create(pthread_key_t *key, void (*dtor)(void *));
 HIDDEN int key_delete(pthread_key_t key);
 HIDDEN void *key_get(pthread_key_t key);
 HIDDEN int key_set(pthread_key_t key, const void *value);
+/* Keys held for contexts' libraries, and how many they may hold. */
+HIDDEN void key_room(unsigned long *used, unsigned long *limit);
 
 /* ---- programs run inside a context (exec.c) ---- */
 /* api->exit, ->quick_exit, ->exit_now: on a thread running a program

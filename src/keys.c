@@ -48,6 +48,7 @@ struct vvalues {
 static struct vkey vkeys[MAX_VIRTUAL];
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static int real_used;     /* glibc's keys held for contexts; under lock */
+static unsigned long virtual_used; /* under lock */
 static unsigned next_free; /* where the search for a free virtual key starts */
 static pthread_key_t values_key;
 static _Atomic bool values_key_made;
@@ -116,6 +117,7 @@ int key_create(pthread_key_t *key, void (*dtor)(void *))
         atomic_store(&vkeys[i].dtor, dtor);
         atomic_store_explicit(&vkeys[i].seq, seq + 1, memory_order_release);
         next_free = (i + 1) % MAX_VIRTUAL;
+        virtual_used++;
         pthread_mutex_unlock(&lock);
         *key = VIRTUAL | i;
         return 0;
@@ -141,7 +143,18 @@ int key_delete(pthread_key_t key)
     unsigned long seq = atomic_load(&vkeys[i].seq);
     if (!(seq & 1) || !atomic_compare_exchange_strong(&vkeys[i].seq, &seq, seq + 1))
         return EINVAL;
+    pthread_mutex_lock(&lock);
+    virtual_used--;
+    pthread_mutex_unlock(&lock);
     return 0;
+}
+
+void key_room(unsigned long *used, unsigned long *limit)
+{
+    pthread_mutex_lock(&lock);
+    *used = (unsigned long)real_used + virtual_used;
+    pthread_mutex_unlock(&lock);
+    *limit = REAL_KEYS + MAX_VIRTUAL;
 }
 
 void *key_get(pthread_key_t key)

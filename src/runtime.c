@@ -3,6 +3,7 @@
  * environment, loading, destruction.
  */
 #include "internal.h"
+#include "room.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -495,6 +496,12 @@ VLCS_API void *vlcs_ctx_load(vlcs_ctx *ctx, const char *path)
         if (fresh)
             env_pending_clear(c);
         goto loaded;
+    }
+    /* room for a tree of 16 new objects, more than most libraries bring */
+    if (room_for_load(c, base_name(path), 16, 0) != 0) {
+        if (fresh)
+            ns_teardown(c);
+        goto out;
     }
     dlerror();
     h = dlmopen(c->lmid, real ? real : path, RTLD_NOW | RTLD_LOCAL);

@@ -27,7 +27,15 @@ from vlcs._errors import (
 from vlcs._exec import exec_instances
 from vlcs._isolation.imports import share
 from vlcs._isolation.threads import base_thread
-from vlcs._lib import auto_service, auto_services, init, node_ledger, service, strict_active
+from vlcs._lib import (
+    auto_service,
+    auto_services,
+    init,
+    node_ledger,
+    room,
+    service,
+    strict_active,
+)
 from vlcs._paths import include_dir, library_path, native_dir, program_path
 from vlcs._pools import joblib_backend as _joblib
 from vlcs._pools.executor import BrokenContextPool, ContextPoolExecutor
@@ -65,6 +73,7 @@ __all__ = [
     "__version__",
     "auto_service",
     "auto_services",
+    "room",
     "base_thread",
     "include_dir",
     "init",

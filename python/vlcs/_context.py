@@ -835,7 +835,7 @@ def info() -> dict[str, Any]:
     >>> import json, vlcs
     >>> _ = json.dumps(vlcs.info())
     """
-    from vlcs._lib import auto_services, node_ledger, strict_active
+    from vlcs._lib import auto_services, node_ledger, room, strict_active
     from vlcs._version import __version__
 
     return {
@@ -845,6 +845,7 @@ def info() -> dict[str, Any]:
         "cpus_usable": sorted(_views.real_sched_getaffinity(0)),
         "python": _interpreter.report(),
         "auto_services": auto_services(),
+        "room": room(),
         "contexts": [c.info() for c in list(_contexts.values())],
     }
 

@@ -254,6 +254,38 @@ def _compiler() -> Finding:
     return Finding("compiler", OK, f"{cc}: vlcs shim and the C demos build")
 
 
+def _room() -> Finding:
+    """The per-process limits a thousand contexts reach first."""
+    import resource
+
+    import vlcs
+
+    r = vlcs.room()
+    maps, fds = r["memory_maps"]["limit"] or 0, r["descriptors"]["limit"]
+    hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+    hard_text = "unlimited" if hard == resource.RLIM_INFINITY else str(hard)
+    detail = (
+        f"{maps} memory maps (vm.max_map_count), {fds} descriptors (RLIMIT_NOFILE, hard "
+        f"{hard_text}), {r['threads']['limit']} threads"
+    )
+    # about 21 maps and 4 descriptors per copy-mode context with libgomp
+    if maps < 1024 * 24:
+        return Finding(
+            "room",
+            NOTE,
+            detail + f"; about {maps // 24} copy-mode contexts fit in the maps",
+            f"sysctl -w vm.max_map_count={1024 * 64} for a thousand contexts",
+        )
+    if hard != resource.RLIM_INFINITY and hard < 1024 * 4:
+        return Finding(
+            "room",
+            NOTE,
+            detail + f"; about {hard // 4} copy-mode contexts fit in the descriptors",
+            "raise the hard limit of open files (limits.conf, systemd's LimitNOFILE)",
+        )
+    return Finding("room", OK, detail)
+
+
 def findings() -> list[Finding]:
     """Every finding, in the order ``vlcs doctor`` prints them.
 
@@ -273,6 +305,7 @@ def findings() -> list[Finding]:
         _hwloc(),
         _strict(strict),
         _gpus(probe),
+        _room(),
         _matplotlib(),
         _compiler(),
     ]

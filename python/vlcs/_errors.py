@@ -65,6 +65,11 @@ class Limit(enum.IntEnum):
     ELASTIC = 5
     SECCOMP = 6
     OTHER = 7
+    FAMILIES = 8
+    MAPS = 9
+    DESCRIPTORS = 10
+    THREADS = 11
+    KEYS = 12
 
 
 _LIMIT_NAMES = {
@@ -74,6 +79,11 @@ _LIMIT_NAMES = {
     Limit.SHIM_SLOTS: "shim slots",
     Limit.ELASTIC: "elastic contexts",
     Limit.SECCOMP: "seccomp filter size",
+    Limit.FAMILIES: "library families",
+    Limit.MAPS: "memory maps",
+    Limit.DESCRIPTORS: "file descriptors",
+    Limit.THREADS: "threads",
+    Limit.KEYS: "thread-specific data keys",
 }
 
 # Set by vlcs._lib: the calling thread's vlcs_errlimit().  An exception the

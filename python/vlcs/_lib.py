@@ -28,6 +28,7 @@ class _Opts(ctypes.Structure):
 
 
 _List = ctypes.POINTER(ctypes.c_char_p)
+_ULONG_P = ctypes.POINTER(ctypes.c_ulong)
 
 
 class _Family(ctypes.Structure):
@@ -54,6 +55,7 @@ _SIGNATURES: dict[str, tuple[Any, list[Any]]] = {
     "vlcs_error": (_s, []),
     "vlcs_errcode": (_i, []),
     "vlcs_errlimit": (_i, []),
+    "vlcs_room": (_i, [ctypes.c_int, _ULONG_P, _ULONG_P]),
     "vlcs_family_register": (_i, [ctypes.POINTER(_Family)]),
     "vlcs_family_at": (ctypes.POINTER(_Family), [ctypes.c_ulong]),
     "vlcs_init_opts": (_i, [ctypes.POINTER(_Opts)]),
@@ -374,6 +376,45 @@ def auto_services() -> list[dict[str, str]]:
         out.append(
             {"name": name.value.decode(), "state": _AUTO_STATES[state], "why": why.value.decode()}
         )
+    return out
+
+
+# vlcs_room's resources, by the names room() gives them
+_ROOM = {
+    "namespaces": Limit.NAMESPACES,
+    "memory_maps": Limit.MAPS,
+    "descriptors": Limit.DESCRIPTORS,
+    "threads": Limit.THREADS,
+    "keys": Limit.KEYS,
+}
+_UNBOUNDED = ctypes.c_ulong(-1).value
+
+
+def room() -> dict[str, dict[str, int | None]]:
+    """How much of each per-process resource that contexts use up is in
+    use (``used``) and how much the process may use (``limit``, None when
+    unbounded): ``namespaces`` (linker namespaces holding a libc, of
+    glibc's 15), ``memory_maps`` (of the kernel's vm.max_map_count),
+    ``descriptors`` (of RLIMIT_NOFILE), ``threads`` (this process's, of the
+    least of threads-max, RLIMIT_NPROC and the cgroup's pids.max) and
+    ``keys`` (thread-specific data keys of contexts' libraries).  A load
+    that would leave the process less than a reserve of memory maps or, in
+    copy mode, of descriptors raises VlcsLimitError before anything is
+    mapped.
+
+    >>> import vlcs
+    >>> r = vlcs.room()
+    >>> r["memory_maps"]["used"] <= r["memory_maps"]["limit"]
+    True
+    """
+    out: dict[str, dict[str, int | None]] = {}
+    used, limit = ctypes.c_ulong(), ctypes.c_ulong()
+    for name, resource in _ROOM.items():
+        check(lib().vlcs_room(int(resource), ctypes.byref(used), ctypes.byref(limit)))
+        out[name] = {
+            "used": used.value,
+            "limit": None if limit.value == _UNBOUNDED else limit.value,
+        }
     return out
 
 

@@ -21,6 +21,7 @@ C_TO_CTYPES = {
     "char": ctypes.c_char,
     "unsigned": ctypes.c_uint,
     "unsigned long": ctypes.c_ulong,
+    "unsigned long *": ctypes.POINTER(ctypes.c_ulong),
     "size_t": ctypes.c_size_t,
     "char *": ctypes.c_char_p,
     "const char *": ctypes.c_char_p,

@@ -18,6 +18,7 @@ NAMES = [
     "hwloc",
     "strict",
     "gpus",
+    "room",
     "pictures",
     "compiler",
 ]
@@ -48,6 +49,11 @@ def test_doctor_on_this_machine_says_what_it_has():
     assert "vlcs run -- PROGRAM" in contexts["fix"]
     assert got["strict"]["state"] == "ok", got["strict"]
     assert got["gpus"]["state"] in ("ok", "note"), got["gpus"]
+    with open("/proc/sys/vm/max_map_count") as f:
+        maps = int(f.read())
+    room = got["room"]
+    assert room["detail"].startswith(f"{maps} memory maps (vm.max_map_count)"), room
+    assert room["state"] == ("ok" if maps >= 1024 * 24 else "note"), room
 
 
 def test_doctor_under_vlcs_run_finds_room_for_15_namespaces():

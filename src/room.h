@@ -1,0 +1,17 @@
+/*
+ * room.h - the per-process resources that contexts use up (room.c).
+ */
+#ifndef VLCS_ROOM_H
+#define VLCS_ROOM_H
+
+#include <stddef.h>
+
+struct vlcs_ctx;
+
+/* Before a load that maps about `objects` new objects and holds
+ * `descriptors` new descriptors for as long as they stay: 0 when the
+ * process keeps its reserve of memory maps and descriptors after it, else
+ * -1 with a VLCS_E_LIMIT error naming the resource and the remedy. */
+int room_for_load(struct vlcs_ctx *c, const char *what, size_t objects, size_t descriptors);
+
+#endif
