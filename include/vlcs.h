@@ -759,8 +759,8 @@ VLCS_API int vlcs_errlimit(void);
 
 /**
  * How much of a per-process resource is in use and how much the process
- * may use: resource is VLCS_LIMIT_NAMESPACES (namespaces holding a libc, of
- * 15), VLCS_LIMIT_MAPS (lines of /proc/self/maps, of vm.max_map_count),
+ * may use: resource is VLCS_LIMIT_NAMESPACES (linker namespaces vlcs made
+ * and has not given back, kept ones included, of 15), VLCS_LIMIT_MAPS (lines of /proc/self/maps, of vm.max_map_count),
  * VLCS_LIMIT_DESCRIPTORS (open descriptors, of RLIMIT_NOFILE's soft limit),
  * VLCS_LIMIT_THREADS (this process's threads, of the least of threads-max,
  * RLIMIT_NPROC and the cgroup's pids.max; other processes count against

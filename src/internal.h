@@ -454,7 +454,9 @@ HIDDEN void elastic_node_joined(void);
 
 /* ---- namespaces (namespace.c) --------------------------------------------- */
 
-HIDDEN int ns_create(vlcs_ctx *c); /* with c->lock held */
+HIDDEN int ns_create(vlcs_ctx *c);
+/* Namespaces made by ns_create and not given back by ns_teardown. */
+HIDDEN unsigned long ns_count(void); /* with c->lock held */
 HIDDEN void ns_api_fill(vlcs_ctx *c, struct vlcs_ip_api *a);
 
 /* ---- copy mode (copies.c, elf_copy.c) ---- */

@@ -164,6 +164,13 @@ VLCS_API int vlcs_ctx_set_global_library(vlcs_ctx *ctx, const char *path)
     return 0;
 }
 
+/* Namespaces made and not given back: vlcs_room's count (asking glibc
+ * with dlmopen for each would leave its loader lock held where one is not
+ * in use: glibc 2.36 signals that error with the lock taken). */
+static _Atomic unsigned long namespaces_live;
+
+unsigned long ns_count(void) { return atomic_load(&namespaces_live); }
+
 int ns_create(vlcs_ctx *c)
 {
     /* With services, the first object is a generated root whose DT_NEEDED
@@ -335,6 +342,7 @@ int ns_create(vlcs_ctx *c)
             c->ns_start[c->nns_start++] = lm;
     }
     c->has_ns = true;
+    atomic_fetch_add(&namespaces_live, 1);
     thread_ns_created(c);
     /* Optional: a libc without it (not glibc's) has nothing to set up. */
     __atomic_store_n(&c->ns_thread_init, ctype_init, __ATOMIC_RELEASE);
@@ -349,6 +357,7 @@ fail:
 void ns_teardown(vlcs_ctx *c)
 {
     ns_handed_back(); /* before: the next dlmopen may map here as soon as it returns */
+    atomic_fetch_sub(&namespaces_live, 1);
     dlclose(c->ip_handle);
     __atomic_store_n(&c->ns_thread_init, NULL, __ATOMIC_RELEASE);
     c->has_ns = false;

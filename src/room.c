@@ -207,22 +207,6 @@ int room_for_load(vlcs_ctx *c, const char *what, size_t objects, size_t descript
 
 /* ---- vlcs_room ---------------------------------------------------------- */
 
-/* Linker namespaces holding a libc: those of contexts, of contexts' own
- * Pythons, and those kept by broken contexts. */
-static unsigned long namespaces_used(void)
-{
-    unsigned long n = 0;
-    for (Lmid_t id = 1; id <= NAMESPACES; id++) {
-        void *h = dlmopen(id, "libc.so.6", RTLD_NOLOAD | RTLD_LAZY);
-        if (h != NULL) {
-            n++;
-            dlclose(h);
-        }
-    }
-    dlerror(); /* the failures above were questions */
-    return n;
-}
-
 static long threads_used(void)
 {
     FILE *f = fopen("/proc/self/status", "re");
@@ -288,7 +272,7 @@ VLCS_API int vlcs_room(int resource, unsigned long *used, unsigned long *limit)
     unsigned long u = 0, l = 0;
     switch (resource) {
     case VLCS_LIMIT_NAMESPACES:
-        u = namespaces_used();
+        u = ns_count();
         l = NAMESPACES;
         break;
     case VLCS_LIMIT_MAPS:

@@ -393,8 +393,8 @@ _UNBOUNDED = ctypes.c_ulong(-1).value
 def room() -> dict[str, dict[str, int | None]]:
     """How much of each per-process resource that contexts use up is in
     use (``used``) and how much the process may use (``limit``, None when
-    unbounded): ``namespaces`` (linker namespaces holding a libc, of
-    glibc's 15), ``memory_maps`` (of the kernel's vm.max_map_count),
+    unbounded): ``namespaces`` (linker namespaces vlcs made and has not
+    given back, of glibc's 15), ``memory_maps`` (of the kernel's vm.max_map_count),
     ``descriptors`` (of RLIMIT_NOFILE), ``threads`` (this process's, of the
     least of threads-max, RLIMIT_NPROC and the cgroup's pids.max) and
     ``keys`` (thread-specific data keys of contexts' libraries).  A load

@@ -76,3 +76,20 @@ def test_a_load_past_the_descriptors_is_refused_and_the_rest_goes_on():
     assert "ulimit -n" in r["text"] and f"'z{r['made']}'" in r["text"], r
     assert r["opened"] and r["again"].startswith("1."), r
     assert r["modes"] == ["copies"] and r["base"], r
+
+
+def test_room_leaves_the_loader_to_other_threads():
+    # counting namespaces must not take glibc's loader lock for good: a
+    # context made on another thread afterwards loads its library
+    code = r"""
+import threading, vlcs
+vlcs.room()
+def load():
+    vlcs.VLC(cpus="0").load("libz.so.1")
+t = threading.Thread(target=load)
+t.start()
+t.join()
+print(vlcs.room()["namespaces"]["used"] >= 1)
+"""
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0 and p.stdout.strip() == "True", p.stderr[-2000:]
