@@ -255,6 +255,7 @@ def install(thread_owner: Any) -> None:
         # shared names and the base's import statements are answered in C
         builtins.__import__ = _fast.import_
         importlib.import_module = _import_module
+        importlib.invalidate_caches = _loader.invalidate_caches
         _bootstrap._find_and_load = _find_and_load
 
 

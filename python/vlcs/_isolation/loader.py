@@ -14,6 +14,7 @@ from importlib.machinery import (
     ExtensionFileLoader,
     ModuleSpec,
     SourceFileLoader,
+    SourcelessFileLoader,
 )
 from types import ModuleType
 from typing import Any
@@ -25,6 +26,7 @@ from vlcs._isolation.owners import BASE, Owner
 
 _bootstrap: Any = sys.modules["_frozen_importlib"]
 _orig_import_module = importlib.import_module  # before vlcs._isolation.imports replaces it
+_orig_invalidate_caches = importlib.invalidate_caches
 
 #: VLCS_TRACE=imports (a comma-separated list) prints each load, as python -v
 #: does, and keeps vlcs's frames in tracebacks of failed imports
@@ -117,10 +119,58 @@ def _how(owner: Owner, spec: ModuleSpec) -> str:
     return "executed afresh for the context"
 
 
+# Specs found once, by module name and the path searched: a later owner
+# importing the same module asks the file system nothing (on a cluster's
+# parallel file system a stat costs about a millisecond, and numpy's import
+# makes about 200).  Kept: files' specs (sources, bytecode, extension
+# modules) as importlib found them (loader class, origin, package search
+# locations, bytecode path), and, for other owners than the one that
+# looked, modules found nowhere (numpy's optional _distributor_init_local):
+# an owner that tries again after making the module (pyximport's way)
+# searches again.  importlib.invalidate_caches() empties it.
+_Found = tuple[Any, str, "list[str] | None", "str | None"]
+_spec_cache: dict[tuple[str, tuple[str, ...]], _Found | int] = {}
+_FILE_LOADERS = (SourceFileLoader, SourcelessFileLoader, ExtensionFileLoader)
+
+
+def _found(owner: Owner, name: str, path: Any) -> ModuleSpec | None:
+    """importlib's spec of name, or a new one like the one found before."""
+    key = (name, tuple(sys.path if path is None else path))
+    known = _spec_cache.get(key)
+    if known is None or known == id(owner):
+        spec = _bootstrap._find_spec(name, path)
+        if spec is None:
+            _spec_cache[key] = id(owner)
+        elif type(spec.loader) in _FILE_LOADERS and spec.has_location:
+            where = spec.submodule_search_locations
+            _spec_cache[key] = (
+                type(spec.loader),
+                spec.origin,
+                None if where is None else list(where),
+                spec.cached,
+            )
+        return spec
+    if isinstance(known, int):
+        return None  # another owner found it nowhere
+    kind, origin, where, cached = known
+    spec = ModuleSpec(name, kind(name, origin), origin=origin, is_package=where is not None)
+    if where is not None:
+        spec.submodule_search_locations = list(where)
+    spec.has_location = True
+    spec.cached = cached
+    return spec
+
+
+def invalidate_caches() -> None:
+    """importlib.invalidate_caches, which also forgets the specs kept here."""
+    _spec_cache.clear()
+    _orig_invalidate_caches()
+
+
 def _find(owner: Owner, name: str, path: Any) -> ModuleSpec:
     """The spec of name, with the loader the owner needs: source code read
     once for all owners, extension modules loaded into a context's namespace."""
-    spec = _bootstrap._find_spec(name, path)
+    spec = _found(owner, name, path)
     if spec is None:
         raise ModuleNotFoundError(f"No module named {name!r}", name=name)
     if type(spec.loader) is SourceFileLoader:
