@@ -249,7 +249,7 @@ static void instance_action(int s, int sig, siginfo_t *si, void *uc)
 
 static bool own_timer(const struct isig *in, int id)
 {
-    if (id == atomic_load(&in->alarm_id))
+    if (id == atomic_load(&in->alarm_id) || id == atomic_load(&in->retry_id))
         return true;
     for (int k = 0; k < MAX_TIMERS; k++)
         if (atomic_load(&in->timers[k]) == id)
