@@ -13,15 +13,12 @@
  * would have done, and what copy relocations break:
  *
  *  - a default gcc build (-fPIE) reads stdout, optarg, optind, environ...
- *    from copies of libc's variables in its own data (R_X86_64_COPY), made
- *    when it is loaded; libc keeps writing its own.  The pairs go to the
- *    namespace's interposer, which brings the two in step around the calls
- *    that read or write them (getopt, setenv, tzset...: ip_exec.c);
+ *    from copies of libc's variables in its own data (exec_copies.c);
  *  - exit(), _exit() and quick_exit() reach libvlcs through the interposer
- *    (api->exit): on the thread running an instance they end that instance
- *    (a longjmp back here), anywhere else the process; so do abort() and
- *    the ends libc reaches inside itself (error(), err()), which the
- *    interposer catches (ip_end.c);
+ *    (api->exit): on any thread of an instance they end that instance
+ *    (on its main thread a longjmp back here), anywhere else the process;
+ *    so do abort() and the ends libc reaches inside itself (error(),
+ *    err()), which the interposer catches (ip_end.c);
  *  - an exec would replace the process: on an instance's thread the new
  *    program runs in a grandchild instead (exec_instead);
  *  - program_invocation_name is the instance's argv[0].
@@ -53,38 +50,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "exec_copies.h"
 #include "exec_program.h"
 #include "exec_signals.h"
-
-static void *definition_elsewhere(Lmid_t lmid, const struct link_map *prog, const char *name,
-                                  bool glibc_only)
-{
-    const struct link_map *lm = prog;
-    while (lm->l_prev)
-        lm = lm->l_prev;
-    for (; lm != NULL; lm = lm->l_next) {
-        if (lm == prog || lm->l_name == NULL || lm->l_name[0] == '\0')
-            continue;
-        /* Only glibc's libc and libm write their variables through names of
-         * their own (stdout, optarg, environ, signgam): other libraries
-         * reach theirs through their GOT, bound to the program's copy, which
-         * is then the only one (C++'s std::cout, constructed in place: a
-         * copy of the library's unused storage over it would undo that). */
-        const char *base = base_name(lm->l_name);
-        if (glibc_only && strncmp(base, "libc.so", 7) != 0 && strncmp(base, "libm.so", 7) != 0)
-            continue;
-        void *h = dlmopen(lmid, lm->l_name, RTLD_NOLOAD | RTLD_LAZY);
-        if (h == NULL)
-            continue;
-        void *a = dlsym(h, name);
-        dlclose(h);
-        Dl_info info;
-        struct link_map *owner = NULL;
-        if (a != NULL && dladdr1(a, &info, (void **)&owner, RTLD_DL_LINKMAP) != 0 && owner != prog)
-            return a;
-    }
-    return NULL;
-}
 
 /* What the program's load brought into the namespace besides it (libgomp,
  * OpenBLAS...) is held as if loaded by vlcs_ctx_load: it stays when the
@@ -108,13 +76,24 @@ static void keep_dependencies(vlcs_ctx *c, const struct link_map *prog)
 
 /* ---- running an instance ------------------------------------------------- */
 
+typedef int (*next_handler_fn)(void (**)(void *), void **);
+
 struct instance {
     jmp_buf done;
     volatile int status; /* written by exec_exit, read after its longjmp */
     volatile bool now; /* _exit: the rest of its atexit handlers never run */
+    volatile bool discard; /* _exit, abort, a signal: its streams' buffers are lost */
     pid_t pid; /* the process it runs in: a vfork child of it is not it */
     pid_t *children; /* started by its thread and not reaped yet */
     size_t nchildren, capchildren;
+    /* Its end, which any of its threads may take (under live_lock). */
+    vlcs_ctx *c;
+    next_handler_fn next_handler;
+    struct instance *next_live;
+    pid_t ender;        /* the thread that took it (its main thread's or another) */
+    int end_status;     /* another thread's exit status */
+    bool handlers_done; /* that thread has run the handlers and flushed */
+    bool main_left;     /* the main thread is out of the program */
 };
 
 static __thread struct instance *running;
@@ -134,6 +113,154 @@ static struct instance *instance_here(void)
 static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
 static void atfork_install(void) { pthread_atfork(NULL, NULL, child_leaves_instance); }
 
+/* ---- an end from another of its threads -----------------------------------
+ * exit() called by a thread the program started ends the instance as it
+ * ends a process: that thread runs the atexit handlers and flushes the
+ * streams (not for _exit or abort), the main thread is ended where it is
+ * (as by a signal's default end, exec_signals.c), and the calling thread
+ * stops there, without unwinding, as every thread but one does at a
+ * process's exit.  The instance ends with the status given.  The first
+ * thread to take the end has it: one coming later only stops. */
+static pthread_mutex_t live_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t live_cond = PTHREAD_COND_INITIALIZER;
+static struct instance *live_first;
+/* While this thread runs the handlers of the instance it ends: where an
+ * exit() in one of them comes back to. */
+static __thread jmp_buf *ending_here;
+
+static _Atomic pid_t live_pid; /* the process they run in (not a forked child) */
+
+static void live_add(struct instance *i)
+{
+    atomic_store(&live_pid, i->pid);
+    pthread_mutex_lock(&live_lock);
+    i->next_live = live_first;
+    live_first = i;
+    pthread_mutex_unlock(&live_lock);
+}
+
+/* The instance whose program started this thread, in this process (a
+ * child it forked ends as a process); with live_lock held. */
+static struct instance *live_of_thread(void)
+{
+    vlcs_ctx *c = thread_current();
+    struct instance *i = live_first;
+    while (c != NULL && i != NULL && i->c != c)
+        i = i->next_live;
+    return c != NULL && i != NULL && i->pid == getpid() ? i : NULL;
+}
+
+/* Takes the end of i for this thread: true when no thread took it before. */
+static bool take_end(struct instance *i)
+{
+    if (i->ender != 0)
+        return false;
+    i->ender = (pid_t)syscall(SYS_gettid);
+    return true;
+}
+
+static __attribute__((noreturn)) void stop_this_thread(void)
+{
+    thread_end_here();
+    for (;;)
+        syscall(SYS_exit, 0);
+}
+
+static __attribute__((noreturn)) void end_from_thread(struct instance *i, int status, bool now)
+{
+    i->end_status = status;
+    i->now = true; /* its main thread runs no handler */
+    i->discard = now;
+    pthread_mutex_unlock(&live_lock);
+    if (!now && i->next_handler != NULL) {
+        jmp_buf back;
+        ending_here = &back;
+        setjmp(back); /* an exit() in a handler comes back here */
+        void (*fn)(void *);
+        void *arg;
+        while (ending_here != NULL && i->next_handler(&fn, &arg))
+            fn(arg);
+        if (ending_here != NULL)
+            ns_flush(i->c);
+        ending_here = NULL;
+    }
+    exec_raise(i->c, SIGKILL); /* its main thread ends at once, or at its next wait */
+    pthread_mutex_lock(&live_lock);
+    i->handlers_done = true;
+    pthread_cond_broadcast(&live_cond);
+    while (!i->main_left)
+        pthread_cond_wait(&live_cond, &live_lock);
+    pthread_mutex_unlock(&live_lock); /* i is its main thread's: gone soon */
+    stop_this_thread();
+}
+
+/* On a thread of an instance other than its main one: ends the instance
+ * (as above) and does not return; returns on any other thread. */
+static void end_instance_of_thread(int status, bool now)
+{
+    if (atomic_load(&live_pid) != getpid())
+        return; /* none here, or a forked child, whose lock may be held for good */
+    if (ending_here != NULL) { /* an exit in a handler it runs */
+        jmp_buf *back = ending_here;
+        pthread_mutex_lock(&live_lock);
+        struct instance *i = live_of_thread();
+        if (i != NULL) {
+            i->end_status = status;
+            i->discard = now;
+        }
+        pthread_mutex_unlock(&live_lock);
+        if (now)
+            ending_here = NULL;
+        longjmp(*back, 1);
+    }
+    pthread_mutex_lock(&live_lock);
+    struct instance *i = live_of_thread();
+    if (i == NULL) {
+        pthread_mutex_unlock(&live_lock);
+        return;
+    }
+    if (take_end(i))
+        end_from_thread(i, status, now);
+    pthread_mutex_unlock(&live_lock);
+    stop_this_thread(); /* another thread is ending it */
+}
+
+/* The main thread's end of the program: false when another thread took
+ * the end first (its handlers are that thread's). */
+static bool main_takes_end(struct instance *i)
+{
+    pthread_mutex_lock(&live_lock);
+    bool mine = take_end(i);
+    pthread_mutex_unlock(&live_lock);
+    return mine;
+}
+
+/* Once the main thread left the program: waits for a thread that took the
+ * end to have run the handlers, lets it stop and waits until it is gone
+ * (it may be inside vlcs with i's address).  Whether another thread ended
+ * the instance. */
+static bool live_remove(struct instance *i)
+{
+    pid_t me = (pid_t)syscall(SYS_gettid);
+    pthread_mutex_lock(&live_lock);
+    for (struct instance **p = &live_first; *p != NULL; p = &(*p)->next_live)
+        if (*p == i) {
+            *p = i->next_live;
+            break;
+        }
+    pid_t ender = i->ender;
+    bool other = ender != 0 && ender != me;
+    while (other && !i->handlers_done)
+        pthread_cond_wait(&live_cond, &live_lock);
+    i->main_left = true;
+    pthread_cond_broadcast(&live_cond);
+    pthread_mutex_unlock(&live_lock);
+    struct timespec brief = {0, 200 * 1000};
+    while (other && syscall(SYS_tgkill, getpid(), ender, 0) == 0)
+        nanosleep(&brief, NULL);
+    return other;
+}
+
 /* api->exit and friends (namespace.c): the end of the instance this thread
  * runs, or of the process. */
 void exec_exit(int status)
@@ -143,6 +270,7 @@ void exec_exit(int status)
         i->status = status;
         longjmp(i->done, 1);
     }
+    end_instance_of_thread(status, false);
     exit(status);
 }
 
@@ -150,6 +278,7 @@ void exec_quick_exit(int status)
 {
     if (instance_here() != NULL)
         exec_exit(status);
+    end_instance_of_thread(status, true);
     quick_exit(status);
 }
 
@@ -157,10 +286,34 @@ void exec_exit_now(int status)
 {
     struct instance *i = instance_here();
     if (i != NULL) {
-        i->now = true;
+        i->now = i->discard = true;
         exec_exit(status);
     }
+    end_instance_of_thread(status, true);
     _exit(status);
+}
+
+int exec_pthread_join(pthread_t th, void **ret)
+{
+    if (instance_here() == NULL)
+        return pthread_join(th, ret);
+    /* glibc's join waits on past a signal: in slices, then, between
+     * which an end it could not take where it was is taken */
+    for (;;) {
+        struct timespec until;
+        clock_gettime(CLOCK_REALTIME, &until);
+        until.tv_nsec += 10 * 1000 * 1000;
+        if (until.tv_nsec >= 1000000000L) {
+            until.tv_sec++;
+            until.tv_nsec -= 1000000000L;
+        }
+        int rc = pthread_timedjoin_np(th, ret, &until);
+        if (rc != ETIMEDOUT)
+            return rc;
+        int end = exec_signals_end_pending();
+        if (end != 0)
+            exec_exit_now(128 + end);
+    }
 }
 
 /* api->abort: abort() ends the instance as SIGABRT
@@ -170,6 +323,7 @@ void exec_abort(void)
 {
     if (instance_here() != NULL)
         exec_exit_now(128 + SIGABRT);
+    end_instance_of_thread(128 + SIGABRT, true);
     fault_abort();
     abort();
 }
@@ -365,10 +519,7 @@ int exec_instead(int (*run)(void *), void *arg)
     exec_exit_now(WIFEXITED(st) ? WEXITSTATUS(st) : 1);
 }
 
-typedef void (*copies_fn)(const struct vlcs_ip_copy *, size_t);
 typedef void (*handlers_fn)(uintptr_t, uintptr_t);
-typedef int (*next_handler_fn)(void (**)(void *), void **);
-
 /* The interposer keeps the atexit handlers (and C++ destructors of
  * statics first used in main) the program's own code registers while it
  * runs, which libvlcs runs at the
@@ -419,86 +570,6 @@ static void forget_handlers(vlcs_ctx *c)
         keep(0, 0);
 }
 
-/* The interposer lets go of the program's copies (before it is unloaded:
- * a thread of the namespace calling getenv must not write where it was). */
-static void forget_copies(vlcs_ctx *c)
-{
-    copies_fn give = (copies_fn)dlsym(c->ip_handle, "vlcs_ip_exec_copies");
-    if (give != NULL)
-        give(NULL, 0);
-}
-/* The namespace's interposer keeps the program's copies in step with libc's
- * variables; its program_invocation_name becomes the instance's. */
-static void fill_constant(char *to, const void *from, size_t size)
-{
-    long page = sysconf(_SC_PAGESIZE);
-    uintptr_t lo = (uintptr_t)to & ~(uintptr_t)(page - 1);
-    size_t len = (uintptr_t)to + size - lo;
-    if (mprotect((void *)lo, len, PROT_READ | PROT_WRITE) != 0)
-        return;
-    memcpy(to, from, size);
-    mprotect((void *)lo, len, PROT_READ);
-}
-
-static int bind_copies(vlcs_ctx *c, const struct link_map *lm, const struct program *p,
-                       const char *argv0)
-{
-    copies_fn give = (copies_fn)dlsym(c->ip_handle, "vlcs_ip_exec_copies");
-    if (give == NULL)
-        return program_refuse(VLCS_E_NOT_FOUND, p->path,
-                      "the vlcs interposer lacks vlcs_ip_exec_copies (an older build)");
-    void *libc = dlmopen(c->lmid, "libc.so.6", RTLD_NOLOAD | RTLD_LAZY);
-    if (libc != NULL) {
-        /* getopt starts afresh, as in a new process (an earlier run in
-         * this context left its own place) */
-        int *optind = dlsym(libc, "optind"), *opterr = dlsym(libc, "opterr");
-        char **optarg = dlsym(libc, "optarg");
-        if (optind)
-            *optind = 1;
-        if (opterr)
-            *opterr = 1;
-        if (optarg)
-            *optarg = NULL;
-        static const char *const names[] = {"program_invocation_name", "__progname_full"};
-        static const char *const shorts[] = {"program_invocation_short_name", "__progname"};
-        for (size_t k = 0; k < 2; k++) {
-            char **full = dlsym(libc, names[k]), **brief = dlsym(libc, shorts[k]);
-            if (full)
-                *full = (char *)argv0;
-            if (brief)
-                *brief = (char *)base_name(argv0);
-        }
-        dlclose(libc);
-    }
-    struct vlcs_ip_copy *pairs = calloc(p->ncopies + 1, sizeof *pairs);
-    if (pairs == NULL)
-        return program_refuse(VLCS_E_SYSTEM, p->path, "out of memory");
-    size_t n = 0;
-    for (size_t k = 0; k < p->ncopies; k++) {
-        /* glibc fills a copy only in the main program: loaded here, the
-         * program's own definition is found first and copied onto itself.
-         * Constants (C++'s typeinfo and vtables, in what the loader made
-         * read-only) are filled once from their library's. */
-        if (p->copies[k].vaddr >= p->relro_vaddr &&
-            p->copies[k].vaddr + p->copies[k].size <= p->relro_vaddr + p->relro_size) {
-            void *lib = definition_elsewhere(c->lmid, lm, p->copies[k].name, false);
-            if (lib != NULL)
-                fill_constant((char *)lm->l_addr + p->copies[k].vaddr, lib, p->copies[k].size);
-            continue;
-        }
-        void *lib = definition_elsewhere(c->lmid, lm, p->copies[k].name, true);
-        if (lib == NULL)
-            continue;
-        pairs[n++] = (struct vlcs_ip_copy){(void *)(lm->l_addr + p->copies[k].vaddr), lib,
-                                           p->copies[k].size};
-        /* libc's value now: what the loader copied may be older */
-        memcpy(pairs[n - 1].program, lib, p->copies[k].size);
-    }
-    give(pairs, n);
-    free(pairs);
-    return 0;
-}
-
 /* main, then the handlers it registered, on the instance's thread behind
  * vlcs_ctx_call: a fault ends the instance as a signal ends a process. */
 struct run_main {
@@ -514,35 +585,9 @@ static void *run_main(void *arg)
     struct run_main *r = arg;
     if (setjmp(r->inst->done) == 0)
         r->inst->status = r->main_of(r->argc, r->argv, r->envp);
-    if (r->next_handler != NULL)
+    if (r->next_handler != NULL && main_takes_end(r->inst))
         run_exit_handlers(r->inst, r->next_handler);
     return NULL;
-}
-
-/* A fault's first line on the instance's stderr, as a shell reports a
- * signal's end: "vlcs: sort: SIGSEGV (...) at ...", the program named by
- * its path where the report names the copy it ran as (a memfd). */
-static void say_fault(vlcs_ctx *c, const char *path)
-{
-    const char *report = vlcs_ctx_fault(c->handle);
-    if (report == NULL)
-        return;
-    char copy[PATH_MAX + 32];
-    snprintf(copy, sizeof copy, "/memfd:%s (deleted)", base_name(path));
-    int fd = 2; /* the run's stderr, on its thread's descriptor 2 */
-    dprintf(fd, "vlcs: %s: ", base_name(path));
-    size_t line = strcspn(report, "\n"), n = strlen(copy);
-    for (const char *at = report; at < report + line;) {
-        const char *hit = strstr(at, copy);
-        size_t upto = hit && hit < report + line ? (size_t)(hit - at) : (size_t)(report + line - at);
-        dprintf(fd, "%.*s", (int)upto, at);
-        at += upto;
-        if (hit && hit == at) {
-            dprintf(fd, "%s", path);
-            at += n;
-        }
-    }
-    dprintf(fd, "\n");
 }
 
 /* A run of a program: what vlcs_ctx_exec prepared, and what its thread
@@ -613,27 +658,43 @@ static void *run_instance(void *arg)
     /* the program's copies of libc's variables take their values once the
      * streams are the run's */
     if (!entered || !(given = streams_give(c, &streams, r->path) == 0) ||
-        bind_copies(c, r->lm, r->p, r->argv[0]) != 0 || exec_signals_begin(c) != 0) {
+        exec_bind_copies(c, r->lm, r->p, r->argv[0]) != 0 || exec_signals_begin(c) != 0) {
         run_failed(r);
         if (given)
             streams_take_back(&streams);
         if (entered)
             vlcs_leave();
         forget_handlers(c);
-        forget_copies(c);
+        exec_forget_copies(c);
         ns_close_handle(c, r->h);
         r->close_fd = true;
         return NULL;
     }
-    struct instance inst = {.status = 0, .pid = getpid()};
+    struct instance inst = {.status = 0, .pid = getpid(), .c = c, .next_handler = r->next_handler};
     pthread_once(&atfork_once, atfork_install);
     running = &inst;
+    live_add(&inst);
     struct run_main rm = {r->main_of, r->argc, r->argv, *c->ns_environ_slot, &inst,
                           r->next_handler};
     int rc = vlcs_ctx_call(r->ctx, run_main, &rm, NULL);
     running = NULL;
+    bool by_thread = live_remove(&inst);
     free(inst.children);
     exec_signals_end(c);
+    if (by_thread)
+        inst.status = inst.end_status;
+    if (rc != 0 && by_thread) {
+        /* ended by another of its threads: its main thread was cut short
+         * where it was, as a fault cuts it (the program stays loaded), but
+         * quietly, its handlers run and its streams flushed by that thread */
+        forget_handlers(c);
+        exec_forget_copies(c);
+        ns_handed_back();
+        streams_abandon(&streams);
+        vlcs_leave();
+        r->status = inst.status & 0xff;
+        return NULL;
+    }
     if (rc != 0) {
         /* A fault: the context is broken, its program stays loaded (its
          * destructors unrun) with the copy's descriptor open, as glibc
@@ -644,9 +705,9 @@ static void *run_instance(void *arg)
         /* a signal sent to it ends it as quietly as a process */
         if (sig == 0 || sig == SIGSEGV || sig == SIGBUS || sig == SIGFPE || sig == SIGILL ||
             sig == SIGABRT || sig == SIGTRAP || sig == SIGSYS)
-            say_fault(c, r->path);
+            streams_say_fault(c, r->path);
         forget_handlers(c);
-        forget_copies(c);
+        exec_forget_copies(c);
         ns_handed_back();
         streams_abandon(&streams);
         vlcs_leave();
@@ -654,14 +715,19 @@ static void *run_instance(void *arg)
             r->status = (128 + sig) & 0xff;
         return NULL;
     }
-    /* Its destructors, as at its exit; then its output. */
+    /* Its destructors, as at its exit; then its output, unless it ended
+     * as _exit or a signal ends a process, losing what it had buffered. */
     forget_handlers(c);
-    forget_copies(c);
+    exec_forget_copies(c);
     ns_handed_back();
     ns_close_handle(c, r->h);
     r->close_fd = true;
-    ns_flush(c);
-    streams_take_back(&streams);
+    if (inst.discard) {
+        streams_discard(&streams);
+    } else {
+        ns_flush(c);
+        streams_take_back(&streams);
+    }
     vlcs_leave();
     r->status = inst.status & 0xff;
     return NULL;
@@ -762,7 +828,7 @@ VLCS_API int vlcs_ctx_exec(vlcs_ctx *ctx, char *const argv[])
     pthread_attr_destroy(&attr);
     if (err != 0) {
         forget_handlers(c);
-        forget_copies(c);
+        exec_forget_copies(c);
         ns_close_handle(c, h);
         close(fd);
         program_close(&p);

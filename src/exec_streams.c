@@ -6,6 +6,7 @@
  */
 #include "internal.h"
 
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -22,10 +23,11 @@ int streams_give(vlcs_ctx *c, struct run_streams *s, const char *path)
         s->fdopen = (FILE * (*)(int, const char *)) dlsym(libc, "fdopen");
         s->fclose = (int (*)(FILE *))dlsym(libc, "fclose");
         s->setvbuf = (int (*)(FILE *, char *, int, size_t))dlsym(libc, "setvbuf");
+        s->fpurge = (void (*)(FILE *))dlsym(libc, "__fpurge");
         dlclose(libc);
     }
     if (!s->tell || !s->slot[0] || !s->slot[1] || !s->slot[2] || !s->fdopen || !s->fclose ||
-        !s->setvbuf) {
+        !s->setvbuf || !s->fpurge) {
         set_error(VLCS_E_NOT_FOUND, "Error running %s: the context's libc or interposer lacks its "
                   "streams", path);
         return -1;
@@ -50,13 +52,18 @@ int streams_give(vlcs_ctx *c, struct run_streams *s, const char *path)
 
 /* After a fault: the namespace's streams are put back, the run's left as
  * the fault left them (their locks may be held), unflushed as a crashed
- * process's are, their descriptors (0, 1, 2 of the run's thread) closed. */
+ * process's are, their descriptors (0, 1, 2 of the run's thread) closed.
+ * Their buffers are emptied (__fpurge takes no lock): the namespace's
+ * libc would otherwise write them at its next fflush(NULL), onto whatever
+ * descriptor 1 is on that thread. */
 void streams_abandon(struct run_streams *s)
 {
     s->tell(NULL);
     for (int i = 0; i < 3; i++) {
-        if (s->open[i] != NULL)
+        if (s->open[i] != NULL) {
+            s->fpurge(s->open[i]);
             close(i);
+        }
         *s->slot[i] = s->saved[i];
     }
 }
@@ -69,4 +76,38 @@ void streams_take_back(struct run_streams *s)
             s->fclose(s->open[i]);
         *s->slot[i] = s->saved[i];
     }
+}
+
+void streams_discard(struct run_streams *s)
+{
+    for (int i = 0; i < 3; i++)
+        if (s->open[i] != NULL)
+            s->fpurge(s->open[i]);
+    streams_take_back(s);
+}
+
+/* A fault's first line on the instance's stderr, as a shell reports a
+ * signal's end: "vlcs: sort: SIGSEGV (...) at ...", the program named by
+ * its path where the report names the copy it ran as (a memfd). */
+void streams_say_fault(vlcs_ctx *c, const char *path)
+{
+    const char *report = vlcs_ctx_fault(c->handle);
+    if (report == NULL)
+        return;
+    char copy[PATH_MAX + 32];
+    snprintf(copy, sizeof copy, "/memfd:%s (deleted)", base_name(path));
+    int fd = 2; /* the run's stderr, on its thread's descriptor 2 */
+    dprintf(fd, "vlcs: %s: ", base_name(path));
+    size_t line = strcspn(report, "\n"), n = strlen(copy);
+    for (const char *at = report; at < report + line;) {
+        const char *hit = strstr(at, copy);
+        size_t upto = hit && hit < report + line ? (size_t)(hit - at) : (size_t)(report + line - at);
+        dprintf(fd, "%.*s", (int)upto, at);
+        at += upto;
+        if (hit && hit == at) {
+            dprintf(fd, "%s", path);
+            at += n;
+        }
+    }
+    dprintf(fd, "\n");
 }

@@ -326,6 +326,7 @@ struct run_streams {
     FILE *(*fdopen)(int, const char *);
     int (*fclose)(FILE *);
     int (*setvbuf)(FILE *, char *, int, size_t);
+    void (*fpurge)(FILE *);
 };
 
 /* The run's streams made and handed to the namespace's libc and interposer;
@@ -334,8 +335,15 @@ HIDDEN int streams_give(vlcs_ctx *c, struct run_streams *s, const char *path);
 /* The namespace's streams back, the run's closed by its libc. */
 HIDDEN void streams_take_back(struct run_streams *s);
 /* After a fault: the namespace's streams back, the run's left as the fault
- * left them (their locks may be held), unflushed, their descriptors closed. */
+ * left them (their locks may be held), their buffers emptied unwritten,
+ * their descriptors closed. */
 HIDDEN void streams_abandon(struct run_streams *s);
+/* As streams_take_back, what the run's streams buffered lost (an end as
+ * _exit's or a signal's). */
+HIDDEN void streams_discard(struct run_streams *s);
+/* A fault's first line on the run's stderr (its thread's descriptor 2), as
+ * a shell reports a signal's end, the program named by path. */
+HIDDEN void streams_say_fault(vlcs_ctx *c, const char *path);
 
 /* ---- the ground floor (registry.c): calls nothing above error.c ---------- */
 
@@ -454,9 +462,7 @@ HIDDEN void elastic_node_joined(void);
 
 /* ---- namespaces (namespace.c) --------------------------------------------- */
 
-HIDDEN int ns_create(vlcs_ctx *c);
-/* Namespaces made by ns_create and not given back by ns_teardown. */
-HIDDEN unsigned long ns_count(void); /* with c->lock held */
+HIDDEN int ns_create(vlcs_ctx *c); /* with c->lock held */
 HIDDEN void ns_api_fill(vlcs_ctx *c, struct vlcs_ip_api *a);
 
 /* ---- copy mode (copies.c, elf_copy.c) ---- */
@@ -606,6 +612,10 @@ HIDDEN void exec_exit(int status) __attribute__((noreturn));
 HIDDEN void exec_quick_exit(int status) __attribute__((noreturn));
 HIDDEN void exec_exit_now(int status) __attribute__((noreturn));
 HIDDEN void exec_abort(void) __attribute__((noreturn));
+/* api->pthread_join: on a program's main thread, a join that the
+ * instance's end (exit() in another of its threads, a signal's default
+ * end) cuts short as it cuts a process's; elsewhere pthread_join. */
+HIDDEN int exec_pthread_join(pthread_t th, void **ret);
 HIDDEN int exec_instead(int (*run)(void *), void *arg);
 /* fork, and the children of the instance this thread runs (exec.c) */
 struct rusage;
@@ -670,6 +680,8 @@ HIDDEN size_t services_paths(char (*out)[FD_PATH_SIZE], size_t cap, const char *
 /* The calling thread's context (its innermost entered, or the one its
  * library thread belongs to), or NULL. */
 HIDDEN vlcs_ctx *thread_current(void);
+/* This thread's end, done now: it is about to end without its destructors. */
+HIDDEN void thread_end_here(void);
 HIDDEN void thread_created(vlcs_ctx *c);
 HIDDEN void thread_begin(vlcs_ctx *c, void *(*start)(void *));
 /* The start routines of c's library threads still alive (with c->lock held). */

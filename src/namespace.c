@@ -9,6 +9,7 @@
  * constructor of the user's runs.
  */
 #include "internal.h"
+#include "room.h"
 #include "exec_signals.h"
 
 #include <errno.h>
@@ -98,7 +99,7 @@ void ns_api_fill(vlcs_ctx *c, struct vlcs_ip_api *a)
     a->thread_created = thread_created;
     a->pthread_exit = pthread_exit;
     a->pthread_cancel = pthread_cancel;
-    a->pthread_join = pthread_join;
+    a->pthread_join = exec_pthread_join;
     a->pthread_detach = pthread_detach;
     a->thread_begin = thread_begin;
     a->exit = exec_exit;
@@ -163,13 +164,6 @@ VLCS_API int vlcs_ctx_set_global_library(vlcs_ctx *ctx, const char *path)
     pthread_mutex_unlock(&c->lock);
     return 0;
 }
-
-/* Namespaces made and not given back: vlcs_room's count (asking glibc
- * with dlmopen for each would leave its loader lock held where one is not
- * in use: glibc 2.36 signals that error with the lock taken). */
-static _Atomic unsigned long namespaces_live;
-
-unsigned long ns_count(void) { return atomic_load(&namespaces_live); }
 
 int ns_create(vlcs_ctx *c)
 {
@@ -342,7 +336,7 @@ int ns_create(vlcs_ctx *c)
             c->ns_start[c->nns_start++] = lm;
     }
     c->has_ns = true;
-    atomic_fetch_add(&namespaces_live, 1);
+    room_namespaces(+1);
     thread_ns_created(c);
     /* Optional: a libc without it (not glibc's) has nothing to set up. */
     __atomic_store_n(&c->ns_thread_init, ctype_init, __ATOMIC_RELEASE);
@@ -357,7 +351,7 @@ fail:
 void ns_teardown(vlcs_ctx *c)
 {
     ns_handed_back(); /* before: the next dlmopen may map here as soon as it returns */
-    atomic_fetch_sub(&namespaces_live, 1);
+    room_namespaces(-1);
     dlclose(c->ip_handle);
     __atomic_store_n(&c->ns_thread_init, NULL, __ATOMIC_RELEASE);
     c->has_ns = false;

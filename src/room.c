@@ -207,6 +207,10 @@ int room_for_load(vlcs_ctx *c, const char *what, size_t objects, size_t descript
 
 /* ---- vlcs_room ---------------------------------------------------------- */
 
+static _Atomic long namespaces_live;
+
+void room_namespaces(int change) { atomic_fetch_add(&namespaces_live, change); }
+
 static long threads_used(void)
 {
     FILE *f = fopen("/proc/self/status", "re");
@@ -272,7 +276,7 @@ VLCS_API int vlcs_room(int resource, unsigned long *used, unsigned long *limit)
     unsigned long u = 0, l = 0;
     switch (resource) {
     case VLCS_LIMIT_NAMESPACES:
-        u = ns_count();
+        u = (unsigned long)atomic_load(&namespaces_live);
         l = NAMESPACES;
         break;
     case VLCS_LIMIT_MAPS:

@@ -14,4 +14,10 @@ struct vlcs_ctx;
  * -1 with a VLCS_E_LIMIT error naming the resource and the remedy. */
 int room_for_load(struct vlcs_ctx *c, const char *what, size_t objects, size_t descriptors);
 
+/* A namespace made (+1) or given back (-1): vlcs_room counts them so,
+ * as asking glibc with dlmopen for each would leave its loader lock held
+ * where one is not in use (glibc 2.36 signals that error with the lock
+ * taken). */
+void room_namespaces(int change);
+
 #endif

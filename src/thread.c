@@ -165,6 +165,15 @@ static void on_base_thread_exit(void *p)
 }
 static void exit_key_create(void) { pthread_key_create(&exit_key, on_base_thread_exit); }
 
+/* What the thread's end does, for a thread about to end without its
+ * destructors (exec.c stops a thread that ended its instance so). */
+void thread_end_here(void)
+{
+    on_base_thread_exit(NULL);
+    pthread_once(&exit_key_once, exit_key_create);
+    pthread_setspecific(exit_key, NULL);
+}
+
 static void watch_exit(struct tstate *ts)
 {
     pthread_once(&exit_key_once, exit_key_create);

@@ -554,3 +554,19 @@ def test_tagged_output_to_a_closed_pipe_ends_the_instances_by_sigpipe():
     assert lines[-1] == "141", r
     assert len(lines) == 4 and all(re.fullmatch(r"\[[01]\] y", x) for x in lines[:3]), r
     assert r.stderr == "", r.stderr
+
+
+THREAD_ENDS = HERE.parent / "c" / "prog" / "thread_ends_prog.c"
+
+
+def test_an_exit_from_another_thread_ends_only_its_instance(tmp_path):
+    """exit(), error() and _exit() called by a thread the program started,
+    while its main thread joins it, waits on a condition or computes: the
+    instance ends with that status, its atexit handlers run and its output
+    flushed (not for _exit), as a process ends; the other instances and the
+    process go on."""
+    prog = tmp_path / "thread_ends"
+    subprocess.run(["gcc", "-O1", "-pthread", str(THREAD_ENDS), "-o", str(prog)], check=True)
+    statuses = same_as_separate_runs([str(prog)], 6, tmp_path)
+    # joined, exit, error, _exit, exit while main waits, exit while main computes
+    assert statuses == [0, 3, 4, 5, 6, 7]
