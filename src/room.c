@@ -155,7 +155,15 @@ static bool tally_take(struct tally *t, long (*count)(void), unsigned long need,
     return ok;
 }
 
-static long count_maps(void) { return count_lines("/proc/self/maps"); }
+/* vm.max_map_count as last read: again at each count of the maps (an
+ * administrator may raise it), not at every load. */
+static _Atomic unsigned long maps_limit;
+
+static long count_maps(void)
+{
+    atomic_store(&maps_limit, max_maps());
+    return count_lines("/proc/self/maps");
+}
 
 /* The address space's size in pages (/proc/self/statm), or 0. */
 static unsigned long address_space_pages(void)
@@ -172,7 +180,9 @@ static unsigned long address_space_pages(void)
 
 int room_for_load(vlcs_ctx *c, const char *what, size_t objects, size_t descriptors)
 {
-    unsigned long used, limit = max_maps(), need = objects * MAPS_PER_OBJECT;
+    unsigned long used, limit = atomic_load(&maps_limit), need = objects * MAPS_PER_OBJECT;
+    if (limit == 0)
+        atomic_store(&maps_limit, limit = max_maps());
     unsigned long reserve = limit / 64 < 256 ? 256 : limit / 64;
     if (!tally_take(&maps_tally, count_maps, need, limit, reserve, address_space_pages(), limit,
                     &used)) {
