@@ -20,6 +20,7 @@ mkdir -p "$out"
 if [ $# -ge 1 ]; then
     site=$(mktemp -d)
     "$py" -m zipfile -e "$1" "$site" || exit 1
+    chmod +x "$site"/vlcs/_native/vlcs-run # zipfile keeps no modes
     export PYTHONPATH="$site${PYTHONPATH:+:$PYTHONPATH}"
 fi
 {

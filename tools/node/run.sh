@@ -13,18 +13,19 @@
 #      mode, one `vlcs bench all` each, so that a case cut short by the
 #      deadline leaves the others' reports;
 #   3. `vlcs doctor --json` and `vlcs.room()`.
-# Everything goes to $OUT (the device runner's folder) or else
+# Everything goes to $OUT (the device runner's folder, which brings back 8
+# files: machine.txt, summary.txt and node.tar.gz holding the rest) or else
 # bench/results/node-DATE/; summary.txt lists what ran, its exit status
 # and its time.  VLCS_NODE_PYTHON names the interpreter (default python3).
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 py=${VLCS_NODE_PYTHON:-python3}
-out=${OUT:-$root/bench/results/node-$(date -u +%Y%m%d-%H%M%S)}
+final=${OUT:-$root/bench/results/node-$(date -u +%Y%m%d-%H%M%S)}
+out=$(mktemp -d)
 budget=${VLCS_NODE_SECONDS:-480}
 cases=${VLCS_NODE_CASES:-9,4,5,12}
 deadline=$(( $(date +%s) + budget ))
-mkdir -p "$out"
 if [ $# -lt 1 ] || ! ls "$1"/vlcs-*.whl >/dev/null 2>&1; then
     echo "tools/node/run.sh: give the folder of the vlcs and vlcs-bench wheels (tools/node/wheels.sh makes dist/node)" >&2
     exit 2
@@ -33,6 +34,7 @@ site=$(mktemp -d)
 for w in "$1"/*.whl; do
     "$py" -m zipfile -e "$w" "$site" || exit 1
 done
+chmod +x "$site"/vlcs/_native/vlcs-run # zipfile keeps no modes
 export PYTHONPATH="$site${PYTHONPATH:+:$PYTHONPATH}"
 
 left() { echo $(( deadline - $(date +%s) )); }
@@ -84,3 +86,6 @@ done
 
 step doctor 60 "$py" -m vlcs doctor --json
 step room 30 "$py" -c 'import json, vlcs; print(json.dumps(vlcs.room()))'
+mkdir -p "$final"
+cp "$out/machine.txt" "$out/summary.txt" "$final/"
+tar czf "$final/node.tar.gz" -C "$out" .

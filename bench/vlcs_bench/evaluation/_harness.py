@@ -74,6 +74,7 @@ def measure(
     ideal_speedup: float | None = None,
     ideal_s: float | None = None,
     warmup: bool = True,
+    warm_when_quick: bool = False,
     note: str = "",
     timeline: str | None = None,
 ) -> dict[str, Any]:
@@ -81,9 +82,12 @@ def measure(
 
     ideal_speedup: the ceiling over the baseline (2x for two tasks on two
     cores); ideal_s: a makespan lower bound (total work / cores);
+    warm_when_quick: the untimed first run of each strategy even in quick
+    mode, where first calls (torch's lazy start, a runtime's pool) would
+    otherwise be most of the time of the strategies that run first;
     timeline: the name of a strategy run once more under vlcs.trace, whose
     trace the report draws (where the cores went: lends and reclaims)."""
-    if warmup and not QUICK:
+    if warmup and (warm_when_quick or not QUICK):
         for s in strategies:
             say(f"{title}: warm-up {s.name}")
             s.run()

@@ -131,6 +131,10 @@ def run(quick: bool) -> dict[str, Any]:
             Strategy(lent, elastic),
         ],
         timed_runs(quick),
+        # each task's first call (torch's lazy start, four runtimes' pools)
+        # took 15-25x the tasks' work on 16 cores, all of it landing on the
+        # strategies timed first
+        warm_when_quick=True,
         timeline=lent,
     )
     # The makespan lower bound, as in case 4: each task's work on its home
