@@ -51,6 +51,8 @@ from vlcs._lib import c_string, check, enter_binding, fail, forged_files, last_e
 # vlcs_mode (vlcs.h)
 _MODE_NAMESPACE = 1
 _MODE_COPIES = 2
+# what vlcs_ctx_set_gpus sets in a context's environment
+_GPU_VARIABLES = ("CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES")
 
 
 _contexts: weakref.WeakValueDictionary[int, VLC] = weakref.WeakValueDictionary()
@@ -237,6 +239,13 @@ class VLC:
         >>> ctx.close()
         """
         check(lib().vlcs_ctx_set_gpus(self._h, _cpus.to_c(gpus, "GPU", empty_ok=True)))
+        # as vlcs_ctx_set_gpus set them, for os.environ in the context:
+        # torch counts its devices with NVML, filtered by os.getenv's
+        # CUDA_VISIBLE_DEVICES, before its CUDA runtime looks
+        for name in _GPU_VARIABLES:
+            value = self.getenv(name)
+            if value is not None:
+                self._env[name] = value
 
     @property
     def gpus(self) -> list[int] | None:

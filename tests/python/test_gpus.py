@@ -194,3 +194,26 @@ def test_gpu_lists_are_checked():
         ctx.close()
     with pytest.raises(ValueError, match="one per worker"):
         vlcs.ContextPoolExecutor(max_workers=2, cpus="0", gpus=["0"])
+
+
+def test_python_in_a_context_reads_its_gpus_from_os_environ():
+    """torch counts devices through NVML filtered by os.getenv's
+    CUDA_VISIBLE_DEVICES: Python in a context must read the context's,
+    as its C code does (a context given no GPU counted the node's H200)."""
+    import vlcs
+
+    before = {k: os.environ.get(k) for k in ("CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES")}
+    none, some = vlcs.VLC(cpus="0", gpus=""), vlcs.VLC(cpus="1", gpus="0,2")
+    try:
+        seen = []
+        for ctx in (none, some):
+            with ctx:
+                seen.append((os.getenv("CUDA_VISIBLE_DEVICES"), os.environ["HIP_VISIBLE_DEVICES"]))
+        assert seen == [("", ""), ("0,2", "0,2")]
+        some.set_gpus([1])
+        with some:
+            assert os.environ.get("CUDA_VISIBLE_DEVICES") == "1"
+    finally:
+        none.close()
+        some.close()
+    assert {k: os.environ.get(k) for k in before} == before  # the base's, untouched
