@@ -8,10 +8,11 @@
 # needs no network), describes the machine, then runs, each part with a
 # deadline so that the whole stays within VLCS_NODE_SECONDS (default 480):
 #   1. the GPU checks of tools/gpu/run.sh (torch in three contexts and the
-#      base, CuPy in two, a pool of GPU workers), when nvidia-smi is there;
+#      base, CuPy in two, a pool of GPU workers), when nvidia-smi is there
+#      (VLCS_NODE_GPU=0: not);
 #   2. the evaluation's cases VLCS_NODE_CASES (default 9,4,5,12) in quick
-#      mode, one `vlcs bench all` each, so that a case cut short by the
-#      deadline leaves the others' reports;
+#      mode (VLCS_NODE_FULL=1: full), one `vlcs bench all` each, so that a
+#      case cut short by the deadline leaves the others' reports;
 #   3. `vlcs doctor --json` and `vlcs.room()`.
 # Everything goes to $OUT (the device runner's folder, which brings back 8
 # files: machine.txt, summary.txt and node.tar.gz holding the rest) or else
@@ -25,6 +26,8 @@ final=${OUT:-$root/bench/results/node-$(date -u +%Y%m%d-%H%M%S)}
 out=$(mktemp -d)
 budget=${VLCS_NODE_SECONDS:-480}
 cases=${VLCS_NODE_CASES:-9,4,5,12}
+mode=--quick
+[ "${VLCS_NODE_FULL:-}" = 1 ] && mode="" # full mode: a warm-up and five timed runs
 deadline=$(( $(date +%s) + budget ))
 if [ $# -lt 1 ] || ! ls "$1"/vlcs-*.whl >/dev/null 2>&1; then
     echo "tools/node/run.sh: give the folder of the vlcs and vlcs-bench wheels (tools/node/wheels.sh makes dist/node)" >&2
@@ -68,7 +71,7 @@ step() { # name seconds command...: runs it with what is left, at most seconds
 } > "$out/machine.txt"
 cat "$out/machine.txt"
 
-if command -v nvidia-smi >/dev/null; then
+if command -v nvidia-smi >/dev/null && [ "${VLCS_NODE_GPU:-1}" = 1 ]; then
     for scenario in torch cupy pool; do
         step "gpu-$scenario" 120 "$py" -m vlcs run -- "$py" "$root/tools/gpu/check.py" "$scenario"
     done
@@ -81,7 +84,7 @@ fi
 
 IFS=, read -r -a each <<< "$cases"
 for n in "${each[@]}"; do
-    step "case$n" 300 "$py" -m vlcs bench all --quick --cases "$n" --out "$out/case$n"
+    step "case$n" 300 "$py" -m vlcs bench all $mode --cases "$n" --out "$out/case$n"
 done
 
 step doctor 60 "$py" -m vlcs doctor --json
