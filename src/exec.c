@@ -255,9 +255,8 @@ static bool live_remove(struct instance *i)
     i->main_left = true;
     pthread_cond_broadcast(&live_cond);
     pthread_mutex_unlock(&live_lock);
-    struct timespec brief = {0, 200 * 1000};
-    while (other && syscall(SYS_tgkill, getpid(), ender, 0) == 0)
-        nanosleep(&brief, NULL);
+    if (other)
+        thread_wait_gone(ender);
     return other;
 }
 

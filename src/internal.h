@@ -682,6 +682,8 @@ HIDDEN size_t services_paths(char (*out)[FD_PATH_SIZE], size_t cap, const char *
 HIDDEN vlcs_ctx *thread_current(void);
 /* This thread's end, done now: it is about to end without its destructors. */
 HIDDEN void thread_end_here(void);
+/* Returns once the kernel has thread tid gone (unload.c). */
+HIDDEN void thread_wait_gone(pid_t tid);
 HIDDEN void thread_created(vlcs_ctx *c);
 HIDDEN void thread_begin(vlcs_ctx *c, void *(*start)(void *));
 /* The start routines of c's library threads still alive (with c->lock held). */

@@ -193,6 +193,12 @@ static void pause_briefly(void)
     nanosleep(&ts, NULL);
 }
 
+void thread_wait_gone(pid_t tid)
+{
+    while (!thread_gone(tid))
+        pause_briefly();
+}
+
 /* "libgomp.so.1 (3 threads)": whose threads still run, from their start routines. */
 static void name_running(vlcs_ctx *c, char *out, size_t size)
 {
