@@ -64,6 +64,23 @@ def _bench_scale(args: argparse.Namespace) -> int:
     return 1 if any("error" in r for r in result["rows"]) else 0
 
 
+def _bench_create(args: argparse.Namespace) -> int:
+    from vlcs_bench import creation
+
+    print("vlcs bench create: building and measuring (about 10 s)...", file=sys.stderr)
+    try:
+        result = creation.run()
+    except RuntimeError as e:  # could not be built
+        print(f"vlcs bench create: {e}", file=sys.stderr)
+        return 1
+    except subprocess.CalledProcessError as e:
+        print(e.stderr, file=sys.stderr, end="")
+        print(f"vlcs bench create: a run failed (exit {e.returncode})", file=sys.stderr)
+        return 1
+    print(json.dumps(result, indent=2) if args.json else creation.report(result))
+    return 0
+
+
 def _bench_recycle(args: argparse.Namespace) -> int:
     from vlcs_bench import recycle
 
@@ -154,6 +171,7 @@ _SUITES = {
     "exec": _bench_exec,
     "own": _bench_own,
     "recycle": _bench_recycle,
+    "create": _bench_create,
     "scale": _bench_scale,
 }
 
@@ -188,8 +206,8 @@ def _demo(args: argparse.Namespace) -> int:
 def add_bench_arguments(b: argparse.ArgumentParser) -> None:
     b.add_argument(
         "suite",
-        help="all (the evaluation), core, strict, shim, python, imports, recycle, exec, own "
-        "or scale",
+        help="all (the evaluation), core, create, strict, shim, python, imports, recycle, exec, "
+        "own or scale",
     )
     b.add_argument("--json", action="store_true", help="print JSON")
     b.add_argument("--repeats", type=int, default=5, help="repeats per side (python)")

@@ -19,6 +19,7 @@ _WARN = ["-O2", "-Wall", "-Wextra", "-Werror"]
 PROGRAMS: dict[str, tuple[list[str], str, list[str]]] = {
     "vlcs-bench-core": (["bench_core.c"], "cc", ["-std=gnu11", "-lvlcs", "-ldl"]),
     "vlcs-bench-strict": (["bench_strict.c"], "cc", ["-std=gnu11", "-lvlcs"]),
+    "vlcs-bench-create": (["bench_create.c"], "cc", ["-std=gnu11", "-lvlcs", "-ldl"]),
     "vlcs-demo-nested-gemm": (["nested_gemm.cpp"], "c++", ["-std=c++17", "-lvlcs", "-pthread"]),
 }
 

@@ -1,0 +1,99 @@
+"""`vlcs bench create`: what making one context costs, side by side with
+glibc's own ``dlmopen(LM_ID_NEWLM)`` of the same small library.
+
+That dlmopen is what the paper's prototype does per context before its
+monitor's part (a registration through shared memory and a signal, and a
+ptrace stop at every file the loader opens), so it is a floor for the
+prototype as well as for vlcs.  Three ways, each in fresh processes under
+the ``vlcs-run`` launcher (the same glibc tunables for all), their order
+alternating from one round to the next:
+
+* dlmopen: ``dlmopen(LM_ID_NEWLM, lib, RTLD_NOW)``;
+* namespace: ``vlcs_ctx_create`` and ``vlcs_ctx_load`` of the library, in a
+  linker namespace of its own (its libc, vlcs's interposer);
+* copies: the same in copy mode (renamed copies, no namespace).
+
+Each process makes PER_RUN contexts (glibc has 16 namespaces); its first
+one also pays the process's one-time set-up and is reported apart.  The
+figures are medians over every later context of every round.
+
+Example::
+
+    $ vlcs bench create
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import subprocess
+import sys
+from typing import Any
+
+from vlcs_bench import programs
+from vlcs_bench._build import CSRC, build
+
+WAYS = ("dlmopen", "namespace", "copies")
+#: contexts per process: glibc's 16 namespaces less the base's and a spare
+PER_RUN = 12
+
+
+def tiny_library() -> str:
+    """Path of the small library every context loads first (built once)."""
+    return str(
+        build("vlcs-bench-tiny", ["create_tiny.c"], ["-O2", "-shared", "-fPIC"], src_dir=CSRC)
+    )
+
+
+def run(rounds: int = 7, progress: bool = True) -> dict[str, Any]:
+    """Times of every way over `rounds` rounds: {"ways": {way: {"first_us",
+    "then_us", "contexts"}}, "ratios": {way: then_us / dlmopen's}}."""
+    lib = tiny_library()
+    first: dict[str, list[float]] = {w: [] for w in WAYS}
+    then: dict[str, list[float]] = {w: [] for w in WAYS}
+    for r in range(rounds):
+        if progress:
+            print(f"vlcs bench create: round {r + 1} of {rounds}", file=sys.stderr)
+        for way in WAYS if r % 2 == 0 else WAYS[::-1]:
+            argv = programs.launch("vlcs-bench-create", lib, way, str(PER_RUN))
+            proc = subprocess.run(argv, capture_output=True, text=True, check=True, timeout=120)
+            us = json.loads(proc.stdout)["us"]
+            first[way].append(us[0])
+            then[way].extend(us[1:])
+    ways = {
+        w: {
+            "first_us": round(statistics.median(first[w]), 1),
+            "then_us": round(statistics.median(then[w]), 1),
+            "contexts": len(first[w]) + len(then[w]),
+        }
+        for w in WAYS
+    }
+    floor = ways["dlmopen"]["then_us"]
+    return {
+        "library": lib,
+        "rounds": rounds,
+        "ways": ways,
+        "ratios": {w: round(ways[w]["then_us"] / floor, 2) for w in WAYS if w != "dlmopen"},
+    }
+
+
+_NAMES = {
+    "dlmopen": "glibc dlmopen(LM_ID_NEWLM)",
+    "namespace": "vlcs context, namespace",
+    "copies": "vlcs context, copies",
+}
+
+
+def report(result: dict[str, Any]) -> str:
+    """The result as a table."""
+    lines = [
+        f"{'one context and its first library':34} {'first':>9} {'then':>9}  vs dlmopen",
+    ]
+    for w, v in result["ways"].items():
+        ratio = "" if w == "dlmopen" else f"{result['ratios'][w]:.2f}x"
+        lines.append(f"{_NAMES[w]:34} {v['first_us']:7.0f}us {v['then_us']:7.0f}us  {ratio}")
+    lines.append(
+        f"(medians of {result['rounds']} rounds in fresh processes, {PER_RUN} contexts each; "
+        "'first': a process's first, with its one-time set-up)"
+    )
+    return "\n".join(lines)
