@@ -81,12 +81,20 @@ static bool process_wide(const char *name)
     return services_has(name) || glibc_own(name);
 }
 
-/* glibc's libraries as the context sees them (its interposer first), not
- * libvlcs: code in the context that opens libvlcs (a Python of its own
- * importing vlcs) gets the process's one. */
+/* What libc itself holds (the libraries that are stubs since glibc 2.34
+ * and the loader), as the context sees it: its interposer first.  The
+ * others (libm, libresolv, ...) are the process's own, as libvlcs is to
+ * code in the context that opens it (a Python of its own importing vlcs). */
 static bool glibc_scoped(const char *name)
 {
-    return glibc_own(name) && strncmp(base_name(name), "libvlcs.so", 10) != 0;
+    static const char *const prefixes[] = {"libc.so",   "libpthread.so", "libdl.so", "librt.so",
+                                           "libutil.so", "libanl.so",    "ld-linux", "ld64.so",
+                                           NULL};
+    const char *base = base_name(name);
+    for (const char *const *p = prefixes; *p; p++)
+        if (strncmp(base, *p, strlen(*p)) == 0)
+            return true;
+    return false;
 }
 
 /* process_wide, but the context's own global library is its own copy */

@@ -296,3 +296,57 @@ int forwarder_root(const char *const *needed, size_t n, char *err, size_t errsiz
     unsigned char *img = build("vlcs-namespace-root", NULL, 0, needed, n, &size);
     return write_memfd("vlcs-root", img, size, err, errsize);
 }
+
+/* Roots made before, by their list of paths: contexts made with the same
+ * services start from the same root, and writing one costs a dozen system
+ * calls.  The few descriptors kept stay open; callers get duplicates, so
+ * that one put out of the list never closes a root being loaded. */
+enum { ROOTS_KEPT = 8 };
+static struct {
+    char *key; /* the paths, one per line */
+    int fd;
+} roots[ROOTS_KEPT];
+static size_t roots_made;
+static pthread_mutex_t roots_lock = PTHREAD_MUTEX_INITIALIZER;
+
+int forwarder_root_shared(const char *const *needed, size_t n, char *err, size_t errsize)
+{
+    size_t len = 1;
+    for (size_t i = 0; i < n; i++)
+        len += strlen(needed[i]) + 1;
+    char *key = malloc(len);
+    if (key == NULL) {
+        snprintf(err, errsize, "out of memory");
+        return -VLCS_E_SYSTEM;
+    }
+    char *at = key;
+    for (size_t i = 0; i < n; i++)
+        at += sprintf(at, "%s\n", needed[i]);
+    *at = '\0';
+    pthread_mutex_lock(&roots_lock);
+    int fd = -1;
+    for (size_t i = 0; i < ROOTS_KEPT && fd < 0; i++)
+        if (roots[i].key != NULL && strcmp(roots[i].key, key) == 0)
+            fd = roots[i].fd;
+    if (fd < 0) {
+        fd = forwarder_root(needed, n, err, errsize);
+        if (fd >= 0) {
+            size_t slot = roots_made++ % ROOTS_KEPT;
+            if (roots[slot].key != NULL) {
+                free(roots[slot].key);
+                close(roots[slot].fd);
+            }
+            roots[slot].key = key;
+            roots[slot].fd = fd;
+            key = NULL;
+        }
+    }
+    int copy = fd < 0 ? fd : fcntl(fd, F_DUPFD_CLOEXEC, 0);
+    pthread_mutex_unlock(&roots_lock);
+    free(key);
+    if (fd >= 0 && copy < 0) {
+        snprintf(err, errsize, "cannot duplicate a descriptor: %s", strerror(errno));
+        return -VLCS_E_SYSTEM;
+    }
+    return copy;
+}

@@ -281,6 +281,13 @@ struct vlcs_ctx {
     char *(*ns_getenv)(const char *);
     int (*ns_fflush)(void *);
     void (*ns_thread_init)(void); /* the namespace libc's __ctype_init (thread.c) */
+    /* the namespace libc's first thread, joined at the end of the load
+     * that made the namespace (ns_settle) */
+    struct {
+        bool pending;
+        pthread_t thread;
+        int (*join)(pthread_t, void **);
+    } ns_first;
     struct vlcs_ip_api api;
     /* vlcs_ctx_set_stdio: descriptors for the namespace's stdin, stdout and
      * stderr (given when the namespace is made), and the streams made then */
@@ -578,6 +585,8 @@ HIDDEN int fork_register(vlcs_ctx *c, void (*prepare)(void), void (*parent)(void
                          void (*child)(void), void *dso);
 HIDDEN void fork_forget(vlcs_ctx *c); /* c's namespace went away */
 HIDDEN void ns_flush(vlcs_ctx *c);
+/* Joins the namespace libc's first thread; with c->lock held. */
+HIDDEN void ns_settle(vlcs_ctx *c);
 /* The streams vlcs_ctx_set_stdio gave: closed (their descriptors with them,
  * so that a reader sees the end), the namespace's back on the process's. */
 HIDDEN void ns_streams_release(vlcs_ctx *c, bool broken);
@@ -651,11 +660,15 @@ HIDDEN int forwarder_create(void *handle, const struct fwd_spec *spec, char *son
 /* A symbol-less object whose DT_NEEDED are `needed`, as a memfd, or
  * -VLCS_E_* with err set. */
 HIDDEN int forwarder_root(const char *const *needed, size_t n, char *err, size_t errsize);
+/* The same, made once per list of paths: a new descriptor of it. */
+HIDDEN int forwarder_root_shared(const char *const *needed, size_t n, char *err, size_t errsize);
 
-/* In *fd a memfd holding the first object for a new namespace (interposer
- * and forwarders as DT_NEEDED), or -1 if there are no services.  Returns
- * VLCS_OK, or a vlcs_errcode_t with err set. */
-HIDDEN int services_root(int *fd, char *err, size_t errsize);
+/* In *fd a memfd holding the first object for a new namespace: `first`
+ * then the forwarders of the services (but the one whose soname is
+ * `except`, or NULL) as DT_NEEDED; -1 when `first` is one object and there
+ * are no services.  Returns VLCS_OK, or a vlcs_errcode_t with err set. */
+HIDDEN int services_root(const char *const *first, size_t nfirst, const char *except, int *fd,
+                         char *err, size_t errsize);
 /* Held (read) around creating a namespace and loading into one, before the
  * context's lock: a service is added under the write lock. */
 HIDDEN void services_read_lock(void);

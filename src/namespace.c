@@ -12,7 +12,9 @@
 #include "room.h"
 #include "exec_signals.h"
 
+#include <dlfcn.h>
 #include <errno.h>
+#include <limits.h>
 #include <link.h>
 #include <malloc.h>
 #include <stdio.h>
@@ -165,29 +167,42 @@ VLCS_API int vlcs_ctx_set_global_library(vlcs_ctx *ctx, const char *path)
     return 0;
 }
 
+/* libm's path when the base resolves libm's names through its global
+ * scope (a Python's does, through the executable): libraries and
+ * extension modules that use libm without naming it (pandas' tslibs,
+ * mypyc helpers) then work, and must work in a context too.  Asked at
+ * every namespace: a dlopen(RTLD_GLOBAL) may bring libm later. */
+static const char *base_libm(char *out, size_t size)
+{
+    Dl_info info;
+    void *f = dlsym(RTLD_DEFAULT, "nextafter");
+    if (f == NULL || dladdr(f, &info) == 0 || info.dli_fname == NULL ||
+        info.dli_fname[0] != '/' || strncmp(base_name(info.dli_fname), "libm.so", 7) != 0 ||
+        (size_t)snprintf(out, size, "%s", info.dli_fname) >= size)
+        return NULL;
+    return out;
+}
+
 int ns_create(vlcs_ctx *c)
 {
-    /* With services, the first object is a generated root whose DT_NEEDED
-     * entries are the interposer and the forwarders: together they are the
-     * namespace's global scope.  Without, the interposer itself is first. */
-    char why[512], rootpath[FD_PATH_SIZE];
-    int root = -1, code = VLCS_OK;
+    /* The first object is the interposer, or a generated root whose
+     * DT_NEEDED entries are the interposer, libm where the base has it in
+     * its scope, the context's own global library and the services'
+     * forwarders: together they are the namespace's global scope. */
+    char why[512], rootpath[FD_PATH_SIZE], libm[PATH_MAX], soname[256];
+    const char *first[3] = {interposer_path()}, *except = NULL;
+    size_t nfirst = 1;
+    if (base_libm(libm, sizeof libm) != NULL)
+        first[nfirst++] = libm;
     if (c->global_lib != NULL) {
-        /* its own global library first, then the services it does not
-         * stand in for (its own libpython for the base's) */
-        enum { MAX_SERVICES = 16 };
-        char soname[256], paths[MAX_SERVICES][FD_PATH_SIZE];
-        const char *needed[2 + MAX_SERVICES] = {interposer_path(), c->global_lib};
+        /* its own global library, and not the service it stands in for
+         * (its own libpython for the base's) */
+        first[nfirst++] = c->global_lib;
         elf_soname_of(c->global_lib, soname, sizeof soname);
-        size_t n = 2 + services_paths(paths, MAX_SERVICES, soname);
-        for (size_t i = 2; i < n; i++)
-            needed[i] = paths[i - 2];
-        root = forwarder_root(needed, n, why, sizeof why);
-        if (root < 0)
-            code = -root;
-    } else {
-        code = services_root(&root, why, sizeof why);
+        except = soname;
     }
+    int root = -1;
+    int code = services_root(first, nfirst, except, &root, why, sizeof why);
     if (code != VLCS_OK) {
         set_error(code, "Error creating the namespace of context '%s': %s", c->name, why);
         return -1;
@@ -318,10 +333,13 @@ int ns_create(vlcs_ctx *c)
     }
 
     /* See the same in runtime.c: a libc that has never created a thread skips
-     * locks, but threads of the base call into this one. */
-    pthread_t t;
-    if (ns_pthread_create(&t, NULL, ns_noop, NULL) == 0)
-        ns_pthread_join(t, NULL);
+     * locks, but threads of the base call into this one.  Creating one is
+     * what turns them on.  It is joined once the first library is loaded
+     * (ns_settle): meanwhile it has started and ended on another CPU,
+     * where waiting for it here would add a wake-up, slow on machines whose
+     * idle CPUs sleep deeply. */
+    c->ns_first.pending = ns_pthread_create(&c->ns_first.thread, NULL, ns_noop, NULL) == 0;
+    c->ns_first.join = ns_pthread_join;
 
     c->ns_environ_slot = ns_environ;
     c->ip_handle = h;
@@ -348,8 +366,16 @@ fail:
     return -1;
 }
 
+void ns_settle(vlcs_ctx *c)
+{
+    if (c->ns_first.pending)
+        c->ns_first.join(c->ns_first.thread, NULL);
+    c->ns_first.pending = false;
+}
+
 void ns_teardown(vlcs_ctx *c)
 {
+    ns_settle(c); /* the thread may still be in the libc about to go */
     ns_handed_back(); /* before: the next dlmopen may map here as soon as it returns */
     room_namespaces(-1);
     dlclose(c->ip_handle);

@@ -116,24 +116,27 @@ static void *load_one(vlcs_ctx *c, const struct service *s, int *code, char *why
  * service's forwarder.  *fd is a memfd, or -1 when there are no services
  * (the interposer itself is then the first object).  The caller holds
  * services_read_lock. */
-int services_root(int *fd_out, char *err, size_t errsize)
+int services_root(const char *const *first, size_t nfirst, const char *except, int *fd_out,
+                  char *err, size_t errsize)
 {
-    size_t n = 1;
-    for (struct service *s = services; s; s = s->next)
+    size_t n = nfirst;
+    for (const struct service *s = first_service(); s; s = next_service(s))
         n++;
     int fd = -1, code = VLCS_OK;
     if (n > 1) {
         char (*paths)[FD_PATH_SIZE] = calloc(n, sizeof *paths);
         const char **needed = calloc(n, sizeof *needed);
         if (paths && needed) {
-            needed[0] = interposer_path();
-            size_t i = 1;
-            for (struct service *s = services; s; s = s->next, i++) {
-                fd_path(paths[i], sizeof paths[i], s->fd);
-                needed[i] = paths[i];
-            }
-            fd = forwarder_root(needed, n, err, errsize);
-            if (fd < 0)
+            memcpy(needed, first, nfirst * sizeof *needed);
+            size_t i = nfirst;
+            for (const struct service *s = first_service(); s && i < n; s = next_service(s))
+                if (except == NULL || strcmp(s->soname, except) != 0) {
+                    fd_path(paths[i], sizeof paths[i], s->fd);
+                    needed[i] = paths[i];
+                    i++;
+                }
+            fd = i > 1 ? forwarder_root_shared(needed, i, err, errsize) : -1;
+            if (fd < -1)
                 code = -fd;
         } else {
             snprintf(err, errsize, "out of memory");
