@@ -281,13 +281,6 @@ struct vlcs_ctx {
     char *(*ns_getenv)(const char *);
     int (*ns_fflush)(void *);
     void (*ns_thread_init)(void); /* the namespace libc's __ctype_init (thread.c) */
-    /* the namespace libc's first thread, joined at the end of the load
-     * that made the namespace (ns_settle) */
-    struct {
-        bool pending;
-        pthread_t thread;
-        int (*join)(pthread_t, void **);
-    } ns_first;
     struct vlcs_ip_api api;
     /* vlcs_ctx_set_stdio: descriptors for the namespace's stdin, stdout and
      * stderr (given when the namespace is made), and the streams made then */
@@ -585,8 +578,7 @@ HIDDEN int fork_register(vlcs_ctx *c, void (*prepare)(void), void (*parent)(void
                          void (*child)(void), void *dso);
 HIDDEN void fork_forget(vlcs_ctx *c); /* c's namespace went away */
 HIDDEN void ns_flush(vlcs_ctx *c);
-/* Joins the namespace libc's first thread; with c->lock held. */
-HIDDEN void ns_settle(vlcs_ctx *c);
+
 /* The streams vlcs_ctx_set_stdio gave: closed (their descriptors with them,
  * so that a reader sees the end), the namespace's back on the process's. */
 HIDDEN void ns_streams_release(vlcs_ctx *c, bool broken);

@@ -244,6 +244,7 @@ int ns_create(vlcs_ctx *c)
     c->ns_getenv = libc ? (char *(*)(const char *))dlsym(libc, "getenv") : NULL;
     c->ns_fflush = libc ? (int (*)(void *))dlsym(libc, "fflush") : NULL;
     void (*ctype_init)(void) = libc ? (void (*)(void))dlsym(libc, "__ctype_init") : NULL;
+    void (*enable_locks)(void) = libc ? (void (*)(void))dlsym(libc, "_IO_enable_locks") : NULL;
     /* The root h holds both: extra references would keep the namespace
      * from ever being taken back. */
     if (ip)
@@ -332,14 +333,20 @@ int ns_create(vlcs_ctx *c)
             *slots[i] = c->stdio_file[i];
     }
 
-    /* See the same in runtime.c: a libc that has never created a thread skips
-     * locks, but threads of the base call into this one.  Creating one is
-     * what turns them on.  It is joined once the first library is loaded
-     * (ns_settle): meanwhile it has started and ended on another CPU,
-     * where waiting for it here would add a wake-up, slow on machines whose
-     * idle CPUs sleep deeply. */
-    c->ns_first.pending = ns_pthread_create(&c->ns_first.thread, NULL, ns_noop, NULL) == 0;
-    c->ns_first.join = ns_pthread_join;
+    /* A libc in a namespace of its own (glibc 2.34 and later) knows from
+     * the start that it is not the process's only one, and locks; but its
+     * streams skip their locks until it has created a thread, and threads
+     * of the base call into it.  Its first pthread_create does no more for
+     * such a libc than _IO_enable_locks, which glibc exports for its own
+     * libraries; creating and joining a thread costs a wake-up of another
+     * CPU, often more than the rest of the namespace. */
+    if (enable_locks != NULL) {
+        enable_locks();
+    } else {
+        pthread_t t;
+        if (ns_pthread_create(&t, NULL, ns_noop, NULL) == 0)
+            ns_pthread_join(t, NULL);
+    }
 
     c->ns_environ_slot = ns_environ;
     c->ip_handle = h;
@@ -366,16 +373,8 @@ fail:
     return -1;
 }
 
-void ns_settle(vlcs_ctx *c)
-{
-    if (c->ns_first.pending)
-        c->ns_first.join(c->ns_first.thread, NULL);
-    c->ns_first.pending = false;
-}
-
 void ns_teardown(vlcs_ctx *c)
 {
-    ns_settle(c); /* the thread may still be in the libc about to go */
     ns_handed_back(); /* before: the next dlmopen may map here as soon as it returns */
     room_namespaces(-1);
     dlclose(c->ip_handle);

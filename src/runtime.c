@@ -527,8 +527,6 @@ loaded:
     if (real != NULL && shim_note_load(c, real, h) != 0)
         h = NULL; /* the copy stays loaded; the error says why it cannot be used */
 out:
-    if (fresh && c->has_ns)
-        ns_settle(c);
     pthread_mutex_unlock(&c->lock);
     services_unlock();
     if (h != NULL)
