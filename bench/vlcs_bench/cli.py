@@ -12,6 +12,7 @@ import os
 import platform
 import subprocess
 import sys
+from pathlib import Path
 
 
 def _bench_all(args: argparse.Namespace) -> int:
@@ -69,7 +70,7 @@ def _bench_create(args: argparse.Namespace) -> int:
 
     print("vlcs bench create: building and measuring (about 10 s)...", file=sys.stderr)
     try:
-        result = creation.run()
+        result = creation.run(prototype=args.prototype)
     except RuntimeError as e:  # could not be built
         print(f"vlcs bench create: {e}", file=sys.stderr)
         return 1
@@ -226,6 +227,12 @@ def add_bench_arguments(b: argparse.ArgumentParser) -> None:
         help="imports: count each read's instructions too (callgrind; steady where time is not)",
     )
     b.add_argument("--cases", help="all: which cases, e.g. 1,5 (default: every case)")
+    b.add_argument(
+        "--prototype",
+        type=Path,
+        help="create: also time the paper's prototype, built from this checkout of "
+        "pecos/Virtual-Library-Context",
+    )
     b.add_argument("--out", default="vlcs-bench-results", help="all: folder for the report")
     b.set_defaults(func=_bench)
 

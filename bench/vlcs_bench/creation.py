@@ -11,7 +11,12 @@ alternating from one round to the next:
 * dlmopen: ``dlmopen(LM_ID_NEWLM, lib, RTLD_NOW)``;
 * namespace: ``vlcs_ctx_create`` and ``vlcs_ctx_load`` of the library, in a
   linker namespace of its own (its libc, vlcs's interposer);
-* copies: the same in copy mode (renamed copies, no namespace).
+* copies: the same in copy mode (renamed copies, no namespace);
+* with ``--prototype DIR`` (a checkout of pecos/Virtual-Library-Context),
+  the prototype itself: "prototype" as its examples run it (its ptrace
+  monitor started once, then per context a Context with CPU 0,
+  ``register_vlc`` and a ``Loader`` of the library) and "prototype-bare"
+  (the Context and Loader alone: no monitor, so no CPU set).
 
 Each process makes PER_RUN contexts (glibc has 16 namespaces); its first
 one also pays the process's one-time set-up and is reported apart.  The
@@ -20,6 +25,7 @@ figures are medians over every later context of every round.
 Example::
 
     $ vlcs bench create
+    $ vlcs bench create --prototype ~/src/Virtual-Library-Context
 """
 
 from __future__ import annotations
@@ -28,12 +34,16 @@ import json
 import statistics
 import subprocess
 import sys
+from pathlib import Path
 from typing import Any
+
+from vlcs import program_path
 
 from vlcs_bench import programs
 from vlcs_bench._build import CSRC, build
 
 WAYS = ("dlmopen", "namespace", "copies")
+PROTOTYPE_WAYS = ("prototype", "prototype-bare")
 #: contexts per process: glibc's 16 namespaces less the base's and a spare
 PER_RUN = 12
 
@@ -45,19 +55,46 @@ def tiny_library() -> str:
     )
 
 
-def run(rounds: int = 7, progress: bool = True) -> dict[str, Any]:
+def prototype_program(checkout: Path) -> Path:
+    """The prototype's driver (csrc/proto_create.cpp) built against the
+    headers of `checkout`; RuntimeError when they are not there."""
+    include = Path(checkout).expanduser().resolve() / "include"
+    if not (include / "VLC" / "runtime.h").exists():
+        raise RuntimeError(
+            f"{include}/VLC/runtime.h is missing: give a checkout of pecos/Virtual-Library-Context"
+        )
+    args = ["-O2", "-std=c++17", "-DNDEBUG", "-w", f"-I{include}", "-pthread"]
+    return build(
+        "vlcs-bench-proto-create", ["proto_create.cpp"], args, compiler="c++", src_dir=CSRC
+    )
+
+
+def _times(argv: list[str]) -> list[float]:
+    proc = subprocess.run(argv, capture_output=True, text=True, check=True, timeout=120)
+    last = [line for line in proc.stdout.splitlines() if line.startswith("{")][-1]
+    return [float(t) for t in json.loads(last)["us"]]
+
+
+def run(rounds: int = 7, progress: bool = True, prototype: Path | None = None) -> dict[str, Any]:
     """Times of every way over `rounds` rounds: {"ways": {way: {"first_us",
-    "then_us", "contexts"}}, "ratios": {way: then_us / dlmopen's}}."""
+    "then_us", "contexts"}}, "ratios": {way: then_us / dlmopen's}}; the
+    prototype's ways too when `prototype` names its checkout."""
     lib = tiny_library()
-    first: dict[str, list[float]] = {w: [] for w in WAYS}
-    then: dict[str, list[float]] = {w: [] for w in WAYS}
+    ways_run = WAYS
+    argv_of = {w: programs.launch("vlcs-bench-create", lib, w, str(PER_RUN)) for w in WAYS}
+    if prototype is not None:
+        driver = str(prototype_program(prototype))
+        launcher = str(program_path("vlcs-run"))
+        for w in PROTOTYPE_WAYS:
+            argv_of[w] = [launcher, "--", driver, lib, w, str(PER_RUN)]
+        ways_run = WAYS + PROTOTYPE_WAYS
+    first: dict[str, list[float]] = {w: [] for w in ways_run}
+    then: dict[str, list[float]] = {w: [] for w in ways_run}
     for r in range(rounds):
         if progress:
             print(f"vlcs bench create: round {r + 1} of {rounds}", file=sys.stderr)
-        for way in WAYS if r % 2 == 0 else WAYS[::-1]:
-            argv = programs.launch("vlcs-bench-create", lib, way, str(PER_RUN))
-            proc = subprocess.run(argv, capture_output=True, text=True, check=True, timeout=120)
-            us = json.loads(proc.stdout)["us"]
+        for way in ways_run if r % 2 == 0 else ways_run[::-1]:
+            us = _times(argv_of[way])
             first[way].append(us[0])
             then[way].extend(us[1:])
     ways = {
@@ -66,14 +103,14 @@ def run(rounds: int = 7, progress: bool = True) -> dict[str, Any]:
             "then_us": round(statistics.median(then[w]), 1),
             "contexts": len(first[w]) + len(then[w]),
         }
-        for w in WAYS
+        for w in ways_run
     }
     floor = ways["dlmopen"]["then_us"]
     return {
         "library": lib,
         "rounds": rounds,
         "ways": ways,
-        "ratios": {w: round(ways[w]["then_us"] / floor, 2) for w in WAYS if w != "dlmopen"},
+        "ratios": {w: round(ways[w]["then_us"] / floor, 2) for w in ways_run if w != "dlmopen"},
     }
 
 
@@ -81,6 +118,8 @@ _NAMES = {
     "dlmopen": "glibc dlmopen(LM_ID_NEWLM)",
     "namespace": "vlcs context, namespace",
     "copies": "vlcs context, copies",
+    "prototype": "prototype (its monitor on)",
+    "prototype-bare": "prototype, no monitor",
 }
 
 
