@@ -131,6 +131,10 @@ void *probe_realloc(void *p, size_t n) { return realloc(p, n); }
 char *probe_strdup(const char *s) { return strdup(s); }
 
 void probe_print(const char *s) { printf("%s", s); }
+/* a stream of the context's libc */
+void *probe_fopen(const char *path, const char *mode) { return fopen(path, mode); }
+int probe_fputs(const char *s, void *f) { return fputs(s, f); }
+int probe_fclose(void *f) { return fclose(f); }
 void probe_eprint(const char *s) { fputs(s, stderr); }
 
 /* Writes through this copy's stdio, then ends the process the way `how`
