@@ -163,19 +163,22 @@ int elf_names_read(int fd, const char *path, struct elf_names *e, char *why, siz
         e->relasz = e->pltrelsz = 0, e->textrel = true; /* unreadable: never lazy (below) */
     /* .dynsym's extent and the code sections': their section headers (a
      * stripped library keeps them) */
-    ElfW(Shdr) sh;
-    for (size_t i = 0; eh.e_shentsize == sizeof sh && i < eh.e_shnum && i < 4096; i++) {
-        if (read_at(fd, &sh, sizeof sh, (off_t)(eh.e_shoff + i * sizeof sh)) != 0)
-            break;
-        if (sh.sh_type == SHT_DYNSYM && sh.sh_entsize == sizeof(ElfW(Sym))) {
-            e->dynsym_off = sh.sh_offset;
-            e->ndynsym = sh.sh_size / sizeof(ElfW(Sym));
-        } else if ((sh.sh_flags & SHF_EXECINSTR) && sh.sh_type == SHT_PROGBITS &&
-                   !(sh.sh_flags & SHF_WRITE) && e->ncode < sizeof e->code / sizeof *e->code) {
-            e->code[e->ncode].off = sh.sh_offset;
-            e->code[e->ncode++].size = sh.sh_size;
+    size_t nsh = eh.e_shentsize == sizeof(ElfW(Shdr)) ? (eh.e_shnum < 4096 ? eh.e_shnum : 4096) : 0;
+    ElfW(Shdr) *shs = nsh ? malloc(nsh * sizeof *shs) : NULL; /* one read for the table */
+    if (shs != NULL && read_at(fd, shs, nsh * sizeof *shs, (off_t)eh.e_shoff) != 0)
+        nsh = 0; /* cut short: as a library without section headers */
+    for (size_t i = 0; shs != NULL && i < nsh; i++) {
+        const ElfW(Shdr) *sh = &shs[i];
+        if (sh->sh_type == SHT_DYNSYM && sh->sh_entsize == sizeof(ElfW(Sym))) {
+            e->dynsym_off = sh->sh_offset;
+            e->ndynsym = sh->sh_size / sizeof(ElfW(Sym));
+        } else if ((sh->sh_flags & SHF_EXECINSTR) && sh->sh_type == SHT_PROGBITS &&
+                   !(sh->sh_flags & SHF_WRITE) && e->ncode < sizeof e->code / sizeof *e->code) {
+            e->code[e->ncode].off = sh->sh_offset;
+            e->code[e->ncode++].size = sh->sh_size;
         }
     }
+    free(shs);
     if ((e->strtab = malloc(strsz + 1)) == NULL) {
         snprintf(why, size, "out of memory");
         return VLCS_E_SYSTEM;
@@ -417,12 +420,13 @@ static size_t code_holes(const struct elf_names *e, uint64_t page, uint64_t (*ou
     return n;
 }
 
-/* in's bytes [from, to) written at the same offsets of out (sendfile writes
- * at out's own position) */
-static int copy_range(int in, int out, off_t from, off_t to)
+/* in's bytes [from, to) written at the same offsets of out, which is at
+ * *pos (sendfile writes at out's own position, and moves it) */
+static int copy_range(int in, int out, off_t from, off_t to, off_t *pos)
 {
-    if (lseek(out, from, SEEK_SET) != from)
+    if (*pos != from && lseek(out, from, SEEK_SET) != from)
         return -1;
+    *pos = from;
     while (from < to) {
         off_t at = from;
         ssize_t k = sendfile(out, in, &at, (size_t)(to - from));
@@ -431,6 +435,7 @@ static int copy_range(int in, int out, off_t from, off_t to)
         if (k <= 0)
             return -1;
         from += k;
+        *pos = from;
     }
     return 0;
 }
@@ -439,14 +444,24 @@ static int copy_range(int in, int out, off_t from, off_t to)
  * copy's constructors' entries, which ld.so then does not run. */
 #define DT_VLCS_LATER 0x6000000d
 
+static int by_start(const void *a, const void *b)
+{
+    uint64_t x = ((const uint64_t *)a)[0], y = ((const uint64_t *)b)[0];
+    return x < y ? -1 : x > y;
+}
+
 /* in's bytes that a loader reads, at the same offsets of out: the first
- * page (the headers) and each PT_LOAD's file range, less the holes (in
- * file order).  Debug information and the section headers are not: ld.so
- * never reads them, and a debugger reads them from the original (a loaded
- * copy is named after it). */
+ * page (the headers) and each PT_LOAD's file range, less the holes; the
+ * ranges that touch copied as one, in file order.  Debug information and
+ * the section headers are not: ld.so never reads them, and a debugger
+ * reads them from the original (a loaded copy is named after it). */
 static int copy_loaded(int in, int out, const struct elf_names *e, uint64_t page,
                        const uint64_t (*holes)[2], size_t nh, uint64_t size)
 {
+    size_t cap = (e->nphdr + 1) * (nh + 1), n = 0;
+    uint64_t(*r)[2] = malloc(cap * sizeof *r);
+    if (r == NULL)
+        return -1;
     for (size_t i = 0; i <= e->nphdr; i++) {
         uint64_t lo = 0, hi = page;
         if (i < e->nphdr) {
@@ -456,7 +471,7 @@ static int copy_loaded(int in, int out, const struct elf_names *e, uint64_t page
             hi = (e->phdr[i].p_offset + e->phdr[i].p_filesz + page - 1) & ~(page - 1);
         }
         hi = hi < size ? hi : size;
-        for (uint64_t a = lo; a < hi;) {
+        for (uint64_t a = lo; a < hi && n < cap;) {
             size_t k = 0;
             while (k < nh && holes[k][1] <= a)
                 k++;
@@ -465,12 +480,22 @@ static int copy_loaded(int in, int out, const struct elf_names *e, uint64_t page
                 continue;
             }
             uint64_t b = k < nh && holes[k][0] < hi ? holes[k][0] : hi;
-            if (copy_range(in, out, (off_t)a, (off_t)b) != 0)
-                return -1;
+            r[n][0] = a;
+            r[n++][1] = b;
             a = b;
         }
     }
-    return 0;
+    qsort(r, n, sizeof *r, by_start);
+    off_t pos = 0;
+    int rc = 0;
+    for (size_t i = 0; i < n && rc == 0;) {
+        uint64_t lo = r[i][0], hi = r[i][1];
+        for (i++; i < n && r[i][0] <= hi; i++)
+            hi = r[i][1] > hi ? r[i][1] : hi;
+        rc = copy_range(in, out, (off_t)lo, (off_t)hi, &pos);
+    }
+    free(r);
+    return rc;
 }
 
 int elf_copy(int in, const char *path, const char *label, const struct elf_rename *renames,
@@ -729,7 +754,8 @@ int elf_share_pages(const struct elf_names *e, int origin_fd, int copy_fd, uintp
                 if (mmap((void *)(at + (a - lo)), b - a, prot, MAP_PRIVATE | MAP_FIXED, origin_fd,
                          (off_t)a) == MAP_FAILED) { /* the memfd's pages stay, the file's bytes */
                     owned = false;
-                    if (copy_range(origin_fd, copy_fd, (off_t)a, (off_t)b) != 0)
+                    off_t pos = -1;
+                    if (copy_range(origin_fd, copy_fd, (off_t)a, (off_t)b, &pos) != 0)
                         rc = -1;
                 }
             }
