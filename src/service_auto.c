@@ -20,6 +20,8 @@
  */
 #include "internal.h"
 
+#include <limits.h>
+#include <link.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -136,6 +138,27 @@ static _Thread_local bool adding_here;
  * services: one that went on as soon as another thread had started the
  * adding would load a private copy of the driver the other is making a
  * service. */
+static int loaded_as(struct dl_phdr_info *info, size_t size, void *name)
+{
+    (void)size;
+    return info->dlpi_name != NULL && strcmp(base_name(info->dlpi_name), name) == 0;
+}
+
+/* Whether dlopen would find library `name` (a file name): loaded already,
+ * or where ld.so looks.  Asked first because ld.so's search for a library
+ * that is not there tries some twenty folders; most machines have none of
+ * the GPU drivers. */
+static bool findable(const char *name)
+{
+    if (strchr(name, '/') != NULL)
+        return true; /* a path: dlopen says what is wrong with it */
+    char *real = malloc(PATH_MAX);
+    bool found = real == NULL || elf_resolve(name, NULL, 0, real) == 0 ||
+                 dl_iterate_phdr(loaded_as, (void *)name) != 0;
+    free(real);
+    return found;
+}
+
 void services_auto_add(void)
 {
     if (!atomic_load(&pending) || adding_here || services_held_here())
@@ -149,7 +172,9 @@ void services_auto_add(void)
         struct entry *e = &entries[i];
         if (e->state != VLCS_AUTO_PENDING)
             continue;
-        if (service_add_local(e->name) == 0) {
+        if (!findable(e->name)) {
+            e->state = VLCS_AUTO_ABSENT;
+        } else if (service_add_local(e->name) == 0) {
             e->state = VLCS_AUTO_SERVICE;
         } else if (vlcs_errcode() == VLCS_E_NOT_FOUND && strstr(vlcs_error(), "No such file")) {
             e->state = VLCS_AUTO_ABSENT;
