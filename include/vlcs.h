@@ -780,6 +780,22 @@ VLCS_API int vlcs_errlimit(void);
  */
 VLCS_API int vlcs_room(int resource, unsigned long *used, unsigned long *limit);
 
+/**
+ * Forgets what vlcs remembers of the file system: where copy mode found
+ * each library a context loaded, and that the files it holds open are the
+ * ones their paths name.  A later context loading what an earlier one
+ * loaded asks the file system nothing (on a cluster's parallel file system
+ * each lookup costs about a millisecond); after this call it searches and
+ * checks again.  Call it after installing or replacing libraries while the
+ * process runs, as importlib.invalidate_caches() after installing modules
+ * (vlcs's Python package calls it from there).
+ *
+ *     vlcs_invalidate_caches();
+ *
+ * Returns 0.
+ */
+VLCS_API int vlcs_invalidate_caches(void);
+
 /* ==== Not part of the stable API ========================================
  *
  * Entry points for code that vlcs itself generates or ships (the shims made

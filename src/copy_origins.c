@@ -27,14 +27,37 @@ struct origin {
     size_t refs;
     dev_t dev; /* the file the descriptor holds: a library replaced on */
     ino_t ino; /* disk (an upgrade) is another origin */
+    unsigned checked; /* the generation in which the path last named it */
 };
+
+/* A path held is taken to name the same file until the caches are
+ * invalidated (origins_recheck): a later context's load asks the file
+ * system nothing, as Python's finders between invalidate_caches calls. */
+static unsigned generation;
 
 static pthread_mutex_t origins_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct origin *origins;
 static size_t norigins, caporigins;
 
+void origins_recheck(void)
+{
+    pthread_mutex_lock(&origins_lock);
+    generation++;
+    pthread_mutex_unlock(&origins_lock);
+}
+
 int origin_hold(const char *real, char *why, size_t size)
 {
+    pthread_mutex_lock(&origins_lock);
+    for (size_t i = 0; i < norigins; i++) {
+        struct origin *o = &origins[i];
+        if (o->checked == generation && strcmp(o->path, real) == 0) {
+            o->refs++;
+            pthread_mutex_unlock(&origins_lock);
+            return o->fd;
+        }
+    }
+    pthread_mutex_unlock(&origins_lock);
     struct stat st;
     if (stat(real, &st) != 0) {
         snprintf(why, size, "%s cannot be opened: %s", real, strerror(errno));
@@ -45,6 +68,7 @@ int origin_hold(const char *real, char *why, size_t size)
         struct origin *o = &origins[i];
         if (o->dev == st.st_dev && o->ino == st.st_ino && strcmp(o->path, real) == 0) {
             o->refs++;
+            o->checked = generation;
             pthread_mutex_unlock(&origins_lock);
             return o->fd;
         }
@@ -65,6 +89,7 @@ int origin_hold(const char *real, char *why, size_t size)
         origins[norigins].refs = 1;
         origins[norigins].dev = st.st_dev;
         origins[norigins].ino = st.st_ino;
+        origins[norigins].checked = generation;
         norigins++;
     }
     pthread_mutex_unlock(&origins_lock);

@@ -12,6 +12,7 @@
  * change: the copy's code and data are the file's.
  */
 #include "internal.h"
+#include "resolved.h"
 
 #include <elf.h>
 #include <errno.h>
@@ -352,15 +353,42 @@ static void origin_of(const char *path, char *out, size_t size)
 static int resolve_in(const char *name, const struct elf_from *chain, size_t nchain, char *out,
                       char *origin);
 
+/* What elf_resolve's answer depends on, as one string (resolved.h), in
+ * key (PATH_MAX * 2 bytes); false when it does not fit or depends on the
+ * current directory. */
+static bool resolve_key(const char *name, const struct elf_from *chain, size_t nchain, char *key)
+{
+    size_t room = PATH_MAX * 2, n;
+    if (strchr(name, '/') != NULL) {
+        n = (size_t)snprintf(key, room, "path\x1f%s", name);
+        return name[0] == '/' && n < room;
+    }
+    const char *lib_path = getenv("LD_LIBRARY_PATH");
+    n = (size_t)snprintf(key, room, "name\x1f%s\x1f%s", name, lib_path ? lib_path : "");
+    for (size_t i = 0; i < nchain && n < room; i++)
+        n += (size_t)snprintf(key + n, room - n, "\x1f%s", chain[i].path ? chain[i].path : "");
+    return n < room;
+}
+
 int elf_resolve(const char *name, const struct elf_from *chain, size_t nchain, char *out)
 {
-    if (strchr(name, '/') != NULL) /* as given: reading it says what is wrong with it */
-        return realpath(name, out) != NULL ? 0 : -1;
-    char *origin = malloc(PATH_MAX); /* on the heap: see search_list */
-    if (origin == NULL)
-        return -1;
-    int rc = resolve_in(name, chain, nchain, out, origin);
-    free(origin);
+    char *key = malloc(PATH_MAX * 2); /* on the heap: see search_list */
+    bool keyed = key != NULL && resolve_key(name, chain, nchain, key);
+    if (keyed && resolved_lookup(key, out)) {
+        free(key);
+        return 0;
+    }
+    int rc = -1;
+    if (strchr(name, '/') != NULL) { /* as given: reading it says what is wrong with it */
+        rc = realpath(name, out) != NULL ? 0 : -1;
+    } else {
+        char *origin = malloc(PATH_MAX);
+        rc = origin != NULL ? resolve_in(name, chain, nchain, out, origin) : -1;
+        free(origin);
+    }
+    if (rc == 0 && keyed)
+        resolved_remember(key, out);
+    free(key);
     return rc;
 }
 

@@ -519,6 +519,8 @@ HIDDEN int elf_share_pages(const struct elf_names *e, int origin_fd, int copy_fd
 /* copy_origins.c: one read-only descriptor per original file (or -VLCS_E_*) */
 HIDDEN int origin_hold(const char *real, char *why, size_t size);
 HIDDEN void origin_release(int fd);
+/* The paths held name their files again only once checked (stat) anew. */
+HIDDEN void origins_recheck(void);
 HIDDEN int copies_create(vlcs_ctx *c); /* with c->lock held */
 HIDDEN void *copies_load(vlcs_ctx *c, const char *path);
 HIDDEN int copies_unload(vlcs_ctx *c, char *why, size_t size);

@@ -56,6 +56,7 @@ _SIGNATURES: dict[str, tuple[Any, list[Any]]] = {
     "vlcs_errcode": (_i, []),
     "vlcs_errlimit": (_i, []),
     "vlcs_room": (_i, [ctypes.c_int, _ULONG_P, _ULONG_P]),
+    "vlcs_invalidate_caches": (_i, []),
     "vlcs_family_register": (_i, [ctypes.POINTER(_Family)]),
     "vlcs_family_at": (ctypes.POINTER(_Family), [ctypes.c_ulong]),
     "vlcs_init_opts": (_i, [ctypes.POINTER(_Opts)]),

@@ -74,6 +74,26 @@ def test_a_second_context_importing_numpy_asks_nothing_of_its_python_files(tmp_p
     assert len(second) * 5 < len(first), (len(first), second)
 
 
+def test_a_second_copy_mode_context_importing_numpy_asks_almost_nothing(tmp_path):
+    """Copy mode remembers where it found each library and holds the files
+    open: a later context copies from them without a lookup."""
+    log = tmp_path / "calls"
+    argv = ["strace", "-f", "-o", str(log), "-e", f"trace={CALLS},write"]
+    p = subprocess.run(
+        [*argv, sys.executable, "-c", SCRIPT],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "VLCS_MODE": "copies"},
+    )
+    assert p.returncode == 0, p.stderr[-3000:]
+    text = log.read_text()
+    first = _calls_between(text, "MARK-FIRST", "MARK-SECOND")
+    second = _calls_between(text, "MARK-SECOND", "MARK-END")
+    assert len(first) > 100, len(first)  # the first context did look
+    assert len(second) <= 10, second
+
+
 MADE_LATER = r"""
 import importlib, json, os, sys, vlcs
 folder = sys.argv[1]

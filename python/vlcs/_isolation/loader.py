@@ -23,6 +23,7 @@ from vlcs._isolation import modtable as _modtable
 from vlcs._isolation import owners as _owners
 from vlcs._isolation.extension import ContextExtensionLoader
 from vlcs._isolation.owners import BASE, Owner
+from vlcs._lib import lib as _lib
 
 _bootstrap: Any = sys.modules["_frozen_importlib"]
 _orig_import_module = importlib.import_module  # before vlcs._isolation.imports replaces it
@@ -162,8 +163,10 @@ def _found(owner: Owner, name: str, path: Any) -> ModuleSpec | None:
 
 
 def invalidate_caches() -> None:
-    """importlib.invalidate_caches, which also forgets the specs kept here."""
+    """importlib.invalidate_caches, which also forgets the specs kept here
+    and where vlcs found the libraries of contexts' copies."""
     _spec_cache.clear()
+    _lib().vlcs_invalidate_caches()
     _orig_invalidate_caches()
 
 

@@ -1,0 +1,20 @@
+/* Where libraries were found: elf_resolve's answers, remembered for the
+ * process.  A later context loading what an earlier one found asks the
+ * file system nothing (on a cluster's parallel file system each lookup
+ * costs about a millisecond).  Forgotten all at once, as Python's
+ * importlib.invalidate_caches() forgets its finders' (vlcs_invalidate_caches). */
+#ifndef VLCS_RESOLVED_H
+#define VLCS_RESOLVED_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+/* The answer remembered for key, copied to out (PATH_MAX bytes): true, or
+ * false when none is. */
+bool resolved_lookup(const char *key, char *out);
+/* Remembers real as the answer for key (nothing when out of memory). */
+void resolved_remember(const char *key, const char *real);
+/* Forgets every answer. */
+void resolved_forget(void);
+
+#endif
