@@ -273,6 +273,7 @@ struct vlcs_ctx {
     bool has_ns;
     Lmid_t lmid;
     void *ip_handle;
+    int ns_root_fd; /* the memfd of its first object, or -1; set by ns_create */
     char **ns_environ; /* the copy handed over; kept so leak checkers see it */
     char **ns_environ_own; /* the strings it started with, which are vlcs's to free */
     char ***ns_environ_slot; /* the namespace libc's __environ */

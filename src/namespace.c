@@ -212,9 +212,15 @@ int ns_create(vlcs_ctx *c)
     dlerror();
     void *h = dlmopen(LM_ID_NEWLM, root >= 0 ? rootpath : interposer_path(),
                       RTLD_NOW | RTLD_LOCAL);
-    if (root >= 0)
-        close(root);
+    /* The root is named by its descriptor's number in the namespace's link
+     * map, and ld.so takes a later load of that name for it: the number
+     * stays taken while the namespace lives, so that no forwarder made
+     * later (loaded by /proc/PID/fd/N too) gets it. */
+    c->ns_root_fd = root;
     if (h == NULL) {
+        if (root >= 0)
+            close(root);
+        c->ns_root_fd = -1;
         load_error(c, "the vlcs interposer (creating its namespace)", dlerror());
         return -1;
     }
@@ -370,6 +376,9 @@ fail:
     /* Nothing of the user's is loaded yet: the namespace can go. */
     ns_handed_back();
     dlclose(h);
+    if (c->ns_root_fd >= 0)
+        close(c->ns_root_fd);
+    c->ns_root_fd = -1;
     return -1;
 }
 
@@ -378,6 +387,9 @@ void ns_teardown(vlcs_ctx *c)
     ns_handed_back(); /* before: the next dlmopen may map here as soon as it returns */
     room_namespaces(-1);
     dlclose(c->ip_handle);
+    if (c->ns_root_fd >= 0)
+        close(c->ns_root_fd);
+    c->ns_root_fd = -1;
     __atomic_store_n(&c->ns_thread_init, NULL, __ATOMIC_RELEASE);
     c->has_ns = false;
     thread_ns_gone(c);
