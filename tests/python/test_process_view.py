@@ -154,9 +154,12 @@ def test_threadpoolctl_in_a_context_limits_that_context_only():
 
 @needs("numpy")
 def test_a_probe_for_a_library_the_context_has_not_loaded_fails_in_the_context():
-    # vlcs's objects made in memory are named /proc/PID/fd/N after a closed
-    # descriptor; when a thread (here: this test) holds file F open under that
-    # number, the name must not pass for F (threadpoolctl got libc for OpenBLAS).
+    # vlcs's objects made in memory are named /proc/PID/fd/N, and their
+    # descriptors stay open while the namespace lives: no file a thread opens
+    # (here: this test, up to 256) gets a number such a name gives, which
+    # would make the name pass for that file (threadpoolctl once got libc for
+    # OpenBLAS so); and a probe for a library the context has not loaded
+    # fails in the context.
     r = run_code(
         """
         import ctypes, json, os, vlcs
@@ -177,13 +180,15 @@ def test_a_probe_for_a_library_the_context_has_not_loaded_fails_in_the_context()
                 return "found"
             except OSError as e:
                 return "not loaded" if "not loaded in context" in str(e) else str(e)
-        out = {"fd_names": len(fd_names), "held": bool(want & set(held))}
+        named = [os.readlink(p.replace(f"/proc/{os.getpid()}/", "/proc/self/")) for p in fd_names]
+        out = {"fd_names": len(fd_names), "held": bool(want & set(held)),
+               "all_memfd": all(n.startswith("/memfd:vlcs") for n in named)}
         out["a"], out["base"] = a.submit(probe).result(), probe()
         print(json.dumps(out))
         """,
         VLCS_MODE="namespace",  # the names of a namespace's objects made in memory
     )
-    assert r["fd_names"] >= 1 and r["held"], r
+    assert r["fd_names"] >= 1 and not r["held"] and r["all_memfd"], r
     assert r["a"] == "not loaded", r
     assert r["base"] == "found"
 
