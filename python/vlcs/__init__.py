@@ -11,6 +11,9 @@ This package ships the native runtime (``libvlcs.so``, its headers, the
 True
 """
 
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from vlcs._context import VLC, Context, NamespaceKeptWarning, current, info
 from vlcs._errors import (
     ContextBusyError,
@@ -38,14 +41,43 @@ from vlcs._lib import (
 )
 from vlcs._paths import include_dir, library_path, native_dir, program_path
 from vlcs._pools import joblib_backend as _joblib
-from vlcs._pools.executor import BrokenContextPool, ContextPoolExecutor
-from vlcs._pools.pool import ContextPool
 from vlcs._trace import trace
-from vlcs._tune import Task, TuneError, tune
 from vlcs._version import __version__
 from vlcs.libraries import LibraryController, register
 
+if TYPE_CHECKING:
+    from vlcs._pools.executor import BrokenContextPool, ContextPoolExecutor
+    from vlcs._pools.pool import ContextPool
+    from vlcs._tune import Task, TuneError, tune
+
 _joblib.install()  # joblib's backend "vlcs", now or when joblib is imported
+
+# Imported at first use: the pools' module needs concurrent.futures.process
+# (multiprocessing, tempfile, ...) and the tuner statistics and hashlib,
+# together most of what `import vlcs` took; `vlcs exec` and a script that
+# only makes contexts need neither.
+_LAZY = {
+    "BrokenContextPool": "vlcs._pools.executor",
+    "ContextPoolExecutor": "vlcs._pools.executor",
+    "ContextPool": "vlcs._pools.pool",
+    "Task": "vlcs._tune",
+    "TuneError": "vlcs._tune",
+    "tune": "vlcs._tune",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'vlcs' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))
+
 
 __all__ = [
     "VLC",

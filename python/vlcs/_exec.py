@@ -23,9 +23,8 @@ from collections.abc import Mapping, Sequence
 from typing import BinaryIO
 
 from vlcs._context import VLC
-from vlcs._cpus import CpuList, resolve
+from vlcs._cpus import CpuList, resolve, worker_homes
 from vlcs._isolation.threads import base_thread
-from vlcs._pools.executor import _homes
 
 OUTPUTS = ("tag", "plain")
 # glibc's linker namespaces (16) less the base's
@@ -224,7 +223,7 @@ def exec_instances(
     if stdin not in STDINS:
         raise ValueError(f"stdin must be one of {', '.join(STDINS)}; got {stdin!r}")
     pool = resolve(cpus) if cpus is not None else sorted(os.sched_getaffinity(0))
-    homes, _ = _homes(pool, n, places)
+    homes, _ = worker_homes(pool, n, places)
     tagger = _Tagger() if output == "tag" else None
     feed = _Feed(n) if stdin == "all" else None
     devnull = os.open(os.devnull, os.O_RDONLY)

@@ -57,10 +57,9 @@ from concurrent.futures.process import BrokenProcessPool
 from typing import Any, NamedTuple
 
 from vlcs._context import _MODE_COPIES, VLC
-from vlcs._cpus import CpuList, resolve, split, split_gpus
+from vlcs._cpus import CpuList, split_gpus, worker_homes
 from vlcs._errors import RemoteTraceback as _RemoteTraceback
 from vlcs._errors import VlcsLimitError
-from vlcs._isolation import views as _views
 from vlcs._isolation.imports import share as _share
 from vlcs._isolation.threads import base_thread
 from vlcs._lib import check, lib
@@ -201,34 +200,6 @@ def _unpack(outcome: tuple[bool, _Payload]) -> tuple[bool, Any]:
     exc, tb = value
     exc.__cause__ = _RemoteTraceback(tb)
     return False, exc
-
-
-# --- CPUs of the workers -----------------------------------------------------------------
-
-
-def _homes(
-    cpus: CpuList | Sequence[CpuList] | None, max_workers: int | None, places: str | None = None
-) -> tuple[list[list[int]], list[int]]:
-    """Each worker's CPUs, and all of them (the pool's); places: the
-    domains (l3, numa...) the split follows (vlcs._topo.split)."""
-    if cpus is not None and not isinstance(cpus, str):
-        items = list(cpus)
-        if items and not all(isinstance(c, int) for c in items):
-            homes = [resolve(c) for c in items]
-            if max_workers is not None and max_workers != len(homes):
-                raise ValueError(
-                    f"max_workers={max_workers} but cpus gives {len(homes)} CPU lists "
-                    "(one per worker)"
-                )
-            return homes, sorted({c for h in homes for c in h})
-        cpus = items
-    every = sorted(_views.real_sched_getaffinity(0)) if cpus is None else resolve(cpus)
-    n = max_workers if max_workers is not None else len(every)
-    if places is not None:
-        from vlcs._topo import split as split_along
-
-        return split_along(n, places, every), every
-    return split(every, n), every
 
 
 # --- the workers --------------------------------------------------------------------------
@@ -462,7 +433,7 @@ class ContextPoolExecutor(concurrent.futures.Executor):
                 raise ValueError("max_tasks_per_child must be >= 1")
         if initializer is not None and not callable(initializer):
             raise TypeError("initializer must be a callable")
-        homes, every = _homes(cpus, max_workers, places)
+        homes, every = worker_homes(cpus, max_workers, places)
         n = len(homes)
         if env is None or isinstance(env, Mapping):
             envs: list[Mapping[str, str]] = [env or {}] * n

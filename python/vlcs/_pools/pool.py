@@ -29,7 +29,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 from vlcs._context import VLC, current
-from vlcs._cpus import CpuList, resolve, split_gpus
+from vlcs._cpus import CpuList, resolve, split_gpus, worker_homes
 from vlcs._errors import ContextBusyError, ContextDestroyedError
 from vlcs._isolation.threads import starting_in_base
 from vlcs._own import PYTHONS
@@ -99,10 +99,8 @@ class ContextPool:
             raise ValueError(f"python must be one of {', '.join(PYTHONS)}; got {python!r}")
         self._python = python
         if places is not None:  # cpus split among the contexts along the topology
-            from vlcs._pools.executor import _homes as _split_homes
-
             every = sorted(os.sched_getaffinity(0)) if cpus is None else resolve(cpus)  # type: ignore[arg-type]
-            self._homes: list[CpuList | None] = list(_split_homes(every, size or 1, places)[0])
+            self._homes: list[CpuList | None] = list(worker_homes(every, size or 1, places)[0])
         else:
             self._homes = _homes(cpus, size)
         self._gpus = split_gpus(gpus, len(self._homes))
