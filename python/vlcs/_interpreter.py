@@ -28,8 +28,7 @@ import functools
 import os
 import sys
 import sysconfig
-from dataclasses import asdict, dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from vlcs._errors import UnsupportedPlatformError, VlcsError
 
@@ -43,8 +42,7 @@ C_API_PREFIXES = "Py,_Py"
 _DATA = ("_Py_NoneStruct", "PyExc_TypeError", "PyLong_Type")
 
 
-@dataclass(frozen=True)
-class CApi:
+class CApi(NamedTuple):
     """Where the running interpreter's C API is, and why vlcs thinks so."""
 
     linkage: str  # "shared": a libpython file; "static": the executable itself
@@ -54,7 +52,7 @@ class CApi:
     why: str
 
     def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return dict(self._asdict())
 
 
 def ldversion() -> str:

@@ -20,7 +20,6 @@ calls with the same number of jobs (its contexts' imports stay warm).
 
 from __future__ import annotations
 
-import importlib.abc
 import sys
 import threading
 from typing import Any
@@ -143,7 +142,12 @@ def register(joblib: Any) -> None:
 # --- registering when joblib is imported ------------------------------------------
 
 
-class _Loader(importlib.abc.Loader):
+# The import system asks finders and loaders for their methods only: the
+# classes of importlib.abc would cost `import vlcs` importlib.resources and
+# tempfile for nothing.
+
+
+class _Loader:
     """joblib's own loader, plus the registration once joblib has run; the
     module keeps its own loader (``__loader__``, ``__spec__.loader``)."""
 
@@ -162,7 +166,7 @@ class _Loader(importlib.abc.Loader):
             print(f"vlcs: joblib backend 'vlcs' not registered: {e}", file=sys.stderr)
 
 
-class _Finder(importlib.abc.MetaPathFinder):
+class _Finder:
     """Finds nothing itself: wraps the loader of joblib's spec."""
 
     def find_spec(self, name: str, path: Any = None, target: Any = None) -> Any:
