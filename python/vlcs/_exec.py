@@ -23,8 +23,9 @@ from collections.abc import Mapping, Sequence
 from typing import BinaryIO
 
 from vlcs._context import VLC
-from vlcs._cpus import CpuList, resolve, worker_homes
+from vlcs._cpus import CpuList, resolve
 from vlcs._isolation.threads import base_thread
+from vlcs._topo import worker_homes
 
 OUTPUTS = ("tag", "plain")
 # glibc's linker namespaces (16) less the base's

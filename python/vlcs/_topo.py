@@ -14,7 +14,8 @@ import ctypes
 import os
 from collections.abc import Iterable, Sequence
 
-from vlcs._cpus import parse_list
+from vlcs._cpus import CpuList, parse_list, resolve
+from vlcs._cpus import split as split_ids
 from vlcs._lib import c_string, check, lib
 
 # the domains a split can follow, in hwloc's names, widest first
@@ -125,3 +126,39 @@ def split(n: int, places: str = "core", cpus: Iterable[int] | None = None) -> li
 def describe() -> dict[str, list[list[int]]]:
     """Every place type this topology has, with its objects' CPUs."""
     return {kind: found for kind in PLACES if (found := objects(kind))}
+
+
+def worker_homes(
+    cpus: CpuList | Sequence[CpuList] | None, workers: int | None, places: str | None = None
+) -> tuple[list[list[int]], list[int]]:
+    """Each worker's CPUs, and all of them (the pool's): cpus, one list per
+    worker or one list split among `workers` (default: one per CPU), or the
+    process's CPUs; places: the domains (l3, numa...) the split follows
+    (split).
+
+    >>> worker_homes("0-3", 2)
+    ([[0, 1], [2, 3]], [0, 1, 2, 3])
+    >>> worker_homes(["0", "2-3"], None)
+    ([[0], [2, 3]], [0, 2, 3])
+    """
+    if cpus is not None and not isinstance(cpus, str):
+        items = list(cpus)
+        if items and not all(isinstance(c, int) for c in items):
+            homes = [resolve(c) for c in items]
+            if workers is not None and workers != len(homes):
+                raise ValueError(
+                    f"max_workers={workers} but cpus gives {len(homes)} CPU lists (one per worker)"
+                )
+            return homes, sorted({c for h in homes for c in h})
+        cpus = items
+    if cpus is None:
+        # the process's own, even from inside a context
+        from vlcs._isolation.views import real_sched_getaffinity
+
+        every = sorted(real_sched_getaffinity(0))
+    else:
+        every = resolve(cpus)
+    n = workers if workers is not None else len(every)
+    if places is not None:
+        return split(n, places, every), every
+    return split_ids(every, n), every
