@@ -21,6 +21,7 @@ import sys
 import weakref
 from typing import Any
 
+from vlcs._after_import import when_imported
 from vlcs._isolation import owners as _owners
 from vlcs._isolation.owners import BASE
 
@@ -94,7 +95,6 @@ def _own(module: Any, name: str) -> None:
 
 
 def install() -> None:
-    """Replace the known registries (once; the first context does it)."""
-    import multiprocessing.context
-
-    _own(multiprocessing.context, "_concrete_contexts")
+    """Replace the known registries (the first context does it), now or
+    when their modules are imported."""
+    when_imported("multiprocessing.context", lambda m: _own(m, "_concrete_contexts"))

@@ -24,6 +24,8 @@ import sys
 import threading
 from typing import Any
 
+from vlcs._after_import import when_imported
+
 BACKEND = "vlcs"
 # what parallel_config(backend="vlcs", ...) passes on to ContextPoolExecutor
 _OPTIONS = {"cpus", "env", "share", "elastic", "places", "python"}
@@ -142,53 +144,14 @@ def register(joblib: Any) -> None:
 # --- registering when joblib is imported ------------------------------------------
 
 
-# The import system asks finders and loaders for their methods only: the
-# classes of importlib.abc would cost `import vlcs` importlib.resources and
-# tempfile for nothing.
-
-
-class _Loader:
-    """joblib's own loader, plus the registration once joblib has run; the
-    module keeps its own loader (``__loader__``, ``__spec__.loader``)."""
-
-    def __init__(self, loader: Any) -> None:
-        self.loader = loader
-
-    def create_module(self, spec: Any) -> Any:
-        return self.loader.create_module(spec)
-
-    def exec_module(self, module: Any) -> None:
-        module.__loader__ = module.__spec__.loader = self.loader
-        self.loader.exec_module(module)
+def _register_if_joblib(joblib: Any) -> None:
+    if hasattr(joblib, "register_parallel_backend"):
         try:
-            register(module)
+            register(joblib)
         except Exception as e:  # a joblib too old or too new: joblib itself unharmed
             print(f"vlcs: joblib backend 'vlcs' not registered: {e}", file=sys.stderr)
 
 
-class _Finder:
-    """Finds nothing itself: wraps the loader of joblib's spec."""
-
-    def find_spec(self, name: str, path: Any = None, target: Any = None) -> Any:
-        if name != "joblib":
-            return None
-        for finder in sys.meta_path:
-            if finder is self or not hasattr(finder, "find_spec"):
-                continue
-            spec = finder.find_spec(name, path, target)
-            if spec is not None:
-                break
-        else:
-            return None
-        if hasattr(spec.loader, "exec_module"):
-            spec.loader = _Loader(spec.loader)
-        return spec
-
-
 def install() -> None:
     """Register now if joblib is imported, else when it is (once)."""
-    joblib = sys.modules.get("joblib")
-    if joblib is not None and hasattr(joblib, "register_parallel_backend"):
-        register(joblib)
-    elif not any(isinstance(f, _Finder) for f in sys.meta_path):
-        sys.meta_path.insert(0, _Finder())
+    when_imported("joblib", _register_if_joblib)
