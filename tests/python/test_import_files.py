@@ -49,7 +49,9 @@ def _calls_between(log: str, start: str, end: str) -> list[str]:
     return out
 
 
-def test_a_second_context_importing_numpy_asks_nothing_of_its_python_files(tmp_path):
+def _first_and_second(tmp_path, **env: str) -> tuple[list[str], list[str]]:
+    """The file-system calls of SCRIPT's first and second context, with
+    the environment variables env."""
     if shutil.which("strace") is None:
         pytest.fail("strace is missing: ./run installs it")
     log = tmp_path / "calls"
@@ -59,11 +61,18 @@ def test_a_second_context_importing_numpy_asks_nothing_of_its_python_files(tmp_p
         capture_output=True,
         text=True,
         timeout=300,
+        env={**os.environ, **env},
     )
     assert p.returncode == 0, p.stderr[-3000:]
     text = log.read_text()
-    first = _calls_between(text, "MARK-FIRST", "MARK-SECOND")
-    second = _calls_between(text, "MARK-SECOND", "MARK-END")
+    return (
+        _calls_between(text, "MARK-FIRST", "MARK-SECOND"),
+        _calls_between(text, "MARK-SECOND", "MARK-END"),
+    )
+
+
+def test_a_second_context_importing_numpy_asks_nothing_of_its_python_files(tmp_path):
+    first, second = _first_and_second(tmp_path)
     import numpy
 
     package = os.path.dirname(numpy.__file__)
@@ -77,19 +86,7 @@ def test_a_second_context_importing_numpy_asks_nothing_of_its_python_files(tmp_p
 def test_a_second_copy_mode_context_importing_numpy_asks_almost_nothing(tmp_path):
     """Copy mode remembers where it found each library and holds the files
     open: a later context copies from them without a lookup."""
-    log = tmp_path / "calls"
-    argv = ["strace", "-f", "-o", str(log), "-e", f"trace={CALLS},write"]
-    p = subprocess.run(
-        [*argv, sys.executable, "-c", SCRIPT],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env={**os.environ, "VLCS_MODE": "copies"},
-    )
-    assert p.returncode == 0, p.stderr[-3000:]
-    text = log.read_text()
-    first = _calls_between(text, "MARK-FIRST", "MARK-SECOND")
-    second = _calls_between(text, "MARK-SECOND", "MARK-END")
+    first, second = _first_and_second(tmp_path, VLCS_MODE="copies")
     assert len(first) > 100, len(first)  # the first context did look
     assert len(second) <= 10, second
 
