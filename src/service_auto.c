@@ -134,10 +134,6 @@ static void fill(void)
  * must not wait for the lock this thread holds. */
 static _Thread_local bool adding_here;
 
-/* Every thread's first load waits here until the pending rows are
- * services: one that went on as soon as another thread had started the
- * adding would load a private copy of the driver the other is making a
- * service. */
 static int loaded_as(struct dl_phdr_info *info, size_t size, void *name)
 {
     (void)size;
@@ -159,6 +155,10 @@ static bool findable(const char *name)
     return found;
 }
 
+/* Every thread's first load waits here until the pending rows are
+ * services: one that went on as soon as another thread had started the
+ * adding would load a private copy of the driver the other is making a
+ * service. */
 void services_auto_add(void)
 {
     if (!atomic_load(&pending) || adding_here || services_held_here())
