@@ -18,6 +18,7 @@
  * are the original file's and it is named after it (copy_origins.c).
  */
 #include "internal.h"
+#include "shim_table.h"
 #include "room.h"
 
 #include <errno.h>

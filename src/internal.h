@@ -60,17 +60,8 @@ HIDDEN bool strict_active(void);
 /* Cover code newly loaded into contexts with a filter (after each load). */
 HIDDEN void strict_note_load(void);
 
-/* ---- transparent mode (shim.c) -------------------------------------------- */
-
-#define VLCS_SHIM_SLOTS 64
-extern __thread int vlcs_shim_slot;
 /* Counts changes of any thread's effective context (thread.c). */
 extern uint64_t vlcs_owner_epoch;
-HIDDEN int shim_slot_of(const vlcs_ctx *c);
-HIDDEN const char *shim_real_path(const char *path);
-HIDDEN int shim_note_load(vlcs_ctx *c, const char *real_path, void *handle);
-/* c's namespace is gone: its rows go back to the default context's. */
-HIDDEN void shim_forget(const vlcs_ctx *c);
 
 /* ---- code and data addresses (caller.c) ---------------------------------- */
 

@@ -3,6 +3,7 @@
  * environment, loading, destruction.
  */
 #include "internal.h"
+#include "shim_table.h"
 #include "room.h"
 
 #include <errno.h>

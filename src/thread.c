@@ -8,6 +8,7 @@
  * already runs on the right CPUs: that is what makes them cheap.
  */
 #include "internal.h"
+#include "shim_table.h"
 
 #include <errno.h>
 #include <stdlib.h>

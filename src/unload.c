@@ -23,6 +23,7 @@
  * destroyed context did before, and the reason names the libraries.
  */
 #include "internal.h"
+#include "shim_table.h"
 
 #include <errno.h>
 #include <limits.h>

@@ -46,7 +46,6 @@ KNOWN_CIRCLE = frozenset(
         "service",
         "service_auto",
         "service_tbb",
-        "shim",
         "strict",
         "thread",
         "unload",
