@@ -1,8 +1,8 @@
 /*
  * families.c - what vlcs knows about each library family, in one table:
  * how to recognise its files, read and set its thread count (with the C
- * type of the count), stop its pool before unload, and (for built-in
- * families) its Service-context hooks.  Built-in families are the rows
+ * type of the count) and stop its pool before unload (a built-in
+ * family's Service-context hooks are hooks.c's).  Built-in families are the rows
  * below; vlcs_family_register adds more at run time (the Python package's
  * vlcs.register() does, for the families users teach it), and the pools
  * that elastic contexts resize (pools.c) and destroy stops (unload.c) are
@@ -24,40 +24,31 @@ const struct family builtin_families[] = {
     {{sizeof(vlcs_family), "openblas", LIST("libopenblas", "libscipy_openblas"),
       OPENBLAS(openblas_get_num_threads), OPENBLAS(openblas_set_num_threads), VLCS_COUNT_INT, 1,
       /* joins its workers; restarted on next use */
-      LIST("blas_thread_shutdown_")},
-     NULL},
+      LIST("blas_thread_shutdown_")}},
     /* Its count is the calling thread's nthreads-var, which no other thread
      * may change: elastic contexts size its teams through OMP_DYNAMIC. */
     {{sizeof(vlcs_family), "openmp", LIST("libgomp", "libiomp", "libomp"),
-      LIST("omp_get_max_threads"), LIST("omp_set_num_threads"), VLCS_COUNT_INT, 0, NULL},
-     NULL},
+      LIST("omp_get_max_threads"), LIST("omp_set_num_threads"), VLCS_COUNT_INT, 0, NULL}},
     /* oneMKL: its global setting (not the thread-local _Local one). */
     {{sizeof(vlcs_family), "mkl",
       LIST("libmkl_rt", "libmkl_intel_lp64", "libmkl_intel_ilp64", "libmkl_gf_lp64",
            "libmkl_gf_ilp64"),
-      LIST("MKL_Get_Max_Threads"), LIST("MKL_Set_Num_Threads"), VLCS_COUNT_INT, 1, NULL},
-     NULL},
+      LIST("MKL_Get_Max_Threads"), LIST("MKL_Set_Num_Threads"), VLCS_COUNT_INT, 1, NULL}},
     /* ATen's intra-op pool: at::get_num_threads() / at::set_num_threads(int);
      * its OpenMP teams follow elastic contexts through OMP_DYNAMIC. */
     {{sizeof(vlcs_family), "torch", LIST("libtorch_cpu"), LIST("_ZN2at15get_num_threadsEv"),
-      LIST("_ZN2at15set_num_threadsEi"), VLCS_COUNT_INT, 0, NULL},
-     NULL},
+      LIST("_ZN2at15set_num_threadsEi"), VLCS_COUNT_INT, 0, NULL}},
     /* oneTBB: automatic arenas sized per context when it is a service; its
      * concurrency query takes an argument, so the Python side reads it. */
-    {{sizeof(vlcs_family), "tbb", LIST("libtbb.so"), NULL, NULL, VLCS_COUNT_INT, 0, NULL},
-     &tbb_hooks},
+    {{sizeof(vlcs_family), "tbb", LIST("libtbb.so"), NULL, NULL, VLCS_COUNT_INT, 0, NULL}},
     /* CUDA and HIP runtimes: the context's device current on enter. */
     {{sizeof(vlcs_family), "gpu", LIST("libcudart", "libamdhip64"), NULL, NULL, VLCS_COUNT_INT, 0,
-      NULL},
-     &gpu_hooks},
+      NULL}},
     /* libpython: the module table read through its methods. */
-    {{sizeof(vlcs_family), "python", LIST("libpython"), NULL, NULL, VLCS_COUNT_INT, 0, NULL},
-     &python_hooks},
+    {{sizeof(vlcs_family), "python", LIST("libpython"), NULL, NULL, VLCS_COUNT_INT, 0, NULL}},
 };
 
 const size_t nbuiltin_families = sizeof builtin_families / sizeof *builtin_families;
-_Static_assert(sizeof builtin_families / sizeof *builtin_families <= VLCS_HOOK_SLOTS,
-               "raise VLCS_HOOK_SLOTS in internal.h");
 
 /* The table: built-in rows, then registered copies.  Every copy stays
  * allocated (on `copies`), replaced or not: vlcs_family_at's pointers live

@@ -96,12 +96,12 @@ struct service_hooks {
     void (*ns_gone)(vlcs_ctx *c);
 };
 
-#define VLCS_HOOK_SLOTS 8 /* built-in families (families.c) */
+#define VLCS_HOOK_SLOTS 8 /* families with hooks (hooks.c) */
 extern HIDDEN const struct service_hooks tbb_hooks; /* service_tbb.c */
 extern HIDDEN const struct service_hooks gpu_hooks; /* gpu.c */
 extern HIDDEN const struct service_hooks python_hooks; /* service_python.c */
 
-/* The built-in families' hooks (families.c), run in the table's order
+/* The families' hooks (hooks.c's table), run in the table's order
  * (on_leave in reverse).  A service that forwards only names with given
  * prefixes (the program's C API) is seen only by the families whose
  * replaced entries it carries: the program's handle also finds what base
@@ -116,11 +116,9 @@ HIDDEN void hooks_ns_gone(vlcs_ctx *c);
 
 /* ---- library families (families.c) ----------------------------------------- */
 
-/* A row of the table: the public descriptor, and for a built-in family its
- * Service-context hooks (NULL: none; a family registered at run time has none). */
+/* A row of the table: the public descriptor. */
 struct family {
     vlcs_family d;
-    const struct service_hooks *hooks;
 };
 extern HIDDEN const struct family builtin_families[];
 extern HIDDEN const size_t nbuiltin_families;
