@@ -453,6 +453,7 @@ int copies_create(vlcs_ctx *c)
         goto fail;
     }
     c->copy_mode = true;
+    c->backend = &copies_backend;
     return 0;
 fail:
     c->copyset = NULL;
@@ -959,7 +960,7 @@ static void *copy_dlopen(vlcs_ctx *c, const char *file, int mode, const void *ca
 
 /* ---- giving the copies back ----------------------------------------------- */
 
-size_t copies_objects(vlcs_ctx *c, struct link_map **out, size_t cap)
+static size_t copies_objects(vlcs_ctx *c, struct link_map **out, size_t cap)
 {
     struct copyset *cs = c->copyset;
     size_t n = 0;
@@ -987,6 +988,8 @@ size_t copies_objects(vlcs_ctx *c, struct link_map **out, size_t cap)
     pthread_mutex_unlock(&cs->lock);
     return n;
 }
+
+const struct ctx_backend copies_backend = {"copies", copies_objects};
 
 /* ---- what the context's code sees of the loaded objects -------------------- */
 
@@ -1174,6 +1177,7 @@ int copies_unload(vlcs_ctx *c, char *why, size_t size)
     shim_forget(c);
     c->copyset = NULL;
     c->copy_mode = false;
+    c->backend = NULL;
     copyset_free(cs);
     return 0;
 }

@@ -217,6 +217,20 @@ struct member {
 #define CTX_ALIVE 0x766c6373u /* "vlcs" */
 #define CTX_DEAD 0x64656164u  /* "dead" */
 
+/* Where a context's libraries live: a linker namespace of its own
+ * (namespace.c) or renamed copies in the base's (copies.c), chosen at its
+ * first load.  What the files above need of them they ask through this,
+ * whichever it is. */
+struct ctx_backend {
+    const char *name; /* "namespace", "copies" */
+    /* The objects that hold the context's code, vlcs's interposer with
+     * them (not ld.so, which is every namespace's): up to cap at out;
+     * how many. */
+    size_t (*objects)(struct vlcs_ctx *c, struct link_map **out, size_t cap);
+};
+extern HIDDEN const struct ctx_backend ns_backend;     /* namespace.c */
+extern HIDDEN const struct ctx_backend copies_backend; /* copies.c */
+
 struct vlcs_ctx {
     _Atomic uint32_t magic; /* read without the lock by every call's argument check */
     pthread_mutex_t lock; /* everything from pending_env on; kept when the memory is reused */
@@ -257,6 +271,8 @@ struct vlcs_ctx {
     bool copy_mode;
     struct copyset *copyset; /* copies.c */
     void *_Atomic py_state_dict; /* copy mode: its interpreter dict (service_python.c) */
+
+    const struct ctx_backend *backend; /* NULL until the first load */
 
     /* namespace (namespace.c) */
     bool has_ns;
@@ -515,7 +531,6 @@ HIDDEN int copies_create(vlcs_ctx *c); /* with c->lock held */
 HIDDEN void *copies_load(vlcs_ctx *c, const char *path);
 HIDDEN int copies_unload(vlcs_ctx *c, char *why, size_t size);
 struct link_map;
-HIDDEN size_t copies_objects(vlcs_ctx *c, struct link_map **out, size_t cap);
 /* The table of which copy-mode context each loaded copy is (copy_owners.c):
  * a copy's /proc/self/fd name is added before it loads, its link map once
  * loaded, and it is removed when unloaded. */

@@ -367,6 +367,7 @@ int ns_create(vlcs_ctx *c)
             c->ns_start[c->nns_start++] = lm;
     }
     c->has_ns = true;
+    c->backend = &ns_backend;
     room_namespaces(+1);
     thread_ns_created(c);
     /* Optional: a libc without it (not glibc's) has nothing to set up. */
@@ -382,6 +383,23 @@ fail:
     return -1;
 }
 
+static size_t ns_objects(vlcs_ctx *c, struct link_map **out, size_t cap)
+{
+    struct link_map *lm = NULL;
+    size_t n = 0;
+    if (c->ip_handle == NULL || dlinfo(c->ip_handle, RTLD_DI_LINKMAP, &lm) != 0 || lm == NULL)
+        return 0;
+    while (lm->l_prev)
+        lm = lm->l_prev;
+    for (; lm && n < cap; lm = lm->l_next)
+        /* ld.so is one object shared by every namespace: it belongs to none. */
+        if (lm->l_name != NULL && lm->l_name[0] != '\0' && strstr(lm->l_name, "/ld-linux") == NULL)
+            out[n++] = lm;
+    return n;
+}
+
+const struct ctx_backend ns_backend = {"namespace", ns_objects};
+
 void ns_teardown(vlcs_ctx *c)
 {
     ns_handed_back(); /* before: the next dlmopen may map here as soon as it returns */
@@ -392,6 +410,7 @@ void ns_teardown(vlcs_ctx *c)
     c->ns_root_fd = -1;
     __atomic_store_n(&c->ns_thread_init, NULL, __ATOMIC_RELEASE);
     c->has_ns = false;
+    c->backend = NULL;
     thread_ns_gone(c);
     hooks_ns_gone(c);
     /* The namespace's libc is gone, and with it every reader of the copy.

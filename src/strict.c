@@ -78,9 +78,8 @@ static vlcs_ctx *owner_of(uintptr_t ip)
     return NULL;
 }
 
-/* Executable segments of every object in a namespace, read from the
+/* The executable segments of one loaded object, as c's, read from the
  * program headers each object has mapped at its load address. */
-/* The executable segments of one loaded object, as c's. */
 static size_t object_ranges(vlcs_ctx *c, const struct link_map *lm, struct range *out, size_t cap)
 {
     size_t n = 0;
@@ -95,30 +94,18 @@ static size_t object_ranges(vlcs_ctx *c, const struct link_map *lm, struct range
     return n;
 }
 
-static size_t namespace_ranges(vlcs_ctx *c, struct range *out, size_t cap)
+/* A context's code: every object its libraries live in (a copy-mode
+ * context's libc is the process's, not among them). */
+static size_t context_ranges(vlcs_ctx *c, struct range *out, size_t cap)
 {
-    struct link_map *lm = NULL;
-    size_t n = 0;
-    if (dlinfo(c->ip_handle, RTLD_DI_LINKMAP, &lm) != 0 || lm == NULL)
-        return 0;
-    while (lm->l_prev)
-        lm = lm->l_prev;
-    for (; lm; lm = lm->l_next) {
-        /* ld.so is one object shared by every namespace: it belongs to none. */
-        if (lm->l_name == NULL || lm->l_name[0] == '\0' || strstr(lm->l_name, "/ld-linux"))
-            continue;
-        n += object_ranges(c, lm, out + n, cap - n);
-    }
-    return n;
-}
-
-/* A copy-mode context's code: its copies (the process's libc is the base's). */
-static size_t copies_ranges(vlcs_ctx *c, struct range *out, size_t cap)
-{
-    struct link_map *maps[256];
-    size_t nmaps = copies_objects(c, maps, 256), n = 0;
+    enum { MAX_OBJECTS = 1024 };
+    struct link_map **maps = malloc(MAX_OBJECTS * sizeof *maps); /* see copies.c: small stacks */
+    size_t nmaps = maps != NULL && c->backend != NULL ? c->backend->objects(c, maps, MAX_OBJECTS)
+                                                      : 0,
+           n = 0;
     for (size_t i = 0; i < nmaps; i++)
         n += object_ranges(c, maps[i], out + n, cap - n);
+    free(maps);
     return n;
 }
 
@@ -206,10 +193,7 @@ static int cover_new_code(char *err, size_t errsize)
     t->n = 0;
     registry_lock();
     for (vlcs_ctx *c = registry_first(); c; c = registry_next(c))
-        if (c->has_ns)
-            t->n += namespace_ranges(c, t->r + t->n, MAX_RANGES - t->n);
-        else if (c->copy_mode)
-            t->n += copies_ranges(c, t->r + t->n, MAX_RANGES - t->n);
+        t->n += context_ranges(c, t->r + t->n, MAX_RANGES - t->n);
     registry_unlock();
     qsort(t->r, t->n, sizeof t->r[0], range_order);
     struct range_table *old = atomic_load(&ranges);

@@ -44,7 +44,6 @@ KNOWN_CIRCLE = frozenset(
         "service",
         "service_auto",
         "service_tbb",
-        "strict",
         "thread",
         "unload",
     }
