@@ -9,42 +9,13 @@
  */
 #include "internal.h"
 #include "shim_table.h"
+#include "thread_state.h"
 
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
 #include <unistd.h>
-
-#define MAX_DEPTH 64
-
-struct tstate {
-    pid_t tid;
-    int depth;
-    vlcs_ctx *stack[MAX_DEPTH];
-    int hook_saved[MAX_DEPTH][VLCS_HOOK_SLOTS]; /* for the hooks' on_leave */
-    vlcs_ctx *implicit; /* the context whose library created this thread */
-    vmask saved;        /* affinity before the outermost enter */
-    vmask cur;          /* affinity as last set or read by this thread */
-    atomic_bool moved;  /* set_cpus moved the thread: cur is stale */
-    unsigned ns_ready[NS_SLOTS]; /* by ns_slot: ns_generation + 1 when its libc set this thread up */
-};
-
-static _Thread_local struct tstate self;
-
-static struct tstate *tstate(void)
-{
-    if (self.tid == 0)
-        self.tid = (pid_t)syscall(SYS_gettid);
-    return &self;
-}
-
-static vlcs_ctx *effective(const struct tstate *ts)
-{
-    int d = __atomic_load_n(&ts->depth, __ATOMIC_ACQUIRE);
-    return d > 0 ? __atomic_load_n(&ts->stack[d - 1], __ATOMIC_RELAXED)
-                 : __atomic_load_n(&ts->implicit, __ATOMIC_RELAXED);
-}
 
 /* ---- membership, with c->lock held ---------------------------------------- */
 
@@ -307,8 +278,6 @@ VLCS_API int vlcs_leave(void)
     return 0;
 }
 
-vlcs_ctx *thread_current(void) { return effective(tstate()); }
-
 VLCS_API int vlcs_ctx_call(vlcs_ctx *h, vlcs_call_fn fn, void *arg, void **result)
 {
     vlcs_ctx *c = ctx_get(h, "calling into a context");
@@ -371,7 +340,7 @@ VLCS_API void vlcs_leave_binding(void *type, void *value, void *traceback)
  * re-register this one, and renew locks another thread may have held. */
 void thread_after_fork(void)
 {
-    self.tid = 0;
+    vlcs_thread_self.tid = 0;
     struct tstate *ts = tstate();
     /* The registry's lock: held across fork by runtime.c's prepare handler. */
     for (vlcs_ctx *c = registry_first(); c; c = registry_next(c)) {

@@ -43,7 +43,6 @@ KNOWN_CIRCLE = frozenset(
         "runtime",
         "service",
         "service_auto",
-        "service_tbb",
         "thread",
         "unload",
     }
