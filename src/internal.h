@@ -683,6 +683,7 @@ HIDDEN void *services_open_forwarder(const char *soname); /* in the base namespa
  * buffer of FD_PATH_SIZE. */
 #define FD_PATH_SIZE 48
 HIDDEN void fd_path(char *buf, size_t size, int fd);
+HIDDEN void fd_path_after_fork(void); /* in a child of fork: its pid is asked again */
 /* Their forwarders, but that of the service named `except` (NULL: none):
  * a context whose own global library stands in for it (its own libpython). */
 HIDDEN size_t services_paths(char (*out)[FD_PATH_SIZE], size_t cap, const char *except);

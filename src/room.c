@@ -125,26 +125,21 @@ static struct tally maps_tally = {.lock = PTHREAD_MUTEX_INITIALIZER};
 static struct tally fds_tally = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
 /* Whether `need` more leaves `reserve` of `limit`; *used: the estimate of
- * what is in use now.  `mark` (or NULL): a hint that grows with the
- * resource, which forces a count when it grew by more than `slack`.  Room
- * is assumed when the count cannot be read. */
+ * what is in use now.  `mark`: a hint that grows with the resource, which
+ * forces a count when it grew by more than `slack` (0: none).  Room is
+ * assumed when the count cannot be read. */
 static bool tally_take(struct tally *t, long (*count)(void), unsigned long need,
-                       unsigned long limit, unsigned long reserve, unsigned long (*mark)(void),
+                       unsigned long limit, unsigned long reserve, unsigned long mark,
                        unsigned long slack, unsigned long *used)
 {
     pthread_mutex_lock(&t->lock);
-    bool stale = !t->counted || t->loads >= RECOUNT_EVERY;
-    unsigned long hint = 0;
-    if (!stale && mark != NULL) {
-        hint = mark();
-        stale = hint > t->mark + slack;
-    }
+    bool stale = !t->counted || t->loads >= RECOUNT_EVERY || (slack != 0 && mark > t->mark + slack);
     bool tight = limit < reserve || t->seen + t->since + need > limit - reserve;
     if (stale || tight) {
         long n = count();
         if (n >= 0) {
             t->seen = (unsigned long)n;
-            t->mark = mark == NULL ? 0 : hint ? hint : mark();
+            t->mark = mark;
             t->since = 0;
             t->loads = 0;
             t->counted = true;
@@ -173,21 +168,17 @@ static long count_maps(void)
 /* /proc/self/statm, held open so that a load reads it with one system
  * call; a child of fork opens its own ("self" was its parent). */
 static _Atomic int statm_fd = -1;
-static pthread_once_t statm_once = PTHREAD_ONCE_INIT;
 
-static void statm_forget(void)
+void room_after_fork(void)
 {
     int fd = atomic_exchange(&statm_fd, -1);
     if (fd >= 0)
         close(fd);
 }
 
-static void statm_watch_forks(void) { pthread_atfork(NULL, NULL, statm_forget); }
-
 /* The address space's size in pages, or 0. */
 static unsigned long address_space_pages(void)
 {
-    pthread_once(&statm_once, statm_watch_forks);
     int fd = atomic_load(&statm_fd);
     if (fd < 0) {
         fd = open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
@@ -211,7 +202,7 @@ int room_for_load(vlcs_ctx *c, const char *what, size_t objects, size_t descript
     if (limit == 0)
         atomic_store(&maps_limit, limit = max_maps());
     unsigned long reserve = limit / 64 < 256 ? 256 : limit / 64;
-    if (!tally_take(&maps_tally, count_maps, need, limit, reserve, address_space_pages, limit,
+    if (!tally_take(&maps_tally, count_maps, need, limit, reserve, address_space_pages(), limit,
                     &used)) {
         set_error(LIMIT_CODE(VLCS_LIMIT_MAPS),
                   "Error loading %s into context '%s': the process holds %lu of the %lu memory "
@@ -226,7 +217,7 @@ int room_for_load(vlcs_ctx *c, const char *what, size_t objects, size_t descript
     unsigned long hard;
     limit = max_descriptors(&hard);
     reserve = limit / 32 < 16 ? 16 : limit / 32;
-    if (!tally_take(&fds_tally, count_descriptors, descriptors, limit, reserve, NULL, 0, &used)) {
+    if (!tally_take(&fds_tally, count_descriptors, descriptors, limit, reserve, 0, 0, &used)) {
         char most[32] = "unlimited";
         if (hard != ULONG_MAX)
             snprintf(most, sizeof most, "%lu", hard);

@@ -20,4 +20,8 @@ int room_for_load(struct vlcs_ctx *c, const char *what, size_t objects, size_t d
  * taken). */
 void room_namespaces(int change);
 
+/* In a child of fork (runtime.c's handler): the descriptors held for the
+ * parent's /proc/self files are let go. */
+void room_after_fork(void);
+
 #endif

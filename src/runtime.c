@@ -41,6 +41,8 @@ static void registry_child(void)
     node_after_fork();
     families_after_fork();
     registry_after_fork();
+    room_after_fork();
+    fd_path_after_fork();
     elastic_unlock(); /* the forking thread took it: its owner */
 }
 

@@ -92,15 +92,11 @@ void *services_open_forwarder(const char *soname)
  * gdb blocked for good reading one of its pipes.  /proc/PID names ours:
  * readable while the fd is open, absent afterwards, never another file. */
 static _Atomic pid_t fd_pid; /* 0: to be asked (again in a child of fork) */
-static pthread_once_t fd_pid_once = PTHREAD_ONCE_INIT;
 
-static void fd_pid_forget(void) { atomic_store(&fd_pid, 0); }
-
-static void fd_pid_watch_forks(void) { pthread_atfork(NULL, NULL, fd_pid_forget); }
+void fd_path_after_fork(void) { atomic_store(&fd_pid, 0); }
 
 void fd_path(char *buf, size_t size, int fd)
 {
-    pthread_once(&fd_pid_once, fd_pid_watch_forks);
     pid_t pid = atomic_load(&fd_pid);
     if (pid == 0)
         atomic_store(&fd_pid, pid = getpid());
