@@ -18,6 +18,7 @@
  * are the original file's and it is named after it (copy_origins.c).
  */
 #include "internal.h"
+#include "copies_env.h"
 #include "shim_table.h"
 #include "room.h"
 
@@ -58,16 +59,6 @@ struct copyset {
     char *global_real;
     char global_soname[256]; /* the service it stands in for (services_paths) */
     int global_copy; /* index in copies, -1 until loaded */
-
-    /* the context's environment: what the process's was when the context
-     * got its copies, with its changes; the strings vlcs made are freed
-     * with it (as glibc's setenv, replaced ones stay until then, for
-     * callers still holding a getenv result) */
-    pthread_mutex_t env_lock;
-    char **env;
-    size_t nenv, capenv;
-    char **owned;
-    size_t nowned, capowned;
 };
 
 static _Atomic unsigned long serial;
@@ -120,161 +111,6 @@ static bool glibc_own(const char *name)
     return false;
 }
 
-/* ---- the environment ------------------------------------------------------ */
-
-static int env_own(struct copyset *cs, char *s)
-{
-    if (array_grow((void **)&cs->owned, &cs->capowned, cs->nowned, sizeof *cs->owned) != 0)
-        return -1;
-    cs->owned[cs->nowned++] = s;
-    return 0;
-}
-
-/* Puts entry (name=value) in place of name's, or at the end; 0 or -1. */
-static int env_place(struct copyset *cs, const char *name, char *entry)
-{
-    for (size_t i = 0; i < cs->nenv; i++)
-        if (env_entry_is(cs->env[i], name)) {
-            cs->env[i] = entry;
-            return 0;
-        }
-    if (array_grow((void **)&cs->env, &cs->capenv, cs->nenv + 1, sizeof *cs->env) != 0)
-        return -1;
-    cs->env[cs->nenv++] = entry;
-    cs->env[cs->nenv] = NULL;
-    return 0;
-}
-
-static void env_remove(struct copyset *cs, const char *name)
-{
-    for (size_t i = 0; i < cs->nenv;)
-        if (env_entry_is(cs->env[i], name)) {
-            memmove(cs->env + i, cs->env + i + 1, (cs->nenv - i) * sizeof *cs->env);
-            cs->nenv--;
-        } else {
-            i++;
-        }
-}
-
-static char *env_get(vlcs_ctx *c, const char *name)
-{
-    struct copyset *cs = c->copyset;
-    char *v = NULL;
-    if (name == NULL || strchr(name, '=') != NULL)
-        return NULL;
-    size_t n = strlen(name);
-    pthread_mutex_lock(&cs->env_lock);
-    for (size_t i = 0; i < cs->nenv && v == NULL; i++)
-        if (env_entry_is(cs->env[i], name))
-            v = cs->env[i] + n + 1;
-    pthread_mutex_unlock(&cs->env_lock);
-    return v;
-}
-
-static int env_set(vlcs_ctx *c, const char *name, const char *value, int overwrite)
-{
-    struct copyset *cs = c->copyset;
-    int rc = 0;
-    pthread_mutex_lock(&cs->env_lock);
-    if (value == NULL) {
-        env_remove(cs, name);
-    } else {
-        bool present = false;
-        for (size_t i = 0; i < cs->nenv && !present; i++)
-            present = env_entry_is(cs->env[i], name);
-        if (!present || overwrite) {
-            size_t len = strlen(name) + strlen(value) + 2;
-            char *entry = malloc(len);
-            if (entry == NULL || env_own(cs, entry) != 0) {
-                free(entry);
-                rc = -1;
-            } else {
-                snprintf(entry, len, "%s=%s", name, value);
-                rc = env_place(cs, name, entry);
-            }
-        }
-    }
-    pthread_mutex_unlock(&cs->env_lock);
-    if (rc != 0)
-        errno = ENOMEM;
-    return rc;
-}
-
-static int env_put(vlcs_ctx *c, char *string)
-{
-    struct copyset *cs = c->copyset;
-    char *eq = string ? strchr(string, '=') : NULL;
-    if (eq == NULL) { /* glibc: "NAME" alone unsets it */
-        if (string != NULL && *string)
-            env_set(c, string, NULL, 1);
-        return 0;
-    }
-    char name[256];
-    size_t n = (size_t)(eq - string);
-    if (n == 0 || n >= sizeof name) {
-        errno = EINVAL;
-        return -1;
-    }
-    memcpy(name, string, n);
-    name[n] = '\0';
-    pthread_mutex_lock(&cs->env_lock);
-    int rc = env_place(cs, name, string); /* the caller's memory, as putenv's */
-    pthread_mutex_unlock(&cs->env_lock);
-    if (rc != 0)
-        errno = ENOMEM;
-    return rc;
-}
-
-static int env_clear(vlcs_ctx *c)
-{
-    struct copyset *cs = c->copyset;
-    pthread_mutex_lock(&cs->env_lock);
-    cs->nenv = 0;
-    if (cs->env != NULL)
-        cs->env[0] = NULL;
-    pthread_mutex_unlock(&cs->env_lock);
-    return 0;
-}
-
-/* The process's environment, then the changes recorded before the copies. */
-static int env_start(vlcs_ctx *c)
-{
-    extern char **environ;
-    struct copyset *cs = c->copyset;
-    for (char **e = environ; e && *e; e++) {
-        char *s = strdup(*e);
-        char *eq = s ? strchr(s, '=') : NULL;
-        if (s == NULL || env_own(cs, s) != 0) {
-            free(s);
-            return -1;
-        }
-        if (eq == NULL)
-            continue;
-        *eq = '\0';
-        char name[256];
-        snprintf(name, sizeof name, "%s", s);
-        *eq = '=';
-        if (env_place(cs, name, s) != 0)
-            return -1;
-    }
-    if (cs->env == NULL &&
-        array_grow((void **)&cs->env, &cs->capenv, 1, sizeof *cs->env) != 0)
-        return -1;
-    cs->env[cs->nenv] = NULL;
-    for (const struct envop *op = c->pending_env; op; op = op->next)
-        if (env_set(c, op->name, op->value, 1) != 0)
-            return -1;
-    return 0;
-}
-
-int copies_setenv(vlcs_ctx *c, const char *name, const char *value)
-{
-    return env_set(c, name, value, 1);
-}
-
-const char *copies_getenv(vlcs_ctx *c, const char *name) { return env_get(c, name); }
-
-
 /* ---- making a context's copies ------------------------------------------- */
 
 
@@ -298,14 +134,9 @@ static void copyset_free(struct copyset *cs)
     origin_release(cs->ip_origin_fd);
     free(cs->ip_load_name);
     free(cs->global_real);
-    for (size_t i = 0; i < cs->nowned; i++)
-        free(cs->owned[i]);
-    free(cs->owned);
-    free(cs->env);
     free(cs->copies);
     free(cs->root_fds);
     pthread_mutex_destroy(&cs->lock);
-    pthread_mutex_destroy(&cs->env_lock);
     free(cs);
 }
 
@@ -372,7 +203,6 @@ int copies_create(vlcs_ctx *c)
     pthread_mutexattr_settype(&ma, PTHREAD_MUTEX_RECURSIVE);
     pthread_mutex_init(&cs->lock, &ma);
     pthread_mutexattr_destroy(&ma);
-    pthread_mutex_init(&cs->env_lock, NULL);
     cs->ip_fd = cs->ip_origin_fd = -1;
     cs->global_copy = -1;
     c->copyset = cs;
@@ -386,7 +216,7 @@ int copies_create(vlcs_ctx *c)
         elf_soname_of(real, cs->global_soname, sizeof cs->global_soname);
     }
     raise_fd_limit();
-    if (env_start(c) != 0) {
+    if (copy_env_start(c) != 0) {
         set_error(VLCS_E_SYSTEM, "Error loading into context '%s': out of memory", c->name);
         goto fail;
     }
@@ -437,10 +267,10 @@ int copies_create(vlcs_ctx *c)
     }
     vlcs_ip_bind_fn bind = (vlcs_ip_bind_fn)dlsym(cs->ip, "vlcs_ip_bind");
     ns_api_fill(c, &c->api);
-    c->api.env_get = env_get;
-    c->api.env_set = env_set;
-    c->api.env_put = env_put;
-    c->api.env_clear = env_clear;
+    c->api.env_get = copy_env_get;
+    c->api.env_set = copy_env_set;
+    c->api.env_put = copy_env_put;
+    c->api.env_clear = copy_env_clear;
     c->api.dlopen = copy_dlopen;
     c->api.dl_error = dl_error;
     c->api.iterate_phdr = copy_iterate_phdr;
@@ -458,6 +288,7 @@ int copies_create(vlcs_ctx *c)
 fail:
     c->copyset = NULL;
     copyset_free(cs);
+    copy_env_free(c);
     return -1;
 }
 
@@ -1128,12 +959,8 @@ VLCS_API const char *vlcs_ctx_env_entry(vlcs_ctx *h, unsigned long i)
         return NULL;
     const char *entry = NULL;
     pthread_mutex_lock(&c->lock);
-    if (c->copy_mode) { /* strings vlcs keeps while the context lives */
-        pthread_mutex_lock(&c->copyset->env_lock);
-        if (i < c->copyset->nenv)
-            entry = c->copyset->env[i];
-        pthread_mutex_unlock(&c->copyset->env_lock);
-    }
+    if (c->copy_mode) /* strings vlcs keeps while the context lives */
+        entry = copy_env_entry(c, i);
     pthread_mutex_unlock(&c->lock);
     return entry;
 }
@@ -1179,5 +1006,6 @@ int copies_unload(vlcs_ctx *c, char *why, size_t size)
     c->copy_mode = false;
     c->backend = NULL;
     copyset_free(cs);
+    copy_env_free(c);
     return 0;
 }

@@ -270,6 +270,7 @@ struct vlcs_ctx {
     int mode_wanted;
     bool copy_mode;
     struct copyset *copyset; /* copies.c */
+    struct copy_env *copy_env; /* copy mode's environment (copies_env.c) */
     void *_Atomic py_state_dict; /* copy mode: its interpreter dict (service_python.c) */
 
     const struct ctx_backend *backend; /* NULL until the first load */
@@ -401,18 +402,23 @@ HIDDEN const char *base_name(const char *path);
 
 /* ---- the life of a context (runtime.c) ------------------------------------ */
 
-/* Makes m the context's CPU set (with c->lock held): its view published,
- * its threads moved.  0, or -1 when out of memory. */
-HIDDEN int ctx_switch_view(vlcs_ctx *c, const vmask *m);
 /* libvlcs_interpose.so's path (interposer_path.c); interposer_locate finds
  * it once, at start: 0, or a VLCS_E_* code with the sentence in err. */
 HIDDEN const char *interposer_path(void);
 HIDDEN int interposer_locate(char *err, size_t errsize);
 /* The directory libvlcs.so was loaded from (interposer_path.c): 0, or -1. */
 HIDDEN int libvlcs_directory(char *dir, size_t size);
+
+/* ---- a context's environment (env.c) -------------------------------------- */
+
 /* vlcs_ctx_setenv (value) or unsetenv (NULL) of vlcs's own, for a context
  * it holds: 0, or -1 with the error set. */
 HIDDEN int ctx_setenv(vlcs_ctx *c, const char *name, const char *value);
+/* The same and name's value, with c->lock held. */
+HIDDEN int env_change(vlcs_ctx *c, const char *name, const char *value);
+HIDDEN const char *env_get(vlcs_ctx *c, const char *name);
+/* Drops the changes recorded before c had libraries. */
+HIDDEN void env_pending_clear(vlcs_ctx *c);
 
 /* ---- elastic contexts (elastic.c, pools.c; the plan: elastic_policy.c) ---- */
 
@@ -541,8 +547,6 @@ HIDDEN vlcs_ctx *copies_owner(const void *link_map); /* the copy-mode context ho
 /* The same in a signal handler: NULL when the table is being changed. */
 HIDDEN vlcs_ctx *copies_owner_nowait(const void *link_map);
 HIDDEN const char *copies_file(vlcs_ctx *c, const void *link_map); /* a copy's original, or NULL */
-HIDDEN int copies_setenv(vlcs_ctx *c, const char *name, const char *value);
-HIDDEN const char *copies_getenv(vlcs_ctx *c, const char *name);
 /* unload.c: nothing of the context's libraries runs or is kept for a thread
  * any more, and its handles are closed (refused in strict mode) */
 HIDDEN int ctx_close_libraries(vlcs_ctx *c, char *why, size_t size);
@@ -674,6 +678,8 @@ HIDDEN void services_read_lock(void);
 HIDDEN void services_unlock(void);
 HIDDEN bool services_held_here(void); /* this thread holds the read lock */
 HIDDEN int service_add_local(const char *library); /* loaded RTLD_LOCAL */
+HIDDEN int service_add_global(const char *library); /* vlcs_service_add, once vlcs_init ran */
+HIDDEN int service_add_program(const char *soname, const char *prefixes); /* vlcs_service_add_program */
 /* The libraries that must exist once per process (service_auto.c) made
  * services, those not tried yet; called before a load takes any lock. */
 HIDDEN void services_auto_add(void);
@@ -707,6 +713,12 @@ HIDDEN void threads_move(vlcs_ctx *c, const vmask *m); /* with c->lock held */
 HIDDEN void thread_after_fork(void);
 
 /* ---- the context's view of the machine (view.c) --------------------------- */
+
+/* A view of m (older: the context's previous views); NULL out of memory. */
+HIDDEN struct cpuview *view_new(const vmask *m, struct cpuview *older);
+/* Makes m the context's CPU set (with c->lock held): its view published,
+ * its threads moved.  0, or -1 when out of memory. */
+HIDDEN int ctx_switch_view(vlcs_ctx *c, const vmask *m);
 
 HIDDEN void view_filter_mask(vlcs_ctx *c, size_t size, cpu_set_t *set);
 HIDDEN int view_clamp_mask(vlcs_ctx *c, size_t size, const cpu_set_t *in, size_t outsize,

@@ -141,16 +141,14 @@ VLCS_API int vlcs_init_opts(const vlcs_opts *opts)
 
 VLCS_API int vlcs_strict_active(void) { return strict_active() ? 1 : 0; }
 
-static struct cpuview *view_new(const vmask *m, struct cpuview *older)
+VLCS_API int vlcs_service_add(const char *library)
 {
-    struct cpuview *v = calloc(1, sizeof *v);
-    if (v == NULL)
-        return NULL;
-    v->mask = *m;
-    v->count = mask_count(m);
-    mask_format(m, v->list, sizeof v->list);
-    v->older = older;
-    return v;
+    return vlcs_init() == 0 ? service_add_global(library) : -1;
+}
+
+VLCS_API int vlcs_service_add_program(const char *soname, const char *prefixes)
+{
+    return vlcs_init() == 0 ? service_add_program(soname, prefixes) : -1;
 }
 
 VLCS_API vlcs_ctx *vlcs_ctx_create(const char *name)
@@ -226,26 +224,6 @@ VLCS_API int vlcs_ctx_set_cpus(vlcs_ctx *h, const char *cpulist)
     return elastic_set_home(c, &m);
 }
 
-int ctx_switch_view(vlcs_ctx *c, const vmask *m)
-{
-    if (mask_eq(&ctx_view(c)->mask, m))
-        return 0;
-    /* A set the context had before gets its old view back: a program that
-     * alternates between sets (elastic lending, a tuner) makes two views,
-     * not one per change. */
-    struct cpuview *v = c->views;
-    while (v != NULL && !mask_eq(&v->mask, m))
-        v = v->older;
-    if (v == NULL) {
-        if ((v = view_new(m, c->views)) == NULL)
-            return -1;
-        c->views = v;
-    }
-    atomic_store_explicit(&c->view, v, memory_order_release);
-    threads_move(c, m);
-    return 0;
-}
-
 VLCS_API int vlcs_ctx_get_cpus(const vlcs_ctx *h, char *buf, unsigned long size)
 {
     vlcs_ctx *c = ctx_get(h, "reading CPUs");
@@ -264,66 +242,6 @@ static int check_env_name(const vlcs_ctx *c, const char *name, const char *doing
         return -1;
     }
     return 0;
-}
-
-static int env_record(vlcs_ctx *c, const char *name, const char *value)
-{
-    struct envop *op = calloc(1, sizeof *op);
-    if (op == NULL || (op->name = strdup(name)) == NULL ||
-        (value != NULL && (op->value = strdup(value)) == NULL)) {
-        if (op)
-            free(op->name);
-        free(op);
-        set_error(VLCS_E_SYSTEM, "Error changing the environment of context '%s': out of memory", c->name);
-        return -1;
-    }
-    /* Kept in order of the calls; replayed in that order. */
-    struct envop **tail = &c->pending_env;
-    while (*tail)
-        tail = &(*tail)->next;
-    *tail = op;
-    return 0;
-}
-
-/* Drops the recorded changes: once the first load into a new namespace
- * succeeded they are in its libc for good, or the context is destroyed. */
-static void env_pending_clear(vlcs_ctx *c)
-{
-    for (struct envop *op = c->pending_env, *next; op; op = next) {
-        next = op->next;
-        free(op->name);
-        free(op->value);
-        free(op);
-    }
-    c->pending_env = NULL;
-}
-
-/* Sets or unsets (value NULL) name in c: its namespace's libc once it has
- * one, else recorded for it.  With c->lock held. */
-static int env_change(vlcs_ctx *c, const char *name, const char *value)
-{
-    if (c->copy_mode) {
-        if (copies_setenv(c, name, value) == 0)
-            return 0;
-        set_error(VLCS_E_SYSTEM, "Error changing the environment of context '%s': out of memory",
-                  c->name);
-        return -1;
-    }
-    if (!c->has_ns)
-        return env_record(c, name, value);
-    int rc = value != NULL ? c->ns_setenv(name, value, 1) : c->ns_unsetenv(name);
-    if (rc != 0)
-        set_error(VLCS_E_SYSTEM, "Error %s %s in context '%s': %s", value ? "setting" : "unsetting",
-                  name, c->name, strerror(errno));
-    return rc;
-}
-
-int ctx_setenv(vlcs_ctx *c, const char *name, const char *value)
-{
-    pthread_mutex_lock(&c->lock);
-    int rc = env_change(c, name, value);
-    pthread_mutex_unlock(&c->lock);
-    return rc;
 }
 
 /* The public setter and unsetter: the handle checked again under the lock. */
@@ -359,15 +277,8 @@ VLCS_API const char *vlcs_ctx_getenv(vlcs_ctx *h, const char *name)
     bool still = ctx_still(c, h);
     if (!still) {
         v = NULL;
-    } else if (c->copy_mode) {
-        v = copies_getenv(c, name);
-    } else if (c->has_ns) {
-        v = c->ns_getenv(name);
     } else {
-        v = getenv(name);
-        for (struct envop *op = c->pending_env; op; op = op->next)
-            if (strcmp(op->name, name) == 0)
-                v = op->value;
+        v = env_get(c, name);
     }
     pthread_mutex_unlock(&c->lock);
     if (!still)

@@ -278,10 +278,8 @@ static int service_open(const char *library, int scope)
  * (service_auto.c). */
 int service_add_local(const char *library) { return service_open(library, RTLD_LOCAL); }
 
-VLCS_API int vlcs_service_add(const char *library)
+int service_add_global(const char *library)
 {
-    if (vlcs_init() != 0)
-        return -1;
     if (library == NULL || *library == '\0') {
         set_error(VLCS_E_INVALID, "Error adding a service library: the library name is empty");
         return -1;
@@ -290,10 +288,8 @@ VLCS_API int vlcs_service_add(const char *library)
 }
 
 /* The program is never unloaded: its handle only names it. */
-VLCS_API int vlcs_service_add_program(const char *soname, const char *prefixes)
+int service_add_program(const char *soname, const char *prefixes)
 {
-    if (vlcs_init() != 0)
-        return -1;
     if (soname == NULL || *soname == '\0' || strchr(soname, '/') != NULL ||
         strlen(soname) >= sizeof ((struct service *)0)->soname) {
         set_error(VLCS_E_INVALID,

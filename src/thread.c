@@ -47,19 +47,6 @@ static void member_drop_if_unused(vlcs_ctx *c, struct member *m)
         *m = c->members[--c->nmembers];
 }
 
-void threads_move(vlcs_ctx *c, const vmask *mask)
-{
-    for (size_t i = 0; i < c->nmembers; i++) {
-        struct member *m = &c->members[i];
-        if (effective(m->ts) != c)
-            continue;
-        /* A thread that exited between the check and the call makes this fail
-         * with ESRCH; nothing to move then. */
-        mask_set_thread(m->tid, mask);
-        atomic_store(&m->ts->moved, true);
-    }
-}
-
 /* ---- applying affinity ---------------------------------------------------- */
 
 static void refresh_if_moved(struct tstate *ts)

@@ -1,6 +1,7 @@
 /*
  * view.c - the machine as code inside a context sees it: its CPUs, and the
- * files that list CPUs, forged in memory.
+ * files that list CPUs, forged in memory; a change of its CPUs taking effect
+ * (its view switched, its member threads moved).
  */
 #include "internal.h"
 
@@ -12,6 +13,42 @@
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
+
+/* ---- a context's CPU set: one view per set it has had ----------------------- */
+
+struct cpuview *view_new(const vmask *m, struct cpuview *older)
+{
+    struct cpuview *v = calloc(1, sizeof *v);
+    if (v == NULL)
+        return NULL;
+    v->mask = *m;
+    v->count = mask_count(m);
+    mask_format(m, v->list, sizeof v->list);
+    v->older = older;
+    return v;
+}
+
+int ctx_switch_view(vlcs_ctx *c, const vmask *m)
+{
+    if (mask_eq(&ctx_view(c)->mask, m))
+        return 0;
+    /* A set the context had before gets its old view back: a program that
+     * alternates between sets (elastic lending, a tuner) makes two views,
+     * not one per change. */
+    struct cpuview *v = c->views;
+    while (v != NULL && !mask_eq(&v->mask, m))
+        v = v->older;
+    if (v == NULL) {
+        if ((v = view_new(m, c->views)) == NULL)
+            return -1;
+        c->views = v;
+    }
+    atomic_store_explicit(&c->view, v, memory_order_release);
+    threads_move(c, m);
+    return 0;
+}
+
+/* ---- the view's answers ------------------------------------------------------ */
 
 void view_filter_mask(vlcs_ctx *c, size_t size, cpu_set_t *set)
 {

@@ -35,10 +35,7 @@ ROOT = Path(__file__).resolve().parents[1]
 KNOWN_CIRCLE = frozenset(
     {
         "copies",
-        "elastic",
         "exec",
-        "gpu",
-        "hooks",
         "namespace",
         "runtime",
         "service",

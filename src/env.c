@@ -1,0 +1,88 @@
+/*
+ * env.c - a context's environment as vlcs changes it: recorded until the
+ * context has libraries, then its namespace libc's own, or copy mode's
+ * (copies_env.c).  The public calls (runtime.c), elastic contexts'
+ * OpenMP variables, GPU lists and tuner plans all change it here.
+ */
+#include "internal.h"
+#include "copies_env.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int env_record(vlcs_ctx *c, const char *name, const char *value)
+{
+    struct envop *op = calloc(1, sizeof *op);
+    if (op == NULL || (op->name = strdup(name)) == NULL ||
+        (value != NULL && (op->value = strdup(value)) == NULL)) {
+        if (op)
+            free(op->name);
+        free(op);
+        set_error(VLCS_E_SYSTEM, "Error changing the environment of context '%s': out of memory", c->name);
+        return -1;
+    }
+    /* Kept in order of the calls; replayed in that order. */
+    struct envop **tail = &c->pending_env;
+    while (*tail)
+        tail = &(*tail)->next;
+    *tail = op;
+    return 0;
+}
+
+/* Drops the recorded changes: once the first load into a new namespace
+ * succeeded they are in its libc for good, or the context is destroyed. */
+void env_pending_clear(vlcs_ctx *c)
+{
+    for (struct envop *op = c->pending_env, *next; op; op = next) {
+        next = op->next;
+        free(op->name);
+        free(op->value);
+        free(op);
+    }
+    c->pending_env = NULL;
+}
+
+/* Sets or unsets (value NULL) name in c: its namespace's libc once it has
+ * one, else recorded for it.  With c->lock held. */
+int env_change(vlcs_ctx *c, const char *name, const char *value)
+{
+    if (c->copy_mode) {
+        if (copy_env_set(c, name, value, 1) == 0)
+            return 0;
+        set_error(VLCS_E_SYSTEM, "Error changing the environment of context '%s': out of memory",
+                  c->name);
+        return -1;
+    }
+    if (!c->has_ns)
+        return env_record(c, name, value);
+    int rc = value != NULL ? c->ns_setenv(name, value, 1) : c->ns_unsetenv(name);
+    if (rc != 0)
+        set_error(VLCS_E_SYSTEM, "Error %s %s in context '%s': %s", value ? "setting" : "unsetting",
+                  name, c->name, strerror(errno));
+    return rc;
+}
+
+int ctx_setenv(vlcs_ctx *c, const char *name, const char *value)
+{
+    pthread_mutex_lock(&c->lock);
+    int rc = env_change(c, name, value);
+    pthread_mutex_unlock(&c->lock);
+    return rc;
+}
+
+/* name's value in c, with c->lock held: its libc's, copy mode's, or
+ * the process's with c's recorded changes applied. */
+const char *env_get(vlcs_ctx *c, const char *name)
+{
+    if (c->copy_mode)
+        return copy_env_get(c, name);
+    if (c->has_ns)
+        return c->ns_getenv(name);
+    const char *v = getenv(name);
+    for (struct envop *op = c->pending_env; op; op = op->next)
+        if (strcmp(op->name, name) == 0)
+            v = op->value;
+    return v;
+}
