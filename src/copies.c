@@ -881,10 +881,6 @@ static const char *object_file(vlcs_ctx *c, const void *lm)
     return found;
 }
 
-const char *copies_file(vlcs_ctx *c, const void *lm)
-{
-    return c->copy_mode ? object_file(c, lm) : NULL;
-}
 
 /* Handles for the Python package (vlcs.h, VLCS_INTERNAL_API). */
 VLCS_API void *vlcs_ctx_scope(vlcs_ctx *h)

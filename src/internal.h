@@ -546,7 +546,6 @@ HIDDEN void owners_remove(const char *path);
 HIDDEN vlcs_ctx *copies_owner(const void *link_map); /* the copy-mode context holding it */
 /* The same in a signal handler: NULL when the table is being changed. */
 HIDDEN vlcs_ctx *copies_owner_nowait(const void *link_map);
-HIDDEN const char *copies_file(vlcs_ctx *c, const void *link_map); /* a copy's original, or NULL */
 /* unload.c: nothing of the context's libraries runs or is kept for a thread
  * any more, and its handles are closed (refused in strict mode) */
 HIDDEN int ctx_close_libraries(vlcs_ctx *c, char *why, size_t size);
@@ -565,7 +564,7 @@ HIDDEN void ns_teardown(vlcs_ctx *c);
 #define NS_SLOTS 64
 static inline int ns_slot(Lmid_t lmid) { return (int)((unsigned long)lmid % NS_SLOTS); }
 
-/* ---- giving a destroyed context's namespace back (unload.c) ---- */
+/* ---- what a context loaded, and its threads that ended (handles.c) ---- */
 
 /* Records a successful load (with c->lock held); 0 or -1 (out of memory). */
 HIDDEN int ns_note_handle(vlcs_ctx *c, void *h);
@@ -573,12 +572,16 @@ HIDDEN int ns_note_handle(vlcs_ctx *c, void *h);
 HIDDEN void ns_close_handle(vlcs_ctx *c, void *h);
 /* A library thread of c ended (with c->lock held): wait for it before unmapping. */
 HIDDEN void ns_note_ended(vlcs_ctx *c, pid_t tid);
+/* Whether the kernel has thread tid gone; returns once it has. */
+HIDDEN bool thread_gone(pid_t tid);
+HIDDEN void thread_wait_gone(pid_t tid);
+HIDDEN void thread_pause(void); /* 0.2 ms between two looks */
+
+/* ---- giving a destroyed context's namespace back (unload.c) ---- */
 /* Called without c->lock, once c is marked destroyed.  0: the namespace is
  * gone (glibc may reuse it); -1: it stays, with the reason in why. */
 HIDDEN int ns_unload(vlcs_ctx *c, char *why, size_t size);
 HIDDEN void drop_opens(void *(*reopen)(vlcs_ctx *, const char *), vlcs_ctx *c, const char *name);
-HIDDEN int ns_key_create(vlcs_ctx *c, pthread_key_t *key, void (*dtor)(void *));
-HIDDEN int ns_key_delete(vlcs_ctx *c, pthread_key_t key);
 
 /* ---- fork handlers of the namespaces' libraries (fork.c) ---- */
 /* Registers fork.c's own handlers with the base libc; at init, before
@@ -610,6 +613,14 @@ HIDDEN void trace_from_env(void); /* VLCS_TRACE_FILE, at vlcs_init */
 
 /* ---- thread-specific data keys of contexts' libraries (keys.c) ---- */
 /* As pthread_key_*, past glibc's PTHREAD_KEYS_MAX for the process. */
+/* The interposer's pthread_key_create and _delete for c's libraries: keys
+ * recorded with their context (a key c did not create is not its to delete). */
+HIDDEN int ns_key_create(vlcs_ctx *c, pthread_key_t *key, void (*dtor)(void *));
+HIDDEN int ns_key_delete(vlcs_ctx *c, pthread_key_t key);
+/* Unloading c: this thread's values of c's keys destroyed as at its exit;
+ * then c's keys deleted (no thread's exit runs their destructors). */
+HIDDEN void keys_run_destructors_here(vlcs_ctx *c);
+HIDDEN void keys_delete_of(vlcs_ctx *c);
 HIDDEN int key_create(pthread_key_t *key, void (*dtor)(void *));
 HIDDEN int key_delete(pthread_key_t key);
 HIDDEN void *key_get(pthread_key_t key);
@@ -701,8 +712,6 @@ HIDDEN size_t services_paths(char (*out)[FD_PATH_SIZE], size_t cap, const char *
 HIDDEN vlcs_ctx *thread_current(void);
 /* This thread's end, done now: it is about to end without its destructors. */
 HIDDEN void thread_end_here(void);
-/* Returns once the kernel has thread tid gone (unload.c). */
-HIDDEN void thread_wait_gone(pid_t tid);
 HIDDEN void thread_created(vlcs_ctx *c);
 HIDDEN void thread_begin(vlcs_ctx *c, void *(*start)(void *));
 /* The start routines of c's library threads still alive (with c->lock held). */

@@ -204,3 +204,98 @@ int key_set(pthread_key_t key, const void *value)
     v->slot[i].value = (void *)value;
     return 0;
 }
+
+/* ---- which context's libraries created each key --------------------------
+ * A namespace that is unloaded deletes the keys its libraries left, whose
+ * destructors would be gone (unload.c); a key is recorded with its
+ * context when the interposer's pthread_key_create takes it. */
+
+struct key_rec {
+    vlcs_ctx *ctx;
+    pthread_key_t key;
+    void (*dtor)(void *);
+};
+
+static pthread_mutex_t keys_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct key_rec *keys;
+static size_t nkeys, capkeys;
+
+int ns_key_create(vlcs_ctx *c, pthread_key_t *key, void (*dtor)(void *))
+{
+    int rc = key_create(key, dtor);
+    if (rc != 0)
+        return rc;
+    pthread_mutex_lock(&keys_lock);
+    rc = array_grow((void **)&keys, &capkeys, nkeys, sizeof *keys);
+    if (rc == 0)
+        keys[nkeys++] = (struct key_rec){c, *key, dtor};
+    pthread_mutex_unlock(&keys_lock);
+    if (rc != 0) {
+        key_delete(*key);
+        return ENOMEM;
+    }
+    return 0;
+}
+
+/* A key its namespace did not create (or that unloading deleted already)
+ * is not the namespace's to delete: the number may be another's now. */
+int ns_key_delete(vlcs_ctx *c, pthread_key_t key)
+{
+    bool ours = false;
+    pthread_mutex_lock(&keys_lock);
+    for (size_t i = 0; i < nkeys && !ours; i++)
+        if (keys[i].ctx == c && keys[i].key == key) {
+            keys[i] = keys[--nkeys];
+            ours = true;
+        }
+    pthread_mutex_unlock(&keys_lock);
+    return ours ? key_delete(key) : EINVAL;
+}
+
+/* The keys of c, copied: destructors may create or delete keys. */
+static size_t keys_of(vlcs_ctx *c, struct key_rec *out, size_t cap)
+{
+    size_t n = 0;
+    pthread_mutex_lock(&keys_lock);
+    for (size_t i = 0; i < nkeys && n < cap; i++)
+        if (keys[i].ctx == c)
+            out[n++] = keys[i];
+    pthread_mutex_unlock(&keys_lock);
+    return n;
+}
+
+#define MAX_NS_KEYS 256
+
+/* What thread exit would do for this thread, in as many rounds. */
+void keys_run_destructors_here(vlcs_ctx *c)
+{
+    struct key_rec k[MAX_NS_KEYS];
+    for (int round = 0; round < PTHREAD_DESTRUCTOR_ITERATIONS; round++) {
+        bool ran = false;
+        size_t n = keys_of(c, k, MAX_NS_KEYS);
+        for (size_t i = 0; i < n; i++) {
+            void *v = key_get(k[i].key);
+            if (v != NULL && k[i].dtor != NULL) {
+                key_set(k[i].key, NULL);
+                k[i].dtor(v);
+                ran = true;
+            }
+        }
+        if (!ran)
+            break;
+    }
+}
+
+void keys_delete_of(vlcs_ctx *c)
+{
+    pthread_mutex_lock(&keys_lock);
+    for (size_t i = 0; i < nkeys;) {
+        if (keys[i].ctx == c) {
+            key_delete(keys[i].key);
+            keys[i] = keys[--nkeys];
+        } else {
+            i++;
+        }
+    }
+    pthread_mutex_unlock(&keys_lock);
+}

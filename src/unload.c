@@ -35,142 +35,6 @@
 #include <time.h>
 #include <unistd.h>
 
-/* ---- what a context loaded, and its threads that ended ------------------ */
-
-int ns_note_handle(vlcs_ctx *c, void *h)
-{
-    if (array_grow((void **)&c->handles, &c->caphandles, c->nhandles, sizeof *c->handles) != 0)
-        return -1;
-    c->handles[c->nhandles++] = h;
-    c->pools_gen = 0;
-    return 0;
-}
-
-void ns_close_handle(vlcs_ctx *c, void *h)
-{
-    pthread_mutex_lock(&c->lock);
-    for (size_t i = c->nhandles; i-- > 0;)
-        if (c->handles[i] == h) {
-            c->handles[i] = c->handles[--c->nhandles];
-            c->pools_gen = 0;
-            break;
-        }
-    pthread_mutex_unlock(&c->lock);
-    dlclose(h);
-}
-
-static bool thread_gone(pid_t tid)
-{
-    return raw_syscall(SYS_tgkill, getpid(), tid, 0, 0, 0, 0) == -ESRCH;
-}
-
-void ns_note_ended(vlcs_ctx *c, pid_t tid)
-{
-    if (c->nended == c->capended) { /* keep only those still exiting */
-        size_t k = 0;
-        for (size_t i = 0; i < c->nended; i++)
-            if (!thread_gone(c->ended[i]))
-                c->ended[k++] = c->ended[i];
-        c->nended = k;
-    }
-    /* Out of memory: unloading then waits on the library threads alone. */
-    if (array_grow((void **)&c->ended, &c->capended, c->nended, sizeof *c->ended) == 0)
-        c->ended[c->nended++] = tid;
-}
-
-/* ---- thread-specific data keys of the context's libraries ---------------- */
-
-struct key_rec {
-    vlcs_ctx *ctx;
-    pthread_key_t key;
-    void (*dtor)(void *);
-};
-
-static pthread_mutex_t keys_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct key_rec *keys;
-static size_t nkeys, capkeys;
-
-int ns_key_create(vlcs_ctx *c, pthread_key_t *key, void (*dtor)(void *))
-{
-    int rc = key_create(key, dtor);
-    if (rc != 0)
-        return rc;
-    pthread_mutex_lock(&keys_lock);
-    rc = array_grow((void **)&keys, &capkeys, nkeys, sizeof *keys);
-    if (rc == 0)
-        keys[nkeys++] = (struct key_rec){c, *key, dtor};
-    pthread_mutex_unlock(&keys_lock);
-    if (rc != 0) {
-        key_delete(*key);
-        return ENOMEM;
-    }
-    return 0;
-}
-
-/* A key its namespace did not create (or that unloading deleted already)
- * is not the namespace's to delete: the number may be another's now. */
-int ns_key_delete(vlcs_ctx *c, pthread_key_t key)
-{
-    bool ours = false;
-    pthread_mutex_lock(&keys_lock);
-    for (size_t i = 0; i < nkeys && !ours; i++)
-        if (keys[i].ctx == c && keys[i].key == key) {
-            keys[i] = keys[--nkeys];
-            ours = true;
-        }
-    pthread_mutex_unlock(&keys_lock);
-    return ours ? key_delete(key) : EINVAL;
-}
-
-/* The keys of c, copied: destructors may create or delete keys. */
-static size_t keys_of(vlcs_ctx *c, struct key_rec *out, size_t cap)
-{
-    size_t n = 0;
-    pthread_mutex_lock(&keys_lock);
-    for (size_t i = 0; i < nkeys && n < cap; i++)
-        if (keys[i].ctx == c)
-            out[n++] = keys[i];
-    pthread_mutex_unlock(&keys_lock);
-    return n;
-}
-
-#define MAX_NS_KEYS 256
-
-/* Step 1: what thread exit would do for this thread, in as many rounds. */
-static void run_this_threads_destructors(vlcs_ctx *c)
-{
-    struct key_rec k[MAX_NS_KEYS];
-    for (int round = 0; round < PTHREAD_DESTRUCTOR_ITERATIONS; round++) {
-        bool ran = false;
-        size_t n = keys_of(c, k, MAX_NS_KEYS);
-        for (size_t i = 0; i < n; i++) {
-            void *v = key_get(k[i].key);
-            if (v != NULL && k[i].dtor != NULL) {
-                key_set(k[i].key, NULL);
-                k[i].dtor(v);
-                ran = true;
-            }
-        }
-        if (!ran)
-            break;
-    }
-}
-
-/* Step 4. */
-static void delete_keys(vlcs_ctx *c)
-{
-    pthread_mutex_lock(&keys_lock);
-    for (size_t i = 0; i < nkeys;) {
-        if (keys[i].ctx == c) {
-            key_delete(keys[i].key);
-            keys[i] = keys[--nkeys];
-        } else {
-            i++;
-        }
-    }
-    pthread_mutex_unlock(&keys_lock);
-}
-
 /* ---- the context's library threads --------------------------------------- */
 
 /* Step 2: pools whose library has a call that ends their threads.  Calling
@@ -188,18 +52,6 @@ static void stop_known_pools(vlcs_ctx *c)
         ((void (*)(void))stop[i].fn)();
 }
 
-static void pause_briefly(void)
-{
-    struct timespec ts = {0, 200 * 1000}; /* 0.2 ms */
-    nanosleep(&ts, NULL);
-}
-
-void thread_wait_gone(pid_t tid)
-{
-    while (!thread_gone(tid))
-        pause_briefly();
-}
-
 /* "libgomp.so.1 (3 threads)": whose threads still run, from their start routines. */
 static void name_running(vlcs_ctx *c, char *out, size_t size)
 {
@@ -212,7 +64,8 @@ static void name_running(vlcs_ctx *c, char *out, size_t size)
     size_t nn = 0;
     for (size_t i = 0; i < n; i++) {
         struct link_map *lm = object_at(starts[i]);
-        const char *origin = lm != NULL ? copies_file(c, lm) : NULL; /* a copy: its original */
+        /* a copy (copy mode): its original */
+        const char *origin = lm != NULL && c->api.object_file != NULL ? c->api.object_file(c, lm) : NULL;
         const char *name = starts[i] == NULL                ? "adopted (vlcs_thread_adopt)"
                            : origin != NULL                 ? base_name(origin)
                            : lm != NULL && lm->l_name[0] ? base_name(lm->l_name)
@@ -239,7 +92,7 @@ static int wait_threads(vlcs_ctx *c, char *why, size_t size)
 {
     int live = __atomic_load_n(&c->created_live, __ATOMIC_ACQUIRE), idle = 0;
     while (live > 0 && idle < 500) {
-        pause_briefly();
+        thread_pause();
         int now = __atomic_load_n(&c->created_live, __ATOMIC_ACQUIRE);
         idle = now < live ? 0 : idle + 1;
         live = now;
@@ -263,7 +116,7 @@ static int wait_threads(vlcs_ctx *c, char *why, size_t size)
                          (int)c->ended[i]);
                 return -1;
             }
-            pause_briefly();
+            thread_pause();
         }
     c->nended = 0;
     pthread_mutex_unlock(&c->lock);
@@ -360,11 +213,11 @@ static void drop_ns_opens(vlcs_ctx *c)
  * thread any more; what is left is closing them. */
 static int ctx_quiesce(vlcs_ctx *c, char *why, size_t size)
 {
-    run_this_threads_destructors(c);
+    keys_run_destructors_here(c);
     stop_known_pools(c);
     if (wait_threads(c, why, size) != 0)
         return -1;
-    delete_keys(c);
+    keys_delete_of(c);
     return 0;
 }
 

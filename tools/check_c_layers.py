@@ -38,9 +38,6 @@ KNOWN_CIRCLE = frozenset(
         "exec",
         "namespace",
         "runtime",
-        "service",
-        "service_auto",
-        "thread",
         "unload",
     }
 )
