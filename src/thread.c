@@ -228,6 +228,9 @@ VLCS_API int vlcs_enter(vlcs_ctx *h)
     ts->stack[ts->depth] = c;
     hooks_enter(c, ts->hook_saved[ts->depth]);
     __atomic_store_n(&ts->depth, ts->depth + 1, __ATOMIC_RELEASE);
+    /* Under the lock: a first load that fails gives the namespace it made
+     * back under it, and its libc must not run after that. */
+    ns_thread_ready(c, ts);
     pthread_mutex_unlock(&c->lock);
     if (tracing_on())
         trace_enter(c);
@@ -235,7 +238,6 @@ VLCS_API int vlcs_enter(vlcs_ctx *h)
     /* The context's CPUs are taken back (or more lent) before this returns. */
     if (busy)
         elastic_busy_changed(c, true);
-    ns_thread_ready(c, ts);
     return 0;
 }
 

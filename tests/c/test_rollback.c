@@ -8,6 +8,9 @@
 #include "check.h"
 
 #include <dlfcn.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
 
 typedef int (*bump_fn)(void);
 
@@ -66,6 +69,43 @@ static void failed_loads(void)
     }
     CHECK_EQ(2, SYM(p, bump_fn, "probe_bump")(), "the first context's copy counts on");
     PASS("a failed first load gives its namespace back");
+}
+
+/* Another thread inside a context while its first load fails: the
+ * namespace made for the load and given back after it must never be run
+ * by the thread inside (entering sets a thread up with the namespace's
+ * libc once it has one). */
+static vlcs_ctx *shared_ctx;
+static atomic_bool typing_done;
+
+static void *typist(void *arg)
+{
+    (void)arg;
+    for (int i = 0; i < 300; i++)
+        CHECK_NULLC(VLCS_E_NOT_FOUND, vlcs_ctx_load(shared_ctx, "/nonexistent/libvlcs_typo.so"));
+    atomic_store(&typing_done, true);
+    return NULL;
+}
+
+static void failed_loads_while_inside(void)
+{
+    shared_ctx = vlcs_ctx_create("typed-into");
+    pthread_t t;
+    CHECK_EQ(0, pthread_create(&t, NULL, typist, NULL), "pthread_create");
+    long visits = 0;
+    while (!atomic_load(&typing_done)) {
+        CHECK_EQ(0, vlcs_enter(shared_ctx), "enter while loads fail");
+        CHECK_EQ(0, vlcs_leave(), "leave");
+        visits++;
+    }
+    pthread_join(t, NULL);
+    void *p = must_load(shared_ctx, PROBE_LIB);
+    CHECK_EQ(0, vlcs_enter(shared_ctx), "enter once it loaded");
+    CHECK_EQ(1, SYM(p, bump_fn, "probe_bump")(), "its library works");
+    CHECK_EQ(0, vlcs_leave(), "leave");
+    CHECK_EQ(0, vlcs_ctx_destroy(shared_ctx), "destroy");
+    printf("# entered %ld times during 300 failed first loads\n", visits);
+    PASS("a failed first load with another thread inside");
 }
 
 static void shims(void)
@@ -130,6 +170,7 @@ static void shims(void)
 int main(void)
 {
     failed_loads();
+    failed_loads_while_inside();
     services();
     shims();
     return 0;
