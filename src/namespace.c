@@ -404,11 +404,11 @@ void ns_teardown(vlcs_ctx *c)
 {
     ns_handed_back(); /* before: the next dlmopen may map here as soon as it returns */
     room_namespaces(-1);
+    __atomic_store_n(&c->ns_thread_init, NULL, __ATOMIC_RELEASE); /* before its code goes */
     dlclose(c->ip_handle);
     if (c->ns_root_fd >= 0)
         close(c->ns_root_fd);
     c->ns_root_fd = -1;
-    __atomic_store_n(&c->ns_thread_init, NULL, __ATOMIC_RELEASE);
     c->has_ns = false;
     c->backend = NULL;
     thread_ns_gone(c);
