@@ -17,7 +17,7 @@
  * reused, would name the old copy.  Once loaded, a copy's read-only pages
  * are the original file's and it is named after it (copy_origins.c).
  */
-#include "internal.h"
+#include "copies.h"
 #include "copies_env.h"
 #include "shim_table.h"
 #include "room.h"
@@ -31,85 +31,6 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <unistd.h>
-
-struct copy {
-    char *origin;  /* the original file's real path */
-    char *renamed; /* its SONAME in the copy (NULL: it had none) */
-    char *soname;  /* the original's (NULL: none) */
-    int fd;        /* the memfd */
-    int origin_fd; /* the original's (copy_origins.c) */
-    char path[FD_PATH_SIZE];
-    void *lm;        /* its struct link_map while loaded */
-    uintptr_t addr;  /* its load address (dl_iterate_phdr's dlpi_addr) */
-    char *load_name; /* the name glibc gave it, kept while a reader may hold it */
-};
-
-struct copyset {
-    pthread_mutex_t lock; /* recursive: a copy's constructor may dlopen */
-    int ip_fd, ip_origin_fd;
-    char *ip_load_name;
-    void *ip;
-    struct copy *copies;
-    size_t ncopies, capcopies;
-    int *root_fds;
-    size_t nroots, caproots;
-    /* vlcs_ctx_set_global_library (a Python of its own): that library is
-     * copied even if it is a service's, and every root lists its copy
-     * before the services' forwarders, in place of the one it stands in for */
-    char *global_real;
-    char global_soname[256]; /* the service it stands in for (services_paths) */
-    int global_copy; /* index in copies, -1 until loaded */
-};
-
-static _Atomic unsigned long serial;
-
-/* glibc's own libraries: one copy per process, shared by every context. */
-static bool glibc_own(const char *name);
-
-/* ... and the Service context's (a service is the base's object, which a
- * copy in the base namespace reaches by its unchanged name). */
-static bool process_wide(const char *name)
-{
-    return services_has(name) || glibc_own(name);
-}
-
-/* What libc itself holds (the libraries that are stubs since glibc 2.34
- * and the loader), as the context sees it: its interposer first.  The
- * others (libm, libresolv, ...) are the process's own, as libvlcs is to
- * code in the context that opens it (a Python of its own importing vlcs). */
-static bool glibc_scoped(const char *name)
-{
-    static const char *const prefixes[] = {"libc.so",   "libpthread.so", "libdl.so", "librt.so",
-                                           "libutil.so", "libanl.so",    "ld-linux", "ld64.so",
-                                           NULL};
-    const char *base = base_name(name);
-    for (const char *const *p = prefixes; *p; p++)
-        if (strncmp(base, *p, strlen(*p)) == 0)
-            return true;
-    return false;
-}
-
-/* process_wide, but the context's own global library is its own copy */
-static bool process_wide_in(const struct copyset *cs, const char *name)
-{
-    if (cs->global_real != NULL && strcmp(base_name(name), base_name(cs->global_real)) == 0)
-        return false;
-    return process_wide(name);
-}
-
-static bool glibc_own(const char *name)
-{
-    static const char *const prefixes[] = {
-        "libc.so",  "libm.so",   "libpthread.so", "libdl.so",          "librt.so",
-        "libresolv.so", "libutil.so", "libanl.so", "libmvec.so",       "libBrokenLocale.so",
-        "ld-linux", "ld64.so",   "libnss_",       "libthread_db.so",   "libc_malloc_debug.so",
-        "libvlcs.so", NULL};
-    const char *base = base_name(name);
-    for (const char *const *p = prefixes; *p; p++)
-        if (strncmp(base, *p, strlen(*p)) == 0)
-            return true;
-    return false;
-}
 
 /* ---- making a context's copies ------------------------------------------- */
 
@@ -148,40 +69,6 @@ static void raise_fd_limit(void)
         r.rlim_cur = r.rlim_max < 65536 ? r.rlim_max : 65536;
         setrlimit(RLIMIT_NOFILE, &r);
     }
-}
-
-/* dlopen with RTLD_DEEPBIND, past a sanitizer's dlopen, which refuses the
- * flag lest the library bind malloc past the sanitizer's: a copy binds the
- * interposer's malloc first, which is the base's, the sanitizer's. */
-static void *deep_open(const char *path)
-{
-    static void *(*real)(const char *, int);
-    void *(*f)(const char *, int) = __atomic_load_n(&real, __ATOMIC_RELAXED);
-    if (f == NULL) {
-        f = (void *(*)(const char *, int))dlsym(RTLD_NEXT, "dlopen");
-        if (f == NULL)
-            f = dlopen;
-        __atomic_store_n(&real, f, __ATOMIC_RELAXED);
-    }
-    return f(path, RTLD_NOW | RTLD_LOCAL | RTLD_DEEPBIND);
-}
-
-/* A loaded copy's read-only pages mapped again from its original, and the
- * copy named after the original's descriptor (copy_origins.c).  Returns
- * the name glibc gave it: freed once the copy is gone, as another thread
- * may be reading it now (glibc frees the new one at dlclose).  *ok: its
- * code is in place. */
-static char *share_with_origin(struct link_map *lm, const struct elf_names *e, int origin_fd,
-                               int copy_fd, const struct elf_rename *rn, size_t nrn, bool *ok)
-{
-    char *name = malloc(FD_PATH_SIZE);
-    *ok = elf_share_pages(e, origin_fd, copy_fd, lm->l_addr, rn, nrn) == 0;
-    if (name == NULL) /* it keeps its memfd's name */
-        return NULL;
-    fd_path(name, FD_PATH_SIZE, origin_fd);
-    char *was = lm->l_name;
-    __atomic_store_n(&lm->l_name, name, __ATOMIC_RELEASE);
-    return was;
 }
 
 static void *copy_dlopen(vlcs_ctx *c, const char *file, int mode, const void *caller);
@@ -237,7 +124,7 @@ int copies_create(vlcs_ctx *c)
     }
     char renamed[256];
     const char *soname = elf_str(&e, e.soname);
-    if (soname == NULL || elf_new_name(soname, atomic_fetch_add(&serial, 1), renamed,
+    if (soname == NULL || elf_new_name(soname, copies_serial(), renamed,
                                        sizeof renamed) != 0) {
         elf_names_free(&e);
         set_error(VLCS_E_INVALID, "Error loading into context '%s': %s has no name to rename",
@@ -292,381 +179,6 @@ fail:
     return -1;
 }
 
-/* One library of a load's tree. */
-struct item {
-    char origin[PATH_MAX];
-    struct elf_names names;
-    int existing; /* index of the context's copy, or -1: a new one */
-    int loader;   /* the item that first needed it, -1: the one asked for */
-    char renamed[256];
-    int dep[ELF_MAX_NEEDED]; /* per DT_NEEDED: the item it names, -1: process-wide */
-    int fd;  /* its copy's memfd */
-    int ofd; /* its original's descriptor (held) */
-    uintptr_t base; /* where its copy loaded */
-    struct elf_rename *rn; /* what its copy changed: names, unique symbols' bindings */
-    size_t nrn;
-};
-
-static int find_copy(struct copyset *cs, const char *origin)
-{
-    for (size_t i = 0; i < cs->ncopies; i++)
-        if (strcmp(cs->copies[i].origin, origin) == 0)
-            return (int)i;
-    return -1;
-}
-
-/* ld.so takes a needed name that a loaded object has as its soname before
- * it searches: oneMKL's libmkl_def.so.3, opened by path, needs
- * libmkl_core.so.3, loaded already from a folder no search names. */
-static int find_soname(struct copyset *cs, const char *soname)
-{
-    for (size_t i = 0; i < cs->ncopies; i++)
-        if (cs->copies[i].soname != NULL && strcmp(cs->copies[i].soname, soname) == 0)
-            return (int)i;
-    return -1;
-}
-
-#define MAX_TREE 256
-#define WHY_SIZE (PATH_MAX + 256)
-
-/* A lazy load's constructors, in the order ld.so runs them: each copy's
- * after those of the copies it needs. */
-static void init_tree(struct item *items, int i, char *done)
-{
-    if (done[i])
-        return;
-    done[i] = 1;
-    struct item *it = &items[i];
-    if (it->existing >= 0) /* loaded before, its constructors run then */
-        return;
-    for (size_t k = 0; k < it->names.nneeded; k++)
-        if (it->dep[k] >= 0)
-            init_tree(items, it->dep[k], done);
-    if (it->base != 0)
-        elf_run_init(&it->names, it->base);
-}
-
-/* glibc gives a library's constructors argc and argv: libvlcs keeps them
- * for the constructors of lazy copies, which it runs itself. */
-__attribute__((constructor)) static void keep_args(int argc, char **argv)
-{
-    elf_keep_args(argc, argv);
-}
-
-/* The copies of path's tree that the context lacks, made and loaded; the
- * handle of path's copy.  With cs->lock held; sets the error. */
-static void *load_tree(vlcs_ctx *c, const char *real, const char *shown)
-{
-    struct copyset *cs = c->copyset;
-    int have = find_copy(cs, real);
-    if (have >= 0)
-        return dlopen(cs->copies[have].path, RTLD_NOW | RTLD_NOLOAD);
-
-    /* Buffers on the heap, here and below: a library's constructor may
-     * dlopen from a thread with a small stack (256 KiB seen), and the
-     * copies it loads run constructors that dlopen in turn. */
-    char *why = malloc(WHY_SIZE);
-    struct item *items = why ? calloc(MAX_TREE, sizeof *items) : NULL;
-    size_t n = 0, made = 0;
-    void *h = NULL;
-    int root = -1, code = VLCS_OK;
-    if (items == NULL) {
-        free(why);
-        set_error(VLCS_E_SYSTEM, "Error loading %s into context '%s': out of memory", shown, c->name);
-        return NULL;
-    }
-    snprintf(items[0].origin, sizeof items[0].origin, "%s", real);
-    items[0].existing = -1;
-    items[0].fd = items[0].ofd = -1;
-    items[0].loader = -1;
-    n = 1;
-    /* Breadth first: each item read, its names resolved as ld.so would
-     * from the original file, new ones queued. */
-    for (size_t i = 0; i < n && code == VLCS_OK; i++) {
-        struct item *it = &items[i];
-        if (it->existing >= 0) /* its tree is the context's already */
-            continue;
-        it->ofd = origin_hold(it->origin, why, WHY_SIZE);
-        if (it->ofd < 0) {
-            code = -it->ofd;
-            break;
-        }
-        code = elf_names_read(it->ofd, it->origin, &it->names, why, WHY_SIZE);
-        if (code != VLCS_OK)
-            break;
-        const char *soname = elf_str(&it->names, it->names.soname);
-        if (soname != NULL &&
-            elf_new_name(soname, atomic_fetch_add(&serial, 1), it->renamed, sizeof it->renamed) != 0) {
-            snprintf(why, WHY_SIZE, "%s's name %s is too short to be renamed (copy mode needs "
-                                      "%d characters)", it->origin, soname, ELF_RENAME_TAIL + 1);
-            code = VLCS_E_INVALID;
-            break;
-        }
-        for (size_t k = 0; k < it->names.nneeded; k++) {
-            const char *need = elf_str(&it->names, it->names.needed[k]);
-            it->dep[k] = -1;
-            if (process_wide_in(cs, need))
-                continue;
-            char dep[PATH_MAX];
-            struct elf_from chain[64];
-            size_t nchain = 0;
-            for (int j = (int)i; j >= 0 && nchain < 64; j = items[j].loader)
-                chain[nchain++] = (struct elf_from){&items[j].names, items[j].origin};
-            int known = find_soname(cs, need);
-            if (known >= 0) {
-                snprintf(dep, sizeof dep, "%s", cs->copies[known].origin);
-            } else if (elf_resolve(need, chain, nchain, dep) != 0) {
-                snprintf(why, WHY_SIZE, "%s needs %s, which cannot be found", it->origin, need);
-                code = VLCS_E_NOT_FOUND;
-                break;
-            }
-            size_t j = 0;
-            while (j < n && strcmp(items[j].origin, dep) != 0)
-                j++;
-            if (j == n) {
-                if (n == MAX_TREE) {
-                    snprintf(why, WHY_SIZE, "its tree holds more than %d libraries", MAX_TREE);
-                    code = VLCS_E_LIMIT;
-                    break;
-                }
-                snprintf(items[n].origin, sizeof items[n].origin, "%s", dep);
-                items[n].existing = find_copy(cs, dep);
-                items[n].fd = items[n].ofd = -1;
-                items[n].loader = (int)i;
-                n++;
-            }
-            it->dep[k] = (int)j;
-        }
-    }
-    /* Copies without their code (mapped from the original once loaded) and
-     * constructors run then, when nothing of any new copy's code runs in
-     * dlopen: most of a library's file is code, copied only to be given
-     * back (OpenBLAS: 33 of 36 MB). */
-    /* Room for the new copies and the root: their maps, their memfds. */
-    size_t fresh = 1;
-    for (size_t i = 0; i < n; i++)
-        fresh += items[i].existing < 0;
-    if (code == VLCS_OK && room_for_load(c, shown, fresh, fresh) != 0)
-        goto out;
-    bool lazy = code == VLCS_OK;
-    for (size_t i = 0; i < n && lazy; i++)
-        lazy = items[i].existing >= 0 || elf_lazy_ok(items[i].ofd, &items[i].names);
-    /* Every name a copy needs, rewritten to its dependency's new name. */
-    for (size_t i = 0; i < n && code == VLCS_OK; i++) {
-        struct item *it = &items[i];
-        if (it->existing >= 0)
-            continue;
-        struct elf_rename *unique = NULL;
-        size_t nunique = elf_unique_symbols(it->ofd, &it->names, &unique);
-        struct elf_rename *rn = it->rn = malloc((1 + ELF_MAX_NEEDED + nunique) * sizeof *rn);
-        if (rn == NULL) {
-            free(unique);
-            snprintf(why, WHY_SIZE, "out of memory");
-            code = VLCS_E_SYSTEM;
-            break;
-        }
-        size_t nr = 0;
-        for (size_t k = 0; k < nunique; k++)
-            rn[nr++] = unique[k];
-        free(unique);
-        if (it->renamed[0])
-            rn[nr++] = (struct elf_rename){it->names.strtab_off + it->names.soname, it->renamed};
-        for (size_t k = 0; k < it->names.nneeded && code == VLCS_OK; k++) {
-            if (it->dep[k] < 0)
-                continue;
-            const struct item *d = &items[it->dep[k]];
-            const char *to = d->existing >= 0 ? cs->copies[d->existing].renamed : d->renamed;
-            const char *need = elf_str(&it->names, it->names.needed[k]);
-            if (to == NULL || to[0] == '\0' || strlen(to) != strlen(need)) {
-                snprintf(why, WHY_SIZE,
-                         "%s needs %s, but that file calls itself %s: copy mode renames a "
-                         "library only under the name it is needed by",
-                         it->origin, need, d->existing >= 0 || d->names.soname == UINT64_MAX
-                                               ? "nothing"
-                                               : elf_str(&d->names, d->names.soname));
-                code = VLCS_E_INVALID;
-                break;
-            }
-            rn[nr++] = (struct elf_rename){it->names.strtab_off + it->names.needed[k], to};
-        }
-        if (code != VLCS_OK)
-            break;
-        it->nrn = nr;
-        it->fd = elf_copy(it->ofd, it->origin, base_name(it->origin), rn, nr, &it->names, lazy,
-                          why, WHY_SIZE);
-        if (it->fd < 0) {
-            code = -it->fd;
-            it->fd = -1;
-            break;
-        }
-        made++;
-    }
-    if (code != VLCS_OK) {
-        set_error(code, "Error loading %s into context '%s': %s", shown, c->name, why);
-        goto out;
-    }
-    /* The root: the interposer first, then the context's own global
-     * library, then the services' forwarders (their entries that vlcs
-     * replaces, libpython's PyDict_* on the module table, come before the
-     * base's), then the new copies, path's first. */
-    enum { MAX_SERVICES = 16 };
-    const char **needed = calloc(made + 2 + MAX_SERVICES, sizeof *needed);
-    char (*paths)[FD_PATH_SIZE] = calloc(made + 2 + MAX_SERVICES, sizeof *paths);
-    if (needed == NULL || paths == NULL) {
-        free(needed);
-        free(paths);
-        set_error(VLCS_E_SYSTEM, "Error loading %s into context '%s': out of memory", shown, c->name);
-        goto out;
-    }
-    size_t nn = 0;
-    fd_path(paths[nn], sizeof *paths, cs->ip_fd);
-    needed[nn] = paths[nn];
-    nn++;
-    /* its own global library first, then the services it does not stand in for */
-    if (cs->global_real != NULL && cs->global_copy >= 0) {
-        snprintf(paths[nn], sizeof *paths, "%s", cs->copies[cs->global_copy].path);
-        needed[nn] = paths[nn];
-        nn++;
-    }
-    size_t nsvc = services_paths(paths + nn, MAX_SERVICES,
-                                 cs->global_real != NULL ? cs->global_soname : NULL);
-    for (size_t k = 0; k < nsvc; k++, nn++)
-        needed[nn] = paths[nn];
-    for (size_t i = 0; i < n; i++)
-        if (items[i].existing < 0 && items[i].fd >= 0) {
-            fd_path(paths[nn], sizeof *paths, items[i].fd);
-            needed[nn] = paths[nn];
-            nn++;
-        }
-    root = forwarder_root(needed, nn, why, WHY_SIZE);
-    free(needed);
-    free(paths);
-    if (root < 0) {
-        set_error(-root, "Error loading %s into context '%s': %s", shown, c->name, why);
-        root = -1;
-        goto out;
-    }
-    if (array_grow((void **)&cs->copies, &cs->capcopies, cs->ncopies + made, sizeof *cs->copies) ||
-        array_grow((void **)&cs->root_fds, &cs->caproots, cs->nroots + 1, sizeof *cs->root_fds)) {
-        set_error(VLCS_E_SYSTEM, "Error loading %s into context '%s': out of memory", shown, c->name);
-        goto out;
-    }
-    /* The new copies join the context's before their constructors run: one
-     * may dlopen its own library by name (oneTBB's tbbmalloc does), which
-     * must find the copy being loaded; and one may ask whose copy it is
-     * (owners: libpython's forwarder, for the interpreter dict). */
-    size_t first = cs->ncopies;
-    bool joined = true;
-    for (size_t i = 0; i < n && joined; i++) {
-        struct item *it = &items[i];
-        if (it->existing >= 0 || it->fd < 0)
-            continue;
-        struct copy *cp = &cs->copies[cs->ncopies];
-        memset(cp, 0, sizeof *cp);
-        cp->fd = it->fd;
-        cp->origin_fd = it->ofd;
-        fd_path(cp->path, sizeof cp->path, it->fd);
-        cp->origin = strdup(it->origin);
-        cp->renamed = it->renamed[0] ? strdup(it->renamed) : NULL;
-        const char *soname = elf_str(&it->names, it->names.soname);
-        cp->soname = soname != NULL ? strdup(soname) : NULL;
-        if (cp->origin == NULL || (it->renamed[0] && cp->renamed == NULL) ||
-            (soname != NULL && cp->soname == NULL) || owners_add(cp->path, c) != 0) {
-            free(cp->origin);
-            free(cp->renamed);
-            free(cp->soname);
-            joined = false;
-            break;
-        }
-        it->fd = it->ofd = -1;
-        cs->ncopies++;
-    }
-    char rootpath[FD_PATH_SIZE];
-    fd_path(rootpath, sizeof rootpath, root);
-    dlerror();
-    void *rh = joined ? deep_open(rootpath) : NULL;
-    if (rh == NULL || ns_note_handle(c, rh) != 0) {
-        if (rh != NULL) {
-            dlclose(rh);
-            set_error(VLCS_E_SYSTEM, "Error loading %s into context '%s': out of memory", shown,
-                      c->name);
-        } else if (joined) {
-            load_error(c, shown, dlerror());
-        } else {
-            set_error(VLCS_E_SYSTEM, "Error loading %s into context '%s': out of memory", shown,
-                      c->name);
-        }
-        while (cs->ncopies > first) { /* not loaded: they go */
-            struct copy *cp = &cs->copies[--cs->ncopies];
-            owners_remove(cp->path);
-            close(cp->fd);
-            origin_release(cp->origin_fd);
-            free(cp->origin);
-            free(cp->renamed);
-            free(cp->soname);
-        }
-        goto out;
-    }
-    cs->root_fds[cs->nroots++] = root;
-    root = -1;
-    /* their read-only pages: the original file's, as a namespace's would be */
-    bool placed = true;
-    for (size_t i = 0, k = first; i < n && k < cs->ncopies; i++) {
-        struct item *it = &items[i];
-        if (it->existing >= 0 || it->names.strtab == NULL)
-            continue;
-        struct copy *cp = &cs->copies[k++];
-        void *ch = dlopen(cp->path, RTLD_LAZY | RTLD_NOLOAD);
-        struct link_map *lm = NULL;
-        if (ch != NULL && dlinfo(ch, RTLD_DI_LINKMAP, &lm) == 0 && lm != NULL) {
-            cp->addr = it->base = lm->l_addr;
-            owners_loaded(cp->path, lm);
-            bool ok;
-            cp->load_name =
-                share_with_origin(lm, &it->names, cp->origin_fd, cp->fd, it->rn, it->nrn, &ok);
-            placed = placed && ok;
-        } else {
-            placed = false;
-        }
-        if (ch != NULL)
-            dlclose(ch);
-        cp->lm = lm;
-    }
-    if (lazy && !placed) {
-        set_error(VLCS_E_SYSTEM, "Error loading %s into context '%s': its code could not be "
-                  "mapped (out of memory?)", shown, c->name);
-        goto out;
-    }
-    if (lazy) { /* their code is in place: their constructors, dependencies first */
-        char *done = calloc(n, 1);
-        if (done != NULL)
-            init_tree(items, 0, done);
-        free(done);
-        if (done == NULL) {
-            set_error(VLCS_E_SYSTEM, "Error loading %s into context '%s': out of memory", shown,
-                      c->name);
-            goto out; /* unloaded with the context: its constructors never ran */
-        }
-    }
-    if (cs->global_real != NULL && cs->global_copy < 0)
-        cs->global_copy = find_copy(cs, cs->global_real);
-    h = dlopen(cs->copies[first].path, RTLD_NOW | RTLD_NOLOAD);
-out:
-    if (root >= 0)
-        close(root);
-    for (size_t i = 0; i < n; i++) {
-        if (items[i].fd >= 0)
-            close(items[i].fd);
-        origin_release(items[i].ofd);
-        if (items[i].names.strtab != NULL)
-            elf_names_free(&items[i].names);
-        free(items[i].rn);
-    }
-    free(items);
-    free(why);
-    return h;
-}
-
 /* glibc as the context's code sees it: a new reference to its interposer,
  * whose lookups find its definitions first (getenv answers the context's
  * variables), then the process's glibc, which the interposer links. */
@@ -690,7 +202,7 @@ void *copies_load(vlcs_ctx *c, const char *path)
                   base_name(path), c->name);
         return NULL;
     }
-    char *real = malloc(PATH_MAX); /* on the heap: see load_tree */
+    char *real = malloc(PATH_MAX); /* on the heap: see copies_tree.c's struct tree */
     if (real == NULL) {
         set_error(VLCS_E_SYSTEM, "Error loading %s into context '%s': out of memory",
                   base_name(path), c->name);
@@ -708,7 +220,7 @@ void *copies_load(vlcs_ctx *c, const char *path)
         return NULL;
     }
     pthread_mutex_lock(&c->copyset->lock);
-    h = load_tree(c, real, base_name(path));
+    h = copies_load_tree(c, real, base_name(path));
     pthread_mutex_unlock(&c->copyset->lock);
     free(real);
     /* the caller's reference, closed with the context as a namespace's */
@@ -751,7 +263,7 @@ static void *copy_dlopen(vlcs_ctx *c, const char *file, int mode, const void *ca
         void *fwd = services_open_forwarder(file);
         return fwd != NULL ? fwd : dlopen(file, mode & ~RTLD_GLOBAL);
     }
-    /* on the heap: see load_tree */
+    /* on the heap: see copies_tree.c's struct tree */
     struct {
         char real[PATH_MAX], msg[PATH_MAX + 64], why[256];
         struct elf_names from;
@@ -774,7 +286,7 @@ static void *copy_dlopen(vlcs_ctx *c, const char *file, int mode, const void *ca
     void *h = NULL;
     struct elf_from chain = {&b->from, from_path};
     if (elf_resolve(file, &chain, have_from ? 1 : 0, b->real) == 0) {
-        h = load_tree(c, b->real, base_name(file));
+        h = copies_load_tree(c, b->real, base_name(file));
         if (h == NULL)
             dlerror_set(vlcs_error());
     } else {
