@@ -18,7 +18,9 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#ifndef HIDDEN
 #define HIDDEN __attribute__((visibility("hidden")))
+#endif
 
 /* ---- CPU masks (cpuset.c) ---------------------------------------------- */
 
@@ -478,37 +480,8 @@ HIDDEN int ns_create(vlcs_ctx *c); /* with c->lock held */
 HIDDEN void ns_api_fill(vlcs_ctx *c, struct vlcs_ip_api *a);
 
 /* ---- copy mode (copies.c, elf_copy.c) ---- */
-#define ELF_MAX_NEEDED 128
-#define ELF_RENAME_TAIL 7 /* the characters a new name replaces: '~' and 6 base-36 digits */
-struct elf_names {
-    uint64_t strtab_off, strsz; /* .dynstr's place in the file */
-    char *strtab;
-    uint64_t soname, runpath, rpath; /* offsets in strtab; UINT64_MAX: none */
-    uint64_t needed[ELF_MAX_NEEDED];
-    size_t nneeded;
-    ElfW(Phdr) phdr[64]; /* its program headers */
-    size_t nphdr;
-    uint64_t dynsym_off, ndynsym; /* .dynsym, from the section headers (0: none found) */
-    bool textrel; /* code that relocations write to: no page of it is the file's */
-    struct {
-        uint64_t off, size;
-    } code[16]; /* file extents of its code sections (SHF_EXECINSTR) */
-    size_t ncode;
-    /* its constructors: DT_INIT, DT_INIT_ARRAY and its size (0: none), and
-     * where their dynamic entries' tags are in the file */
-    uint64_t init, init_array, init_arraysz;
-    uint64_t init_tags[3];
-    size_t ninit_tags;
-    uint64_t rela_off, relasz, jmprel_off, pltrelsz; /* its relocations (0: none) */
-};
-struct elf_rename {
-    uint64_t at;    /* file offset */
-    const char *to; /* as long as what it replaces */
-};
-HIDDEN int elf_names_read(int fd, const char *path, struct elf_names *e, char *why, size_t size);
-HIDDEN void elf_names_free(struct elf_names *e);
+#include "elf_read.h"
 HIDDEN void elf_soname_of(const char *path, char *out, size_t size);
-HIDDEN const char *elf_str(const struct elf_names *e, uint64_t off);
 struct elf_from { /* an object that needs a library, and its file */
     const struct elf_names *e;
     const char *path;
@@ -521,11 +494,9 @@ HIDDEN int elf_resolve(const char *name, const struct elf_from *chain, size_t nc
  * them once the code is in place); only for a file elf_lazy_ok passes */
 HIDDEN int elf_copy(int fd, const char *path, const char *label, const struct elf_rename *renames,
                     size_t n, const struct elf_names *e, bool lazy, char *why, size_t size);
-HIDDEN bool elf_lazy_ok(int fd, const struct elf_names *e);
 HIDDEN void elf_run_init(const struct elf_names *e, uintptr_t base);
 HIDDEN void elf_keep_args(int argc, char **argv);
 HIDDEN int elf_new_name(const char *old, unsigned long serial, char *out, size_t size);
-HIDDEN size_t elf_unique_symbols(int fd, const struct elf_names *e, struct elf_rename **out);
 HIDDEN int elf_share_pages(const struct elf_names *e, int origin_fd, int copy_fd, uintptr_t base,
                            const struct elf_rename *renames, size_t nrenames);
 /* copy_origins.c: one read-only descriptor per original file (or -VLCS_E_*) */
