@@ -103,7 +103,8 @@ static void failed_loads_while_inside(void)
     CHECK_EQ(0, vlcs_enter(shared_ctx), "enter once it loaded");
     CHECK_EQ(1, SYM(p, bump_fn, "probe_bump")(), "its library works");
     CHECK_EQ(0, vlcs_leave(), "leave");
-    CHECK_EQ(0, vlcs_ctx_destroy(shared_ctx), "destroy");
+    /* 1 in strict mode: destroyed, its namespace kept (filters cover it) */
+    CHECK(vlcs_ctx_destroy(shared_ctx) >= 0, "destroy");
     printf("# entered %ld times during 300 failed first loads\n", visits);
     PASS("a failed first load with another thread inside");
 }
