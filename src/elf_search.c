@@ -108,7 +108,7 @@ static bool search_list(const char *list, const char *origin, const char *name, 
 {
     if (list == NULL || *list == '\0')
         return false;
-    /* on the heap: a constructor may dlopen on a small stack (copies.c) */
+    /* on the heap: a constructor may dlopen on a small stack (copies_tree.c) */
     char *dir = malloc(PATH_MAX), *cand = malloc(PATH_MAX);
     if (dir == NULL || cand == NULL) {
         free(dir);

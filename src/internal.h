@@ -298,7 +298,7 @@ struct vlcs_ctx {
     void *stdio_file[3]; /* FILE * */
     void **stdio_slot[3]; /* the namespace libc's stdin, stdout, stderr (FILE **) */
 
-    /* giving the namespace back (unload.c) */
+    /* what it loaded and its ended threads (handles.c); giving them back (unload.c) */
     void **handles; /* every successful load, closed on destroy */
     size_t nhandles, caphandles;
     pid_t *ended; /* its library threads that ended and may still be exiting */

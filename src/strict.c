@@ -99,7 +99,7 @@ static size_t object_ranges(vlcs_ctx *c, const struct link_map *lm, struct range
 static size_t context_ranges(vlcs_ctx *c, struct range *out, size_t cap)
 {
     enum { MAX_OBJECTS = 1024 };
-    struct link_map **maps = malloc(MAX_OBJECTS * sizeof *maps); /* see copies.c: small stacks */
+    struct link_map **maps = malloc(MAX_OBJECTS * sizeof *maps); /* see copies_tree.c: small stacks */
     size_t nmaps = maps != NULL && c->backend != NULL ? c->backend->objects(c, maps, MAX_OBJECTS)
                                                       : 0,
            n = 0;

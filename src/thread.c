@@ -125,7 +125,7 @@ static void on_base_thread_exit(void *p)
 static void exit_key_create(void) { pthread_key_create(&exit_key, on_base_thread_exit); }
 
 /* What the thread's end does, for a thread about to end without its
- * destructors (exec.c stops a thread that ended its instance so). */
+ * destructors (exec_instance.c stops a thread that ended its instance so). */
 void thread_end_here(void)
 {
     on_base_thread_exit(NULL);
