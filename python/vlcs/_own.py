@@ -62,139 +62,21 @@ class _Context(Protocol):
 
 PYTHONS = ("shared", "own")
 
-# What the runtime runs first, after the text of vlcs._own_views (_Owner,
-# _addresses, _views): the function each task calls, in __main__.  Memory
-# crosses both ways as views: the request lends the caller's buffers (token
-# `lent`), the reply lends the result's (token `token`); each side reports,
-# with its next message, the tokens whose views it no longer has, and the
-# other side lets go of what it kept alive for them.
-#
-# It imports only what every task needs, about 1.5 ms of the 4-5 a bare
-# `import pickle, os` takes: _pickle, with a stand-in for functools while it
-# starts (it takes functools.partial, which is _functools.partial: not
-# collections, reprlib and functools itself), and posix, not os (os.environ
-# is made from posix.environ when something imports os, so the environment
-# is set there).  ctypes and weakref come with the first task that lends or
-# returns buffers, and ctypes.pythonapi is mended whenever ctypes is
-# imported (dlopen(NULL), its default, is the process's program: the
-# host's C API).
-_BOOTSTRAP = """import _functools, itertools, posix, sys
-if "functools" not in sys.modules:
-    _vlcs_stub = type(sys)("functools")
-    _vlcs_stub.partial = _functools.partial
-    sys.modules["functools"] = _vlcs_stub
-    try:
-        import _pickle as pickle
-    finally:
-        del sys.modules["functools"], _vlcs_stub
-else:
-    import _pickle as pickle
-_vlcs_executable, _vlcs_libpython, _vlcs_environ, _vlcs_restore = _vlcs_given
-del _vlcs_given
-sys.executable = _vlcs_executable
-
-class _VlcsPythonapi:
-    @staticmethod
-    def find_spec(name, path=None, target=None):
-        if name != "ctypes":
-            return None
-        for finder in [f for f in sys.meta_path if f is not _VlcsPythonapi]:
-            spec = getattr(finder, "find_spec", lambda *a: None)(name, path, target)
-            if spec is not None:
-                break
-        else:
-            return None
-        sys.meta_path.remove(_VlcsPythonapi)
-        run = spec.loader.exec_module
-
-        def exec_module(module):
-            run(module)
-            module.pythonapi = module.PyDLL(_vlcs_libpython)
-
-        spec.loader.exec_module = exec_module
-        return spec
-
-sys.meta_path.insert(0, _VlcsPythonapi)
-def _vlcs_bytes(text):
-    return text.encode(sys.getfilesystemencoding(), sys.getfilesystemencodeerrors())
-
-if _vlcs_environ is not None:  # copy mode: libc's environ is the process's
-    posix.environ.clear()
-    for _name, _value in _vlcs_environ.items():
-        posix.environ[_vlcs_bytes(_name)] = _vlcs_bytes(_value)
-for _name, _value in _vlcs_restore.items():
-    if _value is None:
-        posix.environ.pop(_vlcs_bytes(_name), None)
-        posix.unsetenv(_name)
-    else:
-        posix.environ[_vlcs_bytes(_name)] = _vlcs_bytes(_value)
-        posix.putenv(_name, _value)
-del _name, _value, _vlcs_bytes
-_vlcs_held = {}  # token -> what keeps a result's buffers alive for the caller's views
-_vlcs_released = []  # the caller's tokens whose buffers no view here uses any more
-_vlcs_tokens = itertools.count(1)
-
-_vlcs_request = None  # set by the host before each call of _vlcs_call
-
-def _vlcs_call():
-    global _vlcs_request
-    request, _vlcs_request = _vlcs_request, None
-    return _vlcs_task(request)
-
-def _vlcs_task(request):
-    lent, views, payload, dropped = pickle.loads(request)
-    for token in dropped:
-        _vlcs_held.pop(token, None)
-    owner = _Owner()
-    if lent:
-        import weakref
-
-        weakref.finalize(owner, _vlcs_released.append, lent)
-    buffers = _views(views, owner)
-    del owner
-    try:
-        fn, args, kwargs = pickle.loads(payload, buffers=buffers)
-        del buffers
-        outcome = ("ok", fn(*args, **kwargs))
-    except BaseException as e:
-        import traceback
-
-        outcome = ("error", e, traceback.format_exc())
-    finally:
-        fn = args = kwargs = buffers = None
-        for stream in (sys.stdout, sys.stderr):
-            try:
-                stream.flush()
-            except Exception:
-                pass
-    out = []
-    try:
-        data = pickle.dumps(outcome, protocol=5, buffer_callback=out.append)
-    except BaseException as e:
-        text = outcome[2] if outcome[0] == "error" else ""
-        out = []
-        data = pickle.dumps(("error", None, text + "the outcome could not be pickled: %r" % (e,)))
-    outcome = None
-    keep = []
-    triples = _addresses(out, keep)
-    del out
-    token = next(_vlcs_tokens) if keep else 0
-    if keep:
-        _vlcs_held[token] = keep
-    released = _vlcs_released[:]
-    del _vlcs_released[: len(released)]
-    return pickle.dumps((token, triples, data, released), protocol=5)
-"""
-
 
 @functools.cache
 def _bootstrap_code() -> bytes:
-    """The runtime's bootstrap, after the text of vlcs._own_views, compiled
-    here (marshal: the same CPython) so that no runtime compiles it again."""
+    """The runtime's bootstrap, the text of vlcs._own_views then of
+    vlcs._own_runtime, compiled here (marshal: the same CPython) so that no
+    runtime compiles it again."""
     import marshal
 
     with open(_own_views.__file__, encoding="utf-8") as f:
-        source = f.read() + _BOOTSTRAP
+        source = f.read()
+    # never imported: it runs only as a runtime's __main__
+    with open(
+        os.path.join(os.path.dirname(_own_views.__file__), "_own_runtime.py"), encoding="utf-8"
+    ) as f:
+        source += f.read()
     return marshal.dumps(compile(source, "<vlcs runtime>", "exec", dont_inherit=True))
 
 
