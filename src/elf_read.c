@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #if defined(__x86_64__)
@@ -47,6 +48,9 @@ int elf_read_at(int fd, void *buf, size_t n, off_t off)
     }
     return 0;
 }
+
+/* Whether len bytes from off lie inside a file of size bytes. */
+static bool inside(uint64_t off, uint64_t len, uint64_t size) { return off <= size && len <= size - off; }
 
 /* The file offset of virtual address v, through the PT_LOAD holding it. */
 static int vaddr_offset(const ElfW(Phdr) *ph, size_t n, uint64_t v, uint64_t *off)
@@ -150,12 +154,16 @@ int elf_names_read(int fd, const char *path, struct elf_names *e, char *why, siz
         e->relasz = e->pltrelsz = 0, e->textrel = true; /* unreadable: never lazy (below) */
     /* .dynsym's extent and the code sections': their section headers (a
      * stripped library keeps them) */
+    struct stat st;
+    uint64_t file_size = fstat(fd, &st) == 0 && st.st_size > 0 ? (uint64_t)st.st_size : 0;
     size_t nsh = eh.e_shentsize == sizeof(ElfW(Shdr)) ? (eh.e_shnum < 4096 ? eh.e_shnum : 4096) : 0;
     ElfW(Shdr) *shs = nsh ? malloc(nsh * sizeof *shs) : NULL; /* one read for the table */
     if (shs != NULL && elf_read_at(fd, shs, nsh * sizeof *shs, (off_t)eh.e_shoff) != 0)
         nsh = 0; /* cut short: as a library without section headers */
     for (size_t i = 0; shs != NULL && i < nsh; i++) {
         const ElfW(Shdr) *sh = &shs[i];
+        if (!inside(sh->sh_offset, sh->sh_size, file_size))
+            continue; /* a section header that lies: as if it were not there */
         if (sh->sh_type == SHT_DYNSYM && sh->sh_entsize == sizeof(ElfW(Sym))) {
             e->dynsym_off = sh->sh_offset;
             e->ndynsym = sh->sh_size / sizeof(ElfW(Sym));

@@ -49,7 +49,9 @@ struct elf_rename {
  * VLCS_OK; else VLCS_E_INVALID (not a shared library for this machine, or
  * an offset or size outside the file) or VLCS_E_SYSTEM (out of memory),
  * the reason in why and nothing to free.  Every string offset e holds is
- * inside e->strtab, which ends in a NUL byte. */
+ * inside e->strtab, which ends in a NUL byte; its symbol table and code
+ * sections lie inside the file (a section header that says otherwise is
+ * left out). */
 HIDDEN int elf_names_read(int fd, const char *path, struct elf_names *e, char *why, size_t size);
 HIDDEN void elf_names_free(struct elf_names *e);
 /* The string at offset off of e's string table; NULL for UINT64_MAX. */

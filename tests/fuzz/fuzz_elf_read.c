@@ -57,13 +57,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         check_string(&e, e.needed[i]);
     if (e.nphdr == 0 || e.nphdr > sizeof e.phdr / sizeof *e.phdr)
         broken("program headers out of bounds");
+    if (e.dynsym_off > size || e.ndynsym > (size - e.dynsym_off) / sizeof(ElfW(Sym)))
+        broken("a symbol table past the file's end");
+    for (size_t i = 0; i < e.ncode; i++)
+        if (e.code[i].off > size || e.code[i].size > size - e.code[i].off)
+            broken("a code section past the file's end");
     (void)elf_is_library(fd);
     (void)elf_lazy_ok(fd, &e);
     struct elf_rename *rn = NULL;
     size_t n = elf_unique_symbols(fd, &e, &rn);
     for (size_t i = 0; i < n; i++)
-        if (rn[i].at < e.dynsym_off || rn[i].at >= e.dynsym_off + e.ndynsym * sizeof(ElfW(Sym)) ||
-            rn[i].at >= size)
+        if (rn[i].at < e.dynsym_off || (rn[i].at - e.dynsym_off) / sizeof(ElfW(Sym)) >= e.ndynsym)
             broken("a unique symbol's rewrite outside the symbol table");
     free(rn);
     elf_names_free(&e);
