@@ -189,8 +189,10 @@ static void *glibc_scope(vlcs_ctx *c)
     return dlopen(ip, RTLD_NOW | RTLD_NOLOAD);
 }
 
-void *copies_load(vlcs_ctx *c, const char *path)
+/* A failed load uses up nothing scarce: the context keeps its mode. */
+static void *copies_load(vlcs_ctx *c, const char *path, bool fresh)
 {
+    (void)fresh;
     void *h = glibc_scoped(path)                   ? glibc_scope(c)
               : process_wide_in(c->copyset, path) ? dlopen(path, RTLD_NOW | RTLD_LOCAL) /* a service */
                                                   : NULL;
@@ -332,7 +334,6 @@ static size_t copies_objects(vlcs_ctx *c, struct link_map **out, size_t cap)
     return n;
 }
 
-const struct ctx_backend copies_backend = {"copies", copies_objects};
 
 /* ---- what the context's code sees of the loaded objects -------------------- */
 
@@ -394,54 +395,36 @@ static const char *object_file(vlcs_ctx *c, const void *lm)
 }
 
 
-/* Handles for the Python package (vlcs.h, VLCS_INTERNAL_API). */
-VLCS_API void *vlcs_ctx_scope(vlcs_ctx *h)
-{
-    vlcs_ctx *c = ctx_get(h, "finding its scope");
-    if (c == NULL)
-        return NULL;
-    pthread_mutex_lock(&c->lock);
-    void *scope = c->copy_mode ? c->copyset->ip : c->has_ns ? c->ip_handle : NULL;
-    pthread_mutex_unlock(&c->lock);
-    if (scope == NULL)
-        set_error(VLCS_E_INVALID, "Error finding the scope of context '%s': it has loaded no "
-                  "library yet", c->name);
-    return scope;
-}
+static void *copies_scope(vlcs_ctx *c) { return c->copyset->ip; }
 
-VLCS_API void *vlcs_ctx_loaded(vlcs_ctx *h, const char *path)
+/* path: a path (its copy, by the original's real path) or a file name
+ * (the first copy of a file so named) */
+static void *copies_loaded(vlcs_ctx *c, const char *path)
 {
-    vlcs_ctx *c = ctx_get(h, "looking for a loaded library");
-    if (c == NULL)
-        return NULL;
+    struct copyset *cs = c->copyset;
     char real[PATH_MAX];
     void *found = NULL;
-    pthread_mutex_lock(&c->lock);
-    if (c->copy_mode) {
-        struct copyset *cs = c->copyset;
-        pthread_mutex_lock(&cs->lock);
-        int i = -1;
-        if (strchr(path, '/') != NULL && realpath(path, real) != NULL)
-            i = find_copy(cs, real);
-        for (size_t k = 0; i < 0 && strchr(path, '/') == NULL && k < cs->ncopies; k++)
-            if (strcmp(base_name(cs->copies[k].origin), path) == 0)
-                i = (int)k;
-        if (i >= 0)
-            found = dlopen(cs->copies[i].path, RTLD_NOW | RTLD_NOLOAD);
-        pthread_mutex_unlock(&cs->lock);
-    } else if (c->has_ns) {
-        found = dlmopen(c->lmid, path, RTLD_NOW | RTLD_NOLOAD);
-    }
-    if (found != NULL && ns_note_handle(c, found) != 0) {
-        dlclose(found);
-        found = NULL;
-    }
-    pthread_mutex_unlock(&c->lock);
-    if (found == NULL)
-        set_error(VLCS_E_NOT_FOUND, "Error looking for %s in context '%s': not loaded there",
-                  path, c->name);
+    pthread_mutex_lock(&cs->lock);
+    int i = -1;
+    if (strchr(path, '/') != NULL && realpath(path, real) != NULL)
+        i = find_copy(cs, real);
+    for (size_t k = 0; i < 0 && strchr(path, '/') == NULL && k < cs->ncopies; k++)
+        if (strcmp(base_name(cs->copies[k].origin), path) == 0)
+            i = (int)k;
+    if (i >= 0)
+        found = dlopen(cs->copies[i].path, RTLD_NOW | RTLD_NOLOAD);
+    pthread_mutex_unlock(&cs->lock);
     return found;
 }
+
+static bool copies_owns(const vlcs_ctx *c, const void *map) { return copies_owner_nowait(map) == c; }
+
+static int copies_setenv(vlcs_ctx *c, const char *name, const char *value)
+{
+    return copy_env_set(c, name, value, 1);
+}
+
+static const char *copies_getenv(vlcs_ctx *c, const char *name) { return copy_env_get(c, name); }
 
 VLCS_API const char *vlcs_ctx_object(vlcs_ctx *h, unsigned long i)
 {
@@ -479,7 +462,7 @@ static void *reopen_copy(vlcs_ctx *c, const char *path)
     return dlopen(path, RTLD_LAZY | RTLD_NOLOAD);
 }
 
-int copies_unload(vlcs_ctx *c, char *why, size_t size)
+static int copies_unload(vlcs_ctx *c, char *why, size_t size)
 {
     struct copyset *cs = c->copyset;
     if (ctx_close_libraries(c, why, size) != 0)
@@ -517,3 +500,18 @@ int copies_unload(vlcs_ctx *c, char *why, size_t size)
     copy_env_free(c);
     return 0;
 }
+
+const struct ctx_backend copies_backend = {
+    .name = "copies",
+    .mode = VLCS_MODE_COPIES,
+    .kept = "its copies stay",
+    .load = copies_load,
+    .loaded = copies_loaded,
+    .scope = copies_scope,
+    .objects = copies_objects,
+    .owns = copies_owns,
+    .setenv = copies_setenv,
+    .getenv = copies_getenv,
+    .closing = NULL,
+    .unload = copies_unload,
+};

@@ -115,7 +115,7 @@ static void apply(size_t n, const vlcs_ctx *cause, const char *why)
          * the next plan tries again. */
         if (changed && ctx_switch_view(c, &plan_out[i]) != 0)
             changed = false;
-        if (changed && (c->has_ns || c->copy_mode))
+        if (changed && c->backend != NULL)
             nresize = pools_find(c, resize, MAX_POOLS);
         pthread_mutex_unlock(&c->lock);
         if (!changed)

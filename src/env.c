@@ -1,11 +1,10 @@
 /*
  * env.c - a context's environment as vlcs changes it: recorded until the
- * context has libraries, then its namespace libc's own, or copy mode's
- * (copies_env.c).  The public calls (runtime.c), elastic contexts'
+ * context has libraries, then the one its backend keeps (its namespace
+ * libc's, or copy mode's: copies_env.c).  The public calls (runtime.c), elastic contexts'
  * OpenMP variables, GPU lists and tuner plans all change it here.
  */
 #include "internal.h"
-#include "copies_env.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -44,24 +43,17 @@ void env_pending_clear(vlcs_ctx *c)
     c->pending_env = NULL;
 }
 
-/* Sets or unsets (value NULL) name in c: its namespace's libc once it has
- * one, else recorded for it.  With c->lock held. */
+/* Sets or unsets (value NULL) name in c: in the environment its backend
+ * keeps once it has libraries, else recorded for it.  With c->lock held. */
 int env_change(vlcs_ctx *c, const char *name, const char *value)
 {
-    if (c->copy_mode) {
-        if (copy_env_set(c, name, value, 1) == 0)
-            return 0;
-        set_error(VLCS_E_SYSTEM, "Error changing the environment of context '%s': out of memory",
-                  c->name);
-        return -1;
-    }
-    if (!c->has_ns)
+    if (c->backend == NULL)
         return env_record(c, name, value);
-    int rc = value != NULL ? c->ns_setenv(name, value, 1) : c->ns_unsetenv(name);
-    if (rc != 0)
-        set_error(VLCS_E_SYSTEM, "Error %s %s in context '%s': %s", value ? "setting" : "unsetting",
-                  name, c->name, strerror(errno));
-    return rc;
+    if (c->backend->setenv(c, name, value) == 0)
+        return 0;
+    set_error(VLCS_E_SYSTEM, "Error %s %s in context '%s': %s", value ? "setting" : "unsetting",
+              name, c->name, strerror(errno));
+    return -1;
 }
 
 int ctx_setenv(vlcs_ctx *c, const char *name, const char *value)
@@ -72,14 +64,12 @@ int ctx_setenv(vlcs_ctx *c, const char *name, const char *value)
     return rc;
 }
 
-/* name's value in c, with c->lock held: its libc's, copy mode's, or
- * the process's with c's recorded changes applied. */
+/* name's value in c, with c->lock held: its backend's, or the process's
+ * with c's recorded changes applied. */
 const char *env_get(vlcs_ctx *c, const char *name)
 {
-    if (c->copy_mode)
-        return copy_env_get(c, name);
-    if (c->has_ns)
-        return c->ns_getenv(name);
+    if (c->backend != NULL)
+        return c->backend->getenv(c, name);
     const char *v = getenv(name);
     for (struct envop *op = c->pending_env; op; op = op->next)
         if (strcmp(op->name, name) == 0)

@@ -304,8 +304,9 @@ VLCS_API int vlcs_ctx_exec(vlcs_ctx *ctx, char *const argv[])
     }
     /* A program needs its own libc (its exit, its streams): a namespace. */
     pthread_mutex_lock(&c->lock);
-    bool copies = c->copy_mode || c->mode_wanted == VLCS_MODE_COPIES;
-    if (!copies && !c->has_ns)
+    int mode = c->backend != NULL ? c->backend->mode : c->mode_wanted;
+    bool copies = mode == VLCS_MODE_COPIES;
+    if (c->backend == NULL && !copies)
         c->mode_wanted = VLCS_MODE_NAMESPACE;
     pthread_mutex_unlock(&c->lock);
     if (copies) {
@@ -414,7 +415,7 @@ VLCS_API int vlcs_ctx_set_stdio(vlcs_ctx *ctx, int in_fd, int out_fd, int err_fd
         pthread_mutex_unlock(&c->lock);
         return ctx_gone(ctx, "setting standard streams");
     }
-    if (c->has_ns) {
+    if (c->backend != NULL) {
         pthread_mutex_unlock(&c->lock);
         set_error(VLCS_E_INVALID,
                   "Error setting the standard streams of context '%s': it has loaded libraries "

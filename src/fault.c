@@ -163,28 +163,10 @@ static const char *code_meaning(int sig, int code)
 
 /* ---- which objects are whose ---------------------------------------------- */
 
-/* Whether map is one of the objects of the namespace that start belongs to:
- * its link-map chain, walked without the loader's lock (read only). */
-static bool in_chain(const struct link_map *start, const void *map)
-{
-    for (const struct link_map *m = start; m; m = m->l_next)
-        if (m == map)
-            return true;
-    for (const struct link_map *m = start ? start->l_prev : NULL; m; m = m->l_prev)
-        if (m == map)
-            return true;
-    return false;
-}
-
 static bool owned_by(const vlcs_ctx *c, const void *map)
 {
-    if (map == NULL)
-        return false;
-    if (c->has_ns)
-        return c->nns_start > 0 && in_chain(c->ns_start[0], map);
-    if (c->copy_mode)
-        return copies_owner_nowait(map) == c;
-    return false;
+    const struct ctx_backend *b = c->backend;
+    return map != NULL && b != NULL && b->owns(c, map);
 }
 
 static bool holds_locks(const void *map)

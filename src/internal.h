@@ -220,17 +220,39 @@ struct member {
 #define CTX_DEAD 0x64656164u  /* "dead" */
 
 /* Where a context's libraries live: a linker namespace of its own
- * (namespace.c) or renamed copies in the base's (copies.c), chosen at its
- * first load.  What the files above need of them they ask through this,
- * whichever it is. */
+ * (ns_backend.c, over namespace.c and unload.c) or renamed copies in the
+ * base's (copies.c), chosen at its first load (runtime.c's ctx_place, which
+ * sets c->backend) and asked for everything that differs between the two,
+ * so that no file above them branches on where that is. */
 struct ctx_backend {
     const char *name; /* "namespace", "copies" */
+    int mode;         /* VLCS_MODE_NAMESPACE, VLCS_MODE_COPIES */
+    const char *kept; /* what destroying leaves loaded when unload fails: "its namespace stays" */
+    /* path loaded into c, with c->lock held: a new handle, or NULL with the
+     * error set.  fresh: c's first load, which made the backend's state
+     * (a failed first load may give it back: c->backend is NULL then). */
+    void *(*load)(struct vlcs_ctx *c, const char *path, bool fresh);
+    /* path (a file name, or a path) as loaded in c already: a new handle,
+     * or NULL; with c->lock held */
+    void *(*loaded)(struct vlcs_ctx *c, const char *path);
+    /* the handle whose lookups see the context's global scope first */
+    void *(*scope)(struct vlcs_ctx *c);
     /* The objects that hold the context's code, vlcs's interposer with
      * them (not ld.so, which is every namespace's): up to cap at out;
      * how many. */
     size_t (*objects)(struct vlcs_ctx *c, struct link_map **out, size_t cap);
+    /* whether the loaded object map is one of c's (a signal handler asks) */
+    bool (*owns)(const struct vlcs_ctx *c, const void *map);
+    /* the environment its code sees, with c->lock held: value NULL unsets;
+     * 0, or -1 with errno */
+    int (*setenv)(struct vlcs_ctx *c, const char *name, const char *value);
+    const char *(*getenv)(struct vlcs_ctx *c, const char *name);
+    /* destroying c, with c->lock held, before it is marked dead (NULL: nothing) */
+    void (*closing)(struct vlcs_ctx *c);
+    /* its libraries given back, without c->lock: 0, or -1 with why */
+    int (*unload)(struct vlcs_ctx *c, char *why, size_t size);
 };
-extern HIDDEN const struct ctx_backend ns_backend;     /* namespace.c */
+extern HIDDEN const struct ctx_backend ns_backend;     /* ns_backend.c */
 extern HIDDEN const struct ctx_backend copies_backend; /* copies.c */
 
 struct vlcs_ctx {
@@ -505,8 +527,6 @@ HIDDEN void origin_release(int fd);
 /* The paths held name their files again only once checked (stat) anew. */
 HIDDEN void origins_recheck(void);
 HIDDEN int copies_create(vlcs_ctx *c); /* with c->lock held */
-HIDDEN void *copies_load(vlcs_ctx *c, const char *path);
-HIDDEN int copies_unload(vlcs_ctx *c, char *why, size_t size);
 struct link_map;
 /* The table of which copy-mode context each loaded copy is (copy_owners.c):
  * a copy's /proc/self/fd name is added before it loads, its link map once

@@ -152,7 +152,7 @@ VLCS_API int vlcs_ctx_set_global_library(vlcs_ctx *ctx, const char *path)
         free(copy);
         return ctx_gone(ctx, "setting its global library");
     }
-    if (c->has_ns || c->copy_mode) {
+    if (c->backend != NULL) {
         pthread_mutex_unlock(&c->lock);
         free(copy);
         set_error(VLCS_E_INVALID,
@@ -367,7 +367,6 @@ int ns_create(vlcs_ctx *c)
             c->ns_start[c->nns_start++] = lm;
     }
     c->has_ns = true;
-    c->backend = &ns_backend;
     room_namespaces(+1);
     thread_ns_created(c);
     /* Optional: a libc without it (not glibc's) has nothing to set up. */
@@ -382,23 +381,6 @@ fail:
     c->ns_root_fd = -1;
     return -1;
 }
-
-static size_t ns_objects(vlcs_ctx *c, struct link_map **out, size_t cap)
-{
-    struct link_map *lm = NULL;
-    size_t n = 0;
-    if (c->ip_handle == NULL || dlinfo(c->ip_handle, RTLD_DI_LINKMAP, &lm) != 0 || lm == NULL)
-        return 0;
-    while (lm->l_prev)
-        lm = lm->l_prev;
-    for (; lm && n < cap; lm = lm->l_next)
-        /* ld.so is one object shared by every namespace: it belongs to none. */
-        if (lm->l_name != NULL && lm->l_name[0] != '\0' && strstr(lm->l_name, "/ld-linux") == NULL)
-            out[n++] = lm;
-    return n;
-}
-
-const struct ctx_backend ns_backend = {"namespace", ns_objects};
 
 void ns_teardown(vlcs_ctx *c)
 {

@@ -326,8 +326,10 @@ static int ctx_place(vlcs_ctx *c)
     }
     if (mode == VLCS_MODE_COPIES)
         return copies_create(c);
-    if (ns_create(c) == 0)
+    if (ns_create(c) == 0) {
+        c->backend = &ns_backend;
         return 0;
+    }
     /* no namespace left, or no static TLS left for another libc: copies
      * need neither (only their libraries' own TLS) */
     int limit = vlcs_errlimit();
@@ -352,7 +354,7 @@ VLCS_API int vlcs_ctx_set_mode(vlcs_ctx *h, int mode)
         pthread_mutex_unlock(&c->lock);
         return ctx_gone(h, "setting its mode");
     }
-    if (c->has_ns || c->copy_mode) {
+    if (c->backend != NULL) {
         pthread_mutex_unlock(&c->lock);
         set_error(VLCS_E_INVALID, "Error setting the mode of context '%s': it has loaded "
                   "libraries already; set it before its first load", c->name);
@@ -369,10 +371,9 @@ VLCS_API int vlcs_ctx_mode(const vlcs_ctx *h)
     if (c == NULL)
         return -1;
     pthread_mutex_lock(&c->lock);
-    int mode = !ctx_still(c, h) ? -1
-               : c->copy_mode   ? VLCS_MODE_COPIES
-               : c->has_ns      ? VLCS_MODE_NAMESPACE
-                                : VLCS_MODE_AUTO;
+    int mode = !ctx_still(c, h)      ? -1
+               : c->backend != NULL ? c->backend->mode
+                                    : VLCS_MODE_AUTO;
     pthread_mutex_unlock(&c->lock);
     return mode < 0 ? ctx_gone(h, "asking its mode") : mode;
 }
@@ -397,46 +398,16 @@ VLCS_API void *vlcs_ctx_load(vlcs_ctx *ctx, const char *path)
         ctx_gone(ctx, "loading a library");
         return NULL;
     }
-    bool fresh = !c->has_ns && !c->copy_mode;
+    bool fresh = c->backend == NULL;
     if (fresh && ctx_place(c) != 0)
         goto out;
     /* A shimmed library: load the real one (the shim, found first on the
      * search path, must never enter a namespace) and point the shims at it. */
     const char *real = shim_real_path(path);
-    if (c->copy_mode) {
-        /* a failed copy uses up nothing scarce: the context keeps its mode */
-        if ((h = copies_load(c, real ? real : path)) == NULL)
-            goto out;
-        if (fresh)
-            env_pending_clear(c);
-        goto loaded;
-    }
-    /* room for a tree of 16 new objects, more than most libraries bring */
-    if (room_for_load(c, base_name(path), 16, 0) != 0) {
-        if (fresh)
-            ns_teardown(c);
+    if ((h = c->backend->load(c, real ? real : path, fresh)) == NULL)
         goto out;
-    }
-    dlerror();
-    h = dlmopen(c->lmid, real ? real : path, RTLD_NOW | RTLD_LOCAL);
-    if (h == NULL) {
-        load_error(c, base_name(path), dlerror());
-        if (fresh) /* a typo must not use up one of glibc's few namespaces */
-            ns_teardown(c);
-        goto out;
-    }
-    if (ns_note_handle(c, h) != 0) {
-        dlclose(h);
-        h = NULL;
-        set_error(VLCS_E_SYSTEM, "Error loading %s into context '%s': out of memory", base_name(path),
-                  c->name);
-        if (fresh)
-            ns_teardown(c);
-        goto out;
-    }
-    if (fresh)
+    if (fresh) /* in the backend's environment for good */
         env_pending_clear(c);
-loaded:
     strict_note_load();
     if (real != NULL && shim_note_load(c, real, h) != 0)
         h = NULL; /* the copy stays loaded; the error says why it cannot be used */
@@ -472,6 +443,39 @@ VLCS_API void *vlcs_ctx_sym(void *lib, const char *symbol)
                   missing ? "no such symbol" : "its value is NULL");
     }
     return p;
+}
+
+/* Handles for the Python package (vlcs.h, VLCS_INTERNAL_API). */
+VLCS_API void *vlcs_ctx_scope(vlcs_ctx *h)
+{
+    vlcs_ctx *c = ctx_get(h, "finding its scope");
+    if (c == NULL)
+        return NULL;
+    pthread_mutex_lock(&c->lock);
+    void *scope = c->backend != NULL ? c->backend->scope(c) : NULL;
+    pthread_mutex_unlock(&c->lock);
+    if (scope == NULL)
+        set_error(VLCS_E_INVALID, "Error finding the scope of context '%s': it has loaded no "
+                  "library yet", c->name);
+    return scope;
+}
+
+VLCS_API void *vlcs_ctx_loaded(vlcs_ctx *h, const char *path)
+{
+    vlcs_ctx *c = ctx_get(h, "looking for a loaded library");
+    if (c == NULL)
+        return NULL;
+    pthread_mutex_lock(&c->lock);
+    void *found = c->backend != NULL ? c->backend->loaded(c, path) : NULL;
+    if (found != NULL && ns_note_handle(c, found) != 0) {
+        dlclose(found);
+        found = NULL;
+    }
+    pthread_mutex_unlock(&c->lock);
+    if (found == NULL)
+        set_error(VLCS_E_NOT_FOUND, "Error looking for %s in context '%s': not loaded there",
+                  path, c->name);
+    return found;
 }
 
 /* What a destroyed context without a namespace still holds; its memory
@@ -553,17 +557,12 @@ VLCS_API int vlcs_ctx_destroy(vlcs_ctx *h)
                   c->name, n);
         return -1;
     }
-    /* A broken context's streams are not flushed: a fault may have left
-     * their locks held. */
-    if (c->has_ns) {
-        if (c->fault == NULL)
-            ns_flush(c);
-        ns_streams_release(c, c->fault != NULL);
-    }
+    const struct ctx_backend *b = c->backend;
+    if (b != NULL && b->closing != NULL)
+        b->closing(c);
     env_pending_clear(c);
     c->magic = CTX_DEAD; /* from here on no one enters, loads or asks to keep */
-    bool had_ns = c->has_ns, copies = c->copy_mode, keep = c->keep != NULL,
-         elastic = c->elastic;
+    bool keep = c->keep != NULL, elastic = c->elastic;
     char why[1024];
     if (keep)
         snprintf(why, sizeof why, "%s", c->keep);
@@ -575,15 +574,10 @@ VLCS_API int vlcs_ctx_destroy(vlcs_ctx *h)
 
     /* Unloading runs the libraries' destructors, which may join their
      * threads: those take c->lock on their way out. */
-    if (copies && (keep || copies_unload(c, why, sizeof why) != 0)) {
-        set_error(VLCS_E_BUSY, "Context '%s' is destroyed, but its copies stay loaded: %s",
-                  c->name, why);
-        return 1;
-    }
-    if (had_ns && (keep || ns_unload(c, why, sizeof why) != 0)) {
+    if (b != NULL && (keep || b->unload(c, why, sizeof why) != 0)) {
         /* Its code may still run and call back into c: c stays, dead. */
-        set_error(VLCS_E_BUSY, "Context '%s' is destroyed, but its namespace stays loaded: %s",
-                  c->name, why);
+        set_error(VLCS_E_BUSY, "Context '%s' is destroyed, but %s loaded: %s", c->name, b->kept,
+                  why);
         return 1;
     }
     if (__atomic_load_n(&c->created_live, __ATOMIC_ACQUIRE) > 0) {
