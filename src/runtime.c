@@ -221,6 +221,22 @@ VLCS_API int vlcs_ctx_set_cpus(vlcs_ctx *h, const char *cpulist)
                       c->name, outside, have);
         return -1;
     }
+    /* A static context takes the set at once; an elastic one's is its
+     * home, from which the lending plan moves it. */
+    pthread_mutex_lock(&c->lock);
+    if (!ctx_still(c, h)) {
+        pthread_mutex_unlock(&c->lock);
+        return ctx_gone(h, "setting CPUs");
+    }
+    if (!c->elastic) {
+        c->home = m;
+        int rc = ctx_switch_view(c, &m);
+        pthread_mutex_unlock(&c->lock);
+        if (rc != 0)
+            set_error(VLCS_E_SYSTEM, "Error setting CPUs of context '%s': out of memory", c->name);
+        return rc;
+    }
+    pthread_mutex_unlock(&c->lock);
     return elastic_set_home(c, &m);
 }
 
