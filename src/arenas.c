@@ -14,7 +14,10 @@
  * alloc and free run under the runtime's GIL, release on the thread that
  * closes its context: one lock per runtime, taken once an arena.
  */
-#include "internal.h"
+#include "common.h"
+#include "context.h"
+#include "error.h"
+#include "registry.h"
 
 #include <pthread.h>
 #include <stdlib.h>

@@ -4,7 +4,12 @@
  * numpy's C code imports a module lazily, only the native stack says which
  * copy of numpy asked (see python/vlcs/_isolation/imports.py).
  */
-#include "internal.h"
+#include "common.h"
+#include "caller.h"
+#include "context.h"
+#include "copy_owners.h"
+#include "objects.h"
+#include "registry.h"
 
 #include <execinfo.h>
 #include <stdint.h>

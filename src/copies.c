@@ -17,10 +17,27 @@
  * reused, would name the old copy.  Once loaded, a copy's read-only pages
  * are the original file's and it is named after it (copy_origins.c).
  */
+#include "common.h"
 #include "copies.h"
+#include "context.h"
 #include "copies_env.h"
-#include "shim_table.h"
+#include "copy_origins.h"
+#include "copy_owners.h"
+#include "elf_copy.h"
+#include "elf_read.h"
+#include "elf_search.h"
+#include "env.h"
+#include "error.h"
+#include "fork.h"
+#include "handles.h"
+#include "interposer_path.h"
+#include "namespace.h"
+#include "objects.h"
+#include "registry.h"
 #include "room.h"
+#include "service.h"
+#include "shim_table.h"
+#include "unload.h"
 
 #include <errno.h>
 #include <fcntl.h>

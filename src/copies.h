@@ -6,7 +6,10 @@
 #ifndef VLCS_COPIES_H
 #define VLCS_COPIES_H
 
-#include "internal.h"
+#include "common.h"
+#include "context.h"
+#include "elf_read.h"
+#include "service.h"
 
 #include <link.h>
 
@@ -65,5 +68,7 @@ HIDDEN char *share_with_origin(struct link_map *lm, const struct elf_names *e, i
  * handle of real's copy (shown: its name in errors).  With cs->lock held;
  * NULL with the error set. */
 HIDDEN void *copies_load_tree(vlcs_ctx *c, const char *real, const char *shown);
+
+HIDDEN int copies_create(vlcs_ctx *c); /* with c->lock held */
 
 #endif

@@ -4,7 +4,10 @@
  * reads and changes it through its interposer copy (getenv, setenv, putenv,
  * clearenv); vlcs_ctx_setenv and vlcs_ctx_getenv reach it here too.
  */
+#include "common.h"
 #include "copies_env.h"
+#include "context.h"
+#include "registry.h"
 
 #include <errno.h>
 #include <pthread.h>

@@ -8,7 +8,8 @@
 #ifndef VLCS_COPIES_ENV_H
 #define VLCS_COPIES_ENV_H
 
-#include "internal.h"
+#include "common.h"
+#include "context.h"
 
 /* c->copy_env made: the process's environment, then c's recorded changes
  * (c->pending_env); 0, or -1 out of memory (nothing made). */

@@ -5,8 +5,20 @@
  * root, its read-only pages then the original's and its constructors run;
  * and which libraries are never copied (glibc's, the services').
  */
+#include "common.h"
+#include "context.h"
 #include "copies.h"
+#include "copy_origins.h"
+#include "copy_owners.h"
+#include "elf_copy.h"
+#include "elf_read.h"
+#include "elf_search.h"
+#include "error.h"
+#include "forwarder.h"
+#include "handles.h"
+#include "registry.h"
 #include "room.h"
+#include "service.h"
 
 #include <fcntl.h>
 #include <limits.h>

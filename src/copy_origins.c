@@ -11,7 +11,10 @@
  * threadpoolctl, walking every loaded object, takes no context's copy for
  * one of its own libraries.
  */
-#include "internal.h"
+#include "common.h"
+#include "copy_origins.h"
+#include "context.h"
+#include "registry.h"
 
 #include <errno.h>
 #include <fcntl.h>

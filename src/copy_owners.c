@@ -4,7 +4,11 @@
  * owner lookups (caller.c) and the fault handler (fault.c, without waiting
  * for its lock) read it.
  */
-#include "internal.h"
+#include "common.h"
+#include "copy_owners.h"
+#include "context.h"
+#include "registry.h"
+#include "service.h"
 
 #include <stdio.h>
 #include <string.h>

@@ -2,7 +2,10 @@
  * cpuset.c - CPU masks and the list format of taskset and cgroup cpusets
  * ("0-3,8").
  */
-#include "internal.h"
+#include "common.h"
+#include "cpuset.h"
+#include "context.h"
+#include "rawsys.h"
 
 #include <ctype.h>
 #include <errno.h>

@@ -18,8 +18,20 @@
  * context's current set, less the load average, which inside an elastic
  * context reads 0 (vlcs, not the load, decides what the context has).
  */
+#include "common.h"
+#include "elastic.h"
+#include "context.h"
+#include "cpuset.h"
 #include "elastic_policy.h"
-#include "internal.h"
+#include "env.h"
+#include "error.h"
+#include "families.h"
+#include "node.h"
+#include "places.h"
+#include "pools.h"
+#include "registry.h"
+#include "trace.h"
+#include "view.h"
 
 #include <stdio.h>
 #include <stdlib.h>

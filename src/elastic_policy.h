@@ -5,7 +5,8 @@
 #ifndef VLCS_ELASTIC_POLICY_H
 #define VLCS_ELASTIC_POLICY_H
 
-#include "internal.h"
+#include "common.h"
+#include "cpuset.h"
 
 struct elastic_in {
     vmask home;      /* its own CPUs (vlcs_ctx_set_cpus) */

@@ -11,7 +11,10 @@
  * The new names have the old names' lengths, so only .dynstr's bytes
  * change: the copy's code and data are the file's.
  */
-#include "internal.h"
+#include "common.h"
+#include "elf_copy.h"
+#include "context.h"
+#include "elf_read.h"
 
 #include <elf.h>
 #include <errno.h>

@@ -5,7 +5,11 @@
  * folders; answers remembered (resolved.c).  Copy mode resolves each name
  * of a tree here, from the original files, as ld.so would for them.
  */
-#include "internal.h"
+#include "common.h"
+#include "elf_search.h"
+#include "context.h"
+#include "elf_read.h"
+#include "registry.h"
 #include "resolved.h"
 
 #include <elf.h>

@@ -4,7 +4,10 @@
  * libc's, or copy mode's: copies_env.c).  The public calls (runtime.c), elastic contexts'
  * OpenMP variables, GPU lists and tuner plans all change it here.
  */
-#include "internal.h"
+#include "common.h"
+#include "env.h"
+#include "context.h"
+#include "error.h"
 
 #include <errno.h>
 #include <stdio.h>

@@ -3,7 +3,9 @@
  * sentence for people and a vlcs_errcode_t for programs, set together by
  * every failing call and kept until the next one.
  */
-#include "internal.h"
+#include "common.h"
+#include "error.h"
+#include "context.h"
 
 #include <stdarg.h>
 #include <stdio.h>

@@ -24,7 +24,17 @@
  * is not position-independent (one address space holds it once), one that
  * needs an executable stack.
  */
-#include "internal.h"
+#include "common.h"
+#include "context.h"
+#include "error.h"
+#include "exec_copies.h"
+#include "exec_instance.h"
+#include "exec_program.h"
+#include "exec_signals.h"
+#include "exec_streams.h"
+#include "handles.h"
+#include "namespace.h"
+#include "registry.h"
 
 #include <dirent.h>
 #include <elf.h>
@@ -46,10 +56,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "exec_copies.h"
-#include "exec_instance.h"
-#include "exec_program.h"
-#include "exec_signals.h"
 
 /* What the program's load brought into the namespace besides it (libgomp,
  * OpenBLAS...) is held as if loaded by vlcs_ctx_load: it stays when the

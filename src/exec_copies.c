@@ -10,7 +10,11 @@
  * (getopt, setenv, tzset...: ip_exec.c); constants (C++'s typeinfo and
  * vtables) are filled once.
  */
-#include "internal.h"
+#include "common.h"
+#include "exec_copies.h"
+#include "context.h"
+#include "exec_program.h"
+#include "registry.h"
 
 #include <link.h>
 #include <stdlib.h>
@@ -18,7 +22,6 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "exec_copies.h"
 
 typedef void (*copies_fn)(const struct vlcs_ip_copy *, size_t);
 

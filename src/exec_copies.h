@@ -4,11 +4,12 @@
 #ifndef VLCS_EXEC_COPIES_H
 #define VLCS_EXEC_COPIES_H
 
-#include "internal.h"
+#include "common.h"
+#include "context.h"
+#include "exec_program.h"
 
 #include <link.h>
 
-#include "exec_program.h"
 
 /* The program p, loaded at lm in c's namespace: its copies handed to the
  * interposer, getopt's state new, program_invocation_name argv0.  -1 with

@@ -15,8 +15,14 @@
  * Below the namespaces (namespace.c hands these to every interposer), so
  * that it calls nothing of theirs.
  */
+#include "common.h"
 #include "exec_instance.h"
+#include "context.h"
 #include "exec_signals.h"
+#include "fault.h"
+#include "handles.h"
+#include "registry.h"
+#include "thread.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -7,7 +7,8 @@
 #ifndef VLCS_EXEC_INSTANCE_H
 #define VLCS_EXEC_INSTANCE_H
 
-#include "internal.h"
+#include "common.h"
+#include "context.h"
 
 #include <setjmp.h>
 
@@ -41,5 +42,23 @@ HIDDEN bool instance_running_here(void);
 /* The main thread's end of the program: false when another thread took
  * the end first (its handlers are that thread's). */
 HIDDEN bool instance_main_takes_end(struct instance *i);
+
+/* api->exit, ->quick_exit, ->exit_now: on a thread running a program
+ * (vlcs_ctx_exec), the end of that run; elsewhere the process's. */
+HIDDEN void exec_exit(int status) __attribute__((noreturn));
+HIDDEN void exec_quick_exit(int status) __attribute__((noreturn));
+HIDDEN void exec_exit_now(int status) __attribute__((noreturn));
+HIDDEN void exec_abort(void) __attribute__((noreturn));
+/* api->pthread_join: on a program's main thread, a join that the
+ * instance's end (exit() in another of its threads, a signal's default
+ * end) cuts short as it cuts a process's; elsewhere pthread_join. */
+HIDDEN int exec_pthread_join(pthread_t th, void **ret);
+HIDDEN int exec_instead(int (*run)(void *), void *arg);
+/* fork, and the children of the instance this thread runs (exec.c) */
+struct rusage;
+HIDDEN pid_t exec_fork(void);
+HIDDEN void exec_child_started(pid_t pid);
+HIDDEN pid_t exec_wait4(pid_t pid, int *status, int options, struct rusage *ru);
+HIDDEN pid_t exec_wait4_api(pid_t pid, int *status, int options, struct rusage *ru); /* -errno */
 
 #endif

@@ -5,7 +5,11 @@
  * run in a context, copied into a memfd glibc loads, and its main found
  * once loaded.
  */
+#include "common.h"
 #include "exec_program.h"
+#include "context.h"
+#include "error.h"
+#include "registry.h"
 
 #include <errno.h>
 #include <fcntl.h>

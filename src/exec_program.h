@@ -6,7 +6,7 @@
 #ifndef VLCS_EXEC_PROGRAM_H
 #define VLCS_EXEC_PROGRAM_H
 
-#include "internal.h"
+#include "common.h"
 
 #include <elf.h>
 #include <limits.h>

@@ -30,7 +30,11 @@
  * The handler reads no thread-local storage and takes no lock: instances
  * sit in a fixed table, found by thread id.
  */
+#include "common.h"
 #include "exec_signals.h"
+#include "context.h"
+#include "error.h"
+#include "fault.h"
 
 #include <errno.h>
 #include <stdatomic.h>

@@ -5,7 +5,8 @@
 #ifndef VLCS_EXEC_SIGNALS_H
 #define VLCS_EXEC_SIGNALS_H
 
-#include "internal.h"
+#include "common.h"
+#include "context.h"
 
 #include <signal.h>
 #include <sys/time.h>

@@ -4,7 +4,12 @@
  * has a descriptor table of its own), put back after it, or abandoned
  * after a fault.
  */
-#include "internal.h"
+#include "common.h"
+#include "exec_streams.h"
+#include "context.h"
+#include "copies.h"
+#include "error.h"
+#include "registry.h"
 
 #include <limits.h>
 #include <stdio.h>

@@ -8,7 +8,10 @@
  * that elastic contexts resize (pools.c) and destroy stops (unload.c) are
  * found through every row alike.  src/README.md says how to add one.
  */
-#include "internal.h"
+#include "common.h"
+#include "families.h"
+#include "context.h"
+#include "error.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -30,7 +30,13 @@
  * takes the loader's lock), a namespace's objects along its link-map
  * chain, copies in copy_owners.c's table without waiting for its lock.
  */
-#include "internal.h"
+#include "common.h"
+#include "fault.h"
+#include "context.h"
+#include "error.h"
+#include "objects.h"
+#include "rawsys.h"
+#include "registry.h"
 
 #include <errno.h>
 #include <gnu/lib-names.h>

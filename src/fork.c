@@ -14,7 +14,9 @@
  * takes its handlers with it (fork_forget), which the base libc's own list
  * could not do: it has no exported way to unregister.
  */
-#include "internal.h"
+#include "common.h"
+#include "fork.h"
+#include "context.h"
 
 #include <errno.h>
 #include <stdlib.h>

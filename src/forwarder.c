@@ -11,7 +11,10 @@
  * PT_DYNAMIC, .dynsym, .dynstr, a SysV .hash and .dynamic.  It is written to
  * a memfd and loaded from /proc/PID/fd/N: no compiler, no temporary file.
  */
-#include "internal.h"
+#include "common.h"
+#include "forwarder.h"
+#include "context.h"
+#include "copies.h"
 
 #include <elf.h>
 #include <errno.h>

@@ -20,7 +20,18 @@
  *    restored on leave.
  * A context's GPU numbers are those the process sees.
  */
-#include "internal.h"
+#include "common.h"
+#include "caller.h"
+#include "context.h"
+#include "cpuset.h"
+#include "env.h"
+#include "error.h"
+#include "families.h"
+#include "forwarder.h"
+#include "hooks.h"
+#include "objects.h"
+#include "registry.h"
+#include "thread.h"
 
 #include <stdio.h>
 #include <string.h>

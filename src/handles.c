@@ -3,7 +3,11 @@
  * and the threads of its libraries that ended (which unloading waits to be
  * gone): kept as loads, closes and thread exits happen, read by unload.c.
  */
-#include "internal.h"
+#include "common.h"
+#include "handles.h"
+#include "context.h"
+#include "rawsys.h"
+#include "registry.h"
 
 #include <errno.h>
 #include <sys/syscall.h>

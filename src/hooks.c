@@ -5,7 +5,10 @@
  * (service_tbb.c, gpu.c, service_python.c) and are listed below, in the
  * order they run (on_leave in reverse); src/README.md says how to add one.
  */
-#include "internal.h"
+#include "common.h"
+#include "hooks.h"
+#include "context.h"
+#include "forwarder.h"
 
 static const struct service_hooks *const families_hooks[] = {
     &tbb_hooks,    /* oneTBB: automatic arenas sized per context */
@@ -13,7 +16,7 @@ static const struct service_hooks *const families_hooks[] = {
     &python_hooks, /* libpython: the module table read through its methods */
 };
 #define NHOOKS (sizeof families_hooks / sizeof *families_hooks)
-_Static_assert(NHOOKS <= VLCS_HOOK_SLOTS, "raise VLCS_HOOK_SLOTS in internal.h");
+_Static_assert(NHOOKS <= VLCS_HOOK_SLOTS, "raise VLCS_HOOK_SLOTS in hooks.h");
 #define HOOKS(i) (families_hooks[i])
 
 /* Family i's overrides for handle, written at ov, those the service

@@ -21,7 +21,11 @@
  * Each is opened RTLD_LOCAL: a second hwloc never enters the global scope
  * where it could stand in for another library's.
  */
-#include "internal.h"
+#include "common.h"
+#include "context.h"
+#include "error.h"
+#include "interposer_path.h"
+#include "places.h"
 
 #include <limits.h>
 #include <stdio.h>

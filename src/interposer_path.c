@@ -3,7 +3,8 @@
  * set, else beside libvlcs.so.  Found once, when vlcs starts; every
  * context's first object is loaded from there.
  */
-#include "internal.h"
+#include "common.h"
+#include "interposer_path.h"
 
 #include <errno.h>
 #include <limits.h>

@@ -18,7 +18,10 @@
  * cleared first, in rounds while destructors set values again, up to
  * PTHREAD_DESTRUCTOR_ITERATIONS.
  */
-#include "internal.h"
+#include "common.h"
+#include "keys.h"
+#include "context.h"
+#include "registry.h"
 
 #include <errno.h>
 #include <limits.h>

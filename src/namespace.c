@@ -8,9 +8,24 @@
  * and is made to believe it is multi-threaded: all before any library
  * constructor of the user's runs.
  */
-#include "internal.h"
-#include "room.h"
+#include "common.h"
+#include "namespace.h"
+#include "context.h"
+#include "copies.h"
+#include "elastic.h"
+#include "elf_search.h"
+#include "error.h"
+#include "exec_instance.h"
 #include "exec_signals.h"
+#include "fork.h"
+#include "hooks.h"
+#include "interposer_path.h"
+#include "keys.h"
+#include "registry.h"
+#include "room.h"
+#include "service.h"
+#include "thread.h"
+#include "view.h"
 
 #include <dlfcn.h>
 #include <errno.h>

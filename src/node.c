@@ -40,8 +40,11 @@
  * Members must share a pid namespace (one container), since slots are
  * owned by pids.
  */
+#include "common.h"
+#include "node.h"
+#include "context.h"
+#include "cpuset.h"
 #include "elastic_policy.h"
-#include "internal.h"
 
 #include <errno.h>
 #include <fcntl.h>

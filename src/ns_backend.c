@@ -4,8 +4,14 @@
  * unload.c), as runtime.c and the files below it ask through struct
  * ctx_backend.
  */
-#include "internal.h"
+#include "common.h"
+#include "context.h"
+#include "error.h"
+#include "handles.h"
+#include "namespace.h"
+#include "registry.h"
 #include "room.h"
+#include "unload.h"
 
 #include <dlfcn.h>
 #include <link.h>

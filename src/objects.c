@@ -3,7 +3,8 @@
  * lock where glibc allows: callable from a signal handler (fault.c) and on
  * every lookup of the native stack (caller.c).
  */
-#include "internal.h"
+#include "common.h"
+#include "objects.h"
 
 /*
  * glibc 2.35's _dl_find_object answers without the loader's lock; it is

@@ -19,7 +19,11 @@
  * machine's, or VLCS_TOPOLOGY's: an hwloc XML export of another machine,
  * or "synthetic:DESC" (for planning a node one is not on, and for tests).
  */
-#include "internal.h"
+#include "common.h"
+#include "places.h"
+#include "context.h"
+#include "cpuset.h"
+#include "error.h"
 
 #include <ctype.h>
 #include <stdio.h>

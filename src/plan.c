@@ -8,7 +8,13 @@
  * the byte, never a guess.  Everything is checked before the context
  * changes, so a refused plan leaves it as it was.
  */
-#include "internal.h"
+#include "common.h"
+#include "context.h"
+#include "cpuset.h"
+#include "env.h"
+#include "error.h"
+#include "places.h"
+#include "registry.h"
 
 #include <errno.h>
 #include <stdio.h>

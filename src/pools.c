@@ -10,7 +10,10 @@
  * which no other thread may change, so vlcs makes the runtime follow the
  * CPUs itself (OMP_DYNAMIC; see elastic.c).
  */
-#include "internal.h"
+#include "common.h"
+#include "pools.h"
+#include "context.h"
+#include "families.h"
 
 /* Each function once, however many handles reach it (dlsym searches a
  * handle's dependencies too); at most MAX_POOLS, all a plan resizes. */

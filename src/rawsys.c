@@ -7,7 +7,8 @@
  * syscall(), whose instruction lies outside every context, so strict mode's
  * filters let it pass, and no interposer sits in front of it.
  */
-#include "internal.h"
+#include "common.h"
+#include "rawsys.h"
 
 #include <errno.h>
 #include <unistd.h>

@@ -6,7 +6,11 @@
  * around it (the fork handlers' lock order, creating and destroying
  * contexts) is done by the files above it, runtime.c first.
  */
-#include "internal.h"
+#include "common.h"
+#include "registry.h"
+#include "context.h"
+#include "cpuset.h"
+#include "error.h"
 
 #include <stddef.h>
 #include <stdint.h>

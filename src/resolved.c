@@ -1,8 +1,10 @@
 /* Where libraries were found (resolved.h): a hash table of keys (what was
  * searched for, and from where) to real paths, under one lock. */
 #define _GNU_SOURCE
+#include "common.h"
 #include "resolved.h"
-#include "internal.h"
+#include "context.h"
+#include "copy_origins.h"
 
 #include <limits.h>
 #include <pthread.h>

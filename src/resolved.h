@@ -6,6 +6,7 @@
 #ifndef VLCS_RESOLVED_H
 #define VLCS_RESOLVED_H
 
+#include "common.h"
 #include <stdbool.h>
 #include <stddef.h>
 

@@ -21,8 +21,11 @@
  * loads; otherwise a check is arithmetic and a read of /proc/self/statm.
  * Descriptors are counted the same way, without the address space's hint.
  */
-#include "internal.h"
+#include "common.h"
 #include "room.h"
+#include "context.h"
+#include "error.h"
+#include "keys.h"
 
 #include <dirent.h>
 #include <errno.h>

@@ -4,6 +4,8 @@
 #ifndef VLCS_ROOM_H
 #define VLCS_ROOM_H
 
+#include "common.h"
+#include "context.h"
 #include <stddef.h>
 
 struct vlcs_ctx;

@@ -2,9 +2,30 @@
  * runtime.c - initialisation and the life of a context: creation, CPU set,
  * environment, loading, destruction.
  */
-#include "internal.h"
-#include "shim_table.h"
+#include "common.h"
+#include "context.h"
+#include "copies.h"
+#include "cpuset.h"
+#include "elastic.h"
+#include "env.h"
+#include "error.h"
+#include "families.h"
+#include "fork.h"
+#include "handles.h"
+#include "interposer_path.h"
+#include "namespace.h"
+#include "node.h"
+#include "places.h"
+#include "registry.h"
 #include "room.h"
+#include "service.h"
+#include "service_auto.h"
+#include "shim_table.h"
+#include "strict.h"
+#include "thread.h"
+#include "trace.h"
+#include "unload.h"
+#include "view.h"
 
 #include <errno.h>
 #include <limits.h>

@@ -5,7 +5,14 @@
  * forwarder carrying their soname: a namespace created later has it in its
  * global scope (see services_root), one created earlier gets it loaded.
  */
-#include "internal.h"
+#include "common.h"
+#include "service.h"
+#include "context.h"
+#include "error.h"
+#include "forwarder.h"
+#include "handles.h"
+#include "hooks.h"
+#include "registry.h"
 
 #include <errno.h>
 #include <stdio.h>

@@ -18,7 +18,13 @@
  * driver opens itself (libcudadebugger, libnvidia-ptxjitcompiler) are opened
  * from the base's copy, into the base, without being listed.
  */
-#include "internal.h"
+#include "common.h"
+#include "service_auto.h"
+#include "context.h"
+#include "elf_search.h"
+#include "error.h"
+#include "registry.h"
+#include "service.h"
 
 #include <limits.h>
 #include <link.h>

@@ -36,7 +36,17 @@
  * meanwhile, would see: pybind11 3 freed a context's call-once storage
  * under it so).
  */
-#include "internal.h"
+#include "common.h"
+#include "caller.h"
+#include "context.h"
+#include "copy_owners.h"
+#include "error.h"
+#include "families.h"
+#include "forwarder.h"
+#include "hooks.h"
+#include "namespace.h"
+#include "objects.h"
+#include "registry.h"
 
 typedef void *obj; /* PyObject *: vlcs is built without Python's headers */
 

@@ -20,7 +20,16 @@
  * process default: no entry point can size it.  For that, load TBB into
  * each context instead of as a service.
  */
-#include "internal.h"
+#include "common.h"
+#include "caller.h"
+#include "context.h"
+#include "cpuset.h"
+#include "families.h"
+#include "forwarder.h"
+#include "hooks.h"
+#include "registry.h"
+#include "thread.h"
+#include "view.h"
 
 #include <stdint.h>
 

@@ -11,7 +11,10 @@
  * of row 0 and is filled with the context's own copy when the real library
  * is loaded into it.
  */
-#include "internal.h"
+#include "common.h"
+#include "context.h"
+#include "error.h"
+#include "registry.h"
 #include "shim_table.h"
 
 #include <errno.h>

@@ -5,8 +5,11 @@
  * when it goes.  Below runtime.c: loading and unloading consult it; the
  * registration that fills it from the public API is shim.c's.
  */
-#include "internal.h"
+#include "common.h"
 #include "shim_table.h"
+#include "context.h"
+#include "error.h"
+#include "registry.h"
 
 #include <stdio.h>
 #include <stdlib.h>

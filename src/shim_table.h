@@ -2,6 +2,8 @@
 #ifndef VLCS_SHIM_TABLE_H
 #define VLCS_SHIM_TABLE_H
 
+#include "common.h"
+#include "context.h"
 #include <stddef.h>
 
 #define VLCS_SHIM_SLOTS 64

@@ -22,8 +22,14 @@
  * Everything the handler touches is async-signal-safe: raw syscalls, a
  * lock-free table of code ranges, and the mmap-based forging of view.c.
  */
-#include "internal.h"
+#include "common.h"
+#include "strict.h"
+#include "context.h"
+#include "error.h"
+#include "rawsys.h"
+#include "registry.h"
 #include "strict_filter.h"
+#include "view.h"
 
 #include <errno.h>
 #include <fcntl.h>

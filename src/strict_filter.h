@@ -7,6 +7,7 @@
 #ifndef VLCS_STRICT_FILTER_H
 #define VLCS_STRICT_FILTER_H
 
+#include "common.h"
 #include <linux/filter.h>
 #include <stddef.h>
 #include <stdint.h>

@@ -7,9 +7,20 @@
  * can move them.  Enter and leave skip the affinity syscall when the thread
  * already runs on the right CPUs: that is what makes them cheap.
  */
-#include "internal.h"
+#include "common.h"
+#include "thread.h"
+#include "context.h"
+#include "cpuset.h"
+#include "elastic.h"
+#include "error.h"
+#include "fault.h"
+#include "handles.h"
+#include "hooks.h"
+#include "namespace.h"
+#include "registry.h"
 #include "shim_table.h"
 #include "thread_state.h"
+#include "trace.h"
 
 #include <errno.h>
 #include <stdlib.h>

@@ -1,6 +1,10 @@
 /* The calling thread's place among contexts (thread_state.h); a context's
  * member threads moved to its CPUs. */
+#include "common.h"
 #include "thread_state.h"
+#include "context.h"
+#include "cpuset.h"
+#include "thread.h"
 
 _Thread_local struct tstate vlcs_thread_self;
 

@@ -7,7 +7,11 @@
 #ifndef VLCS_THREAD_STATE_H
 #define VLCS_THREAD_STATE_H
 
-#include "internal.h"
+#include "common.h"
+#include "context.h"
+#include "cpuset.h"
+#include "hooks.h"
+#include "namespace.h"
 
 #include <sys/syscall.h>
 #include <unistd.h>

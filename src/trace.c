@@ -14,7 +14,13 @@
  * their threads, when the trace stops.  Off, each event site costs one
  * predictable branch on trace_recording.  In a forked child tracing is off.
  */
-#include "internal.h"
+#include "common.h"
+#include "trace.h"
+#include "context.h"
+#include "cpuset.h"
+#include "error.h"
+#include "families.h"
+#include "registry.h"
 
 #include <errno.h>
 #include <fcntl.h>

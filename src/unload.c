@@ -22,8 +22,18 @@
  * A step that cannot be done leaves the namespace loaded, as every
  * destroyed context did before, and the reason names the libraries.
  */
-#include "internal.h"
+#include "common.h"
+#include "unload.h"
+#include "context.h"
+#include "families.h"
+#include "handles.h"
+#include "keys.h"
+#include "namespace.h"
+#include "objects.h"
+#include "registry.h"
 #include "shim_table.h"
+#include "strict.h"
+#include "thread.h"
 
 #include <errno.h>
 #include <limits.h>

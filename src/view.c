@@ -3,7 +3,13 @@
  * files that list CPUs, forged in memory; a change of its CPUs taking effect
  * (its view switched, its member threads moved).
  */
-#include "internal.h"
+#include "common.h"
+#include "view.h"
+#include "context.h"
+#include "cpuset.h"
+#include "rawsys.h"
+#include "registry.h"
+#include "thread.h"
 
 #include <errno.h>
 #include <fcntl.h>

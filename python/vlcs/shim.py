@@ -20,7 +20,7 @@ from pathlib import Path
 
 from vlcs._paths import include_dir, native_dir
 
-SLOTS = 64  # VLCS_SHIM_SLOTS in src/internal.h
+SLOTS = 64  # VLCS_SHIM_SLOTS in src/shim_table.h
 
 STT_OBJECT, STT_FUNC, STT_TLS, STT_GNU_IFUNC = 1, 2, 6, 10
 STB_GLOBAL, STB_WEAK = 1, 2

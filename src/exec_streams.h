@@ -1,0 +1,44 @@
+/*
+ * exec_streams.h - a program's streams under vlcs_ctx_exec (exec_streams.c).
+ */
+#ifndef VLCS_EXEC_STREAMS_H
+#define VLCS_EXEC_STREAMS_H
+
+#include "common.h"
+#include "context.h"
+
+/* A run's own C streams, on descriptors 0, 1 and 2 of its thread, which has
+ * a table of its own holding duplicates of the namespace's: the program may
+ * close them (coreutils do at exit), which must not close the process's or
+ * the context's.  They are the namespace libc's own (made and
+ * closed by it, on its list of streams: a stream closed by another libc
+ * copy than its maker's stays on its maker's list, freed).  The interposer
+ * forgets those the program closes. */
+struct run_streams {
+    FILE **slot[3]; /* the namespace libc's stdin, stdout, stderr */
+    FILE *saved[3];
+    void *open[3]; /* the run's, NULL once closed */
+    void (*tell)(void **); /* the interposer's vlcs_ip_exec_streams */
+    FILE *(*fdopen)(int, const char *);
+    int (*fclose)(FILE *);
+    int (*setvbuf)(FILE *, char *, int, size_t);
+    void (*fpurge)(FILE *);
+};
+
+/* The run's streams made and handed to the namespace's libc and interposer;
+ * -1 with the error set (naming path) when the context lacks what it takes. */
+HIDDEN int streams_give(vlcs_ctx *c, struct run_streams *s, const char *path);
+/* The namespace's streams back, the run's closed by its libc. */
+HIDDEN void streams_take_back(struct run_streams *s);
+/* After a fault: the namespace's streams back, the run's left as the fault
+ * left them (their locks may be held), their buffers emptied unwritten,
+ * their descriptors closed. */
+HIDDEN void streams_abandon(struct run_streams *s);
+/* As streams_take_back, what the run's streams buffered lost (an end as
+ * _exit's or a signal's). */
+HIDDEN void streams_discard(struct run_streams *s);
+/* A fault's first line on the run's stderr (its thread's descriptor 2), as
+ * a shell reports a signal's end, the program named by path. */
+HIDDEN void streams_say_fault(vlcs_ctx *c, const char *path);
+
+#endif
