@@ -28,7 +28,7 @@ vlcs_ctx *ctx_of_address(const void *addr)
     vlcs_ctx *found = NULL;
     registry_lock();
     for (vlcs_ctx *c = registry_first(); c && !found; c = registry_next(c))
-        if (__atomic_load_n(&c->has_ns, __ATOMIC_ACQUIRE) && c->lmid == lmid &&
+        if (__atomic_load_n(&c->has_ns, __ATOMIC_ACQUIRE) && c->ns.lmid == lmid &&
             c->magic == CTX_ALIVE)
             found = c;
     registry_unlock();

@@ -89,6 +89,55 @@ struct ctx_backend {
 extern HIDDEN const struct ctx_backend ns_backend;     /* ns_backend.c */
 extern HIDDEN const struct ctx_backend copies_backend; /* copies.c */
 
+/* A context's parts, one per subsystem. */
+
+/* Its linker namespace (namespace.c), while has_ns. */
+struct ctx_ns {
+    Lmid_t lmid;
+    void *ip_handle;
+    int root_fd; /* the memfd of its first object, or -1; set by ns_create */
+    char **environ_copy; /* the copy handed over; kept so leak checkers see it */
+    char **environ_own; /* the strings it started with, which are vlcs's to free */
+    char ***environ_slot; /* the namespace libc's __environ */
+    int (*libc_setenv)(const char *, const char *, int);
+    int (*libc_unsetenv)(const char *);
+    char *(*libc_getenv)(const char *);
+    int (*libc_fflush)(void *);
+    void (*thread_init)(void); /* the namespace libc's __ctype_init (thread.c) */
+    /* vlcs_ctx_set_stdio: descriptors for the namespace's stdin, stdout and
+     * stderr (given when the namespace is made), and the streams made then */
+    int stdio_fd[3];
+    bool stdio_set[3];
+    void *stdio_file[3]; /* FILE * */
+    void **stdio_slot[3]; /* the namespace libc's stdin, stdout, stderr (FILE **) */
+    void *start[16]; /* the objects the namespace was created with (struct link_map *) */
+    size_t nstart;
+};
+
+/* Elastic lending (elastic.c); written with elastic_lock() and c->lock held. */
+struct ctx_elastic {
+    bool active;     /* an elastic context (vlcs_ctx_set_elastic) */
+    vmask bound;     /* the most it may grow to */
+    unsigned weight; /* its share of lent CPUs; 0: its home's size */
+    struct family_fn pool_resize[MAX_POOLS]; /* resize functions of its libraries' pools (pools.c) */
+    size_t npool_resize;
+    unsigned pools_gen; /* families_generation() pool_resize was found with; 0: stale */
+};
+
+/* Its GPUs (gpu.c). */
+struct ctx_gpus {
+    int first; /* device made current on enter, -1: none */
+    bool set;  /* a list was given */
+    vmask list; /* its GPUs, as the process numbers them */
+};
+
+/* Copy mode (copies.c), while copy_mode. */
+struct ctx_copies {
+    struct copyset *set;
+    struct copy_env *env; /* its environment (copies_env.c) */
+    void *_Atomic py_state_dict; /* its interpreter dict (service_python.c) */
+};
+
 struct vlcs_ctx {
     _Atomic uint32_t magic; /* read without the lock by every call's argument check */
     pthread_mutex_t lock; /* everything from pending_env on; kept when the memory is reused */
@@ -105,62 +154,33 @@ struct vlcs_ctx {
     struct cpuview *_Atomic view;
     struct cpuview *views; /* every view made for it, newest first (->older): one per CPU set */
 
-    /* elastic lending (elastic.c); written with elastic_lock() and c->lock held */
-    vmask home;      /* its own CPUs: where a static or idle context runs */
-    vmask bound;     /* the most an elastic context may grow to */
-    unsigned weight; /* its share of lent CPUs; 0: its home's size */
-    bool elastic;
-    struct family_fn pool_resize[MAX_POOLS]; /* resize functions of its libraries' pools (pools.c) */
-    size_t npool_resize;
-    unsigned pools_gen; /* families_generation() pool_resize was found with; 0: stale */
+    vmask home; /* its own CPUs: where a static or idle elastic context runs */
+    struct ctx_elastic el;
 
     struct envop *pending_env; /* applied when the namespace is created */
     struct member *members;
     size_t nmembers, capmembers;
     int entered;       /* enter frames across all threads */
     int created_live;  /* live threads created by its libraries */
-    int gpu_first;     /* device made current on enter (gpu.c), -1: none */
-    bool gpus_set;
-    vmask gpus;        /* its GPUs, as the process numbers them (gpu.c) */
+    struct ctx_gpus gpu;
 
     /* where its libraries live: vlcs_ctx_set_mode's wish (VLCS_MODE_*, 0:
      * VLCS_MODE's), then a namespace (has_ns) or copies (copy_mode) */
     int mode_wanted;
     bool copy_mode;
-    struct copyset *copyset; /* copies.c */
-    struct copy_env *copy_env; /* copy mode's environment (copies_env.c) */
-    void *_Atomic py_state_dict; /* copy mode: its interpreter dict (service_python.c) */
+    struct ctx_copies cp;
 
     const struct ctx_backend *backend; /* NULL until the first load */
 
-    /* namespace (namespace.c) */
     bool has_ns;
-    Lmid_t lmid;
-    void *ip_handle;
-    int ns_root_fd; /* the memfd of its first object, or -1; set by ns_create */
-    char **ns_environ; /* the copy handed over; kept so leak checkers see it */
-    char **ns_environ_own; /* the strings it started with, which are vlcs's to free */
-    char ***ns_environ_slot; /* the namespace libc's __environ */
-    int (*ns_setenv)(const char *, const char *, int);
-    int (*ns_unsetenv)(const char *);
-    char *(*ns_getenv)(const char *);
-    int (*ns_fflush)(void *);
-    void (*ns_thread_init)(void); /* the namespace libc's __ctype_init (thread.c) */
-    struct vlcs_ip_api api;
-    /* vlcs_ctx_set_stdio: descriptors for the namespace's stdin, stdout and
-     * stderr (given when the namespace is made), and the streams made then */
-    int stdio_fd[3];
-    bool stdio_set[3];
-    void *stdio_file[3]; /* FILE * */
-    void **stdio_slot[3]; /* the namespace libc's stdin, stdout, stderr (FILE **) */
+    struct ctx_ns ns;
+    struct vlcs_ip_api api; /* what its interposer (or interposer copy) calls back */
 
     /* what it loaded and its ended threads (handles.c); giving them back (unload.c) */
     void **handles; /* every successful load, closed on destroy */
     size_t nhandles, caphandles;
     pid_t *ended; /* its library threads that ended and may still be exiting */
     size_t nended, capended;
-    void *ns_start[16]; /* the objects the namespace was created with (struct link_map *) */
-    size_t nns_start;
     char *keep; /* vlcs_ctx_keep_loaded's reason: the namespace stays on destroy */
     char *_Atomic fault; /* the report of the fault that broke it (fault.c); never freed */
     int fault_signal;    /* its signal */

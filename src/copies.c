@@ -109,7 +109,7 @@ int copies_create(vlcs_ctx *c)
     pthread_mutexattr_destroy(&ma);
     cs->ip_fd = cs->ip_origin_fd = -1;
     cs->global_copy = -1;
-    c->copyset = cs;
+    c->cp.set = cs;
     if (c->global_lib != NULL) {
         char real[PATH_MAX];
         if (realpath(c->global_lib, real) == NULL || (cs->global_real = strdup(real)) == NULL) {
@@ -190,7 +190,7 @@ int copies_create(vlcs_ctx *c)
     c->backend = &copies_backend;
     return 0;
 fail:
-    c->copyset = NULL;
+    c->cp.set = NULL;
     copyset_free(cs);
     copy_env_free(c);
     return -1;
@@ -202,7 +202,7 @@ fail:
 static void *glibc_scope(vlcs_ctx *c)
 {
     char ip[FD_PATH_SIZE];
-    fd_path(ip, sizeof ip, c->copyset->ip_fd);
+    fd_path(ip, sizeof ip, c->cp.set->ip_fd);
     return dlopen(ip, RTLD_NOW | RTLD_NOLOAD);
 }
 
@@ -211,7 +211,7 @@ static void *copies_load(vlcs_ctx *c, const char *path, bool fresh)
 {
     (void)fresh;
     void *h = glibc_scoped(path)                   ? glibc_scope(c)
-              : process_wide_in(c->copyset, path) ? dlopen(path, RTLD_NOW | RTLD_LOCAL) /* a service */
+              : process_wide_in(c->cp.set, path) ? dlopen(path, RTLD_NOW | RTLD_LOCAL) /* a service */
                                                   : NULL;
     if (h != NULL) {
         if (ns_note_handle(c, h) == 0)
@@ -238,9 +238,9 @@ static void *copies_load(vlcs_ctx *c, const char *path, bool fresh)
                       "system's folders)", path, c->name);
         return NULL;
     }
-    pthread_mutex_lock(&c->copyset->lock);
+    pthread_mutex_lock(&c->cp.set->lock);
     h = copies_load_tree(c, real, base_name(path));
-    pthread_mutex_unlock(&c->copyset->lock);
+    pthread_mutex_unlock(&c->cp.set->lock);
     free(real);
     /* the caller's reference, closed with the context as a namespace's */
     if (h != NULL && ns_note_handle(c, h) != 0) {
@@ -275,7 +275,7 @@ static const char *dl_error(void)
 static void *copy_dlopen(vlcs_ctx *c, const char *file, int mode, const void *caller)
 {
     (void)mode; /* RTLD_GLOBAL would put a copy into the base's global scope */
-    struct copyset *cs = c->copyset;
+    struct copyset *cs = c->cp.set;
     if (glibc_scoped(file))
         return glibc_scope(c);
     if (process_wide_in(cs, file)) {
@@ -324,7 +324,7 @@ static void *copy_dlopen(vlcs_ctx *c, const char *file, int mode, const void *ca
 
 static size_t copies_objects(vlcs_ctx *c, struct link_map **out, size_t cap)
 {
-    struct copyset *cs = c->copyset;
+    struct copyset *cs = c->cp.set;
     size_t n = 0;
     if (cs == NULL)
         return 0;
@@ -389,7 +389,7 @@ static int iterate_one(struct dl_phdr_info *info, size_t size, void *arg)
 static int copy_iterate_phdr(vlcs_ctx *c, int (*cb)(struct dl_phdr_info *, size_t, void *),
                              void *data)
 {
-    struct iterate it = {c->copyset, cb, data};
+    struct iterate it = {c->cp.set, cb, data};
     pthread_mutex_lock(&it.cs->lock);
     int rc = dl_iterate_phdr(iterate_one, &it);
     pthread_mutex_unlock(&it.cs->lock);
@@ -400,7 +400,7 @@ static int copy_iterate_phdr(vlcs_ctx *c, int (*cb)(struct dl_phdr_info *, size_
  * constructors may ask), for dladdr; NULL if lm is none of c's copies. */
 static const char *object_file(vlcs_ctx *c, const void *lm)
 {
-    struct copyset *cs = c->copyset;
+    struct copyset *cs = c->cp.set;
     const struct link_map *m = lm;
     const char *found = NULL;
     pthread_mutex_lock(&cs->lock);
@@ -412,13 +412,13 @@ static const char *object_file(vlcs_ctx *c, const void *lm)
 }
 
 
-static void *copies_scope(vlcs_ctx *c) { return c->copyset->ip; }
+static void *copies_scope(vlcs_ctx *c) { return c->cp.set->ip; }
 
 /* path: a path (its copy, by the original's real path) or a file name
  * (the first copy of a file so named) */
 static void *copies_loaded(vlcs_ctx *c, const char *path)
 {
-    struct copyset *cs = c->copyset;
+    struct copyset *cs = c->cp.set;
     char real[PATH_MAX];
     void *found = NULL;
     pthread_mutex_lock(&cs->lock);
@@ -451,10 +451,10 @@ VLCS_API const char *vlcs_ctx_object(vlcs_ctx *h, unsigned long i)
     const char *origin = NULL;
     pthread_mutex_lock(&c->lock);
     if (c->copy_mode) {
-        pthread_mutex_lock(&c->copyset->lock);
-        if (i < c->copyset->ncopies)
-            origin = c->copyset->copies[i].origin;
-        pthread_mutex_unlock(&c->copyset->lock);
+        pthread_mutex_lock(&c->cp.set->lock);
+        if (i < c->cp.set->ncopies)
+            origin = c->cp.set->copies[i].origin;
+        pthread_mutex_unlock(&c->cp.set->lock);
     }
     pthread_mutex_unlock(&c->lock);
     return origin;
@@ -481,7 +481,7 @@ static void *reopen_copy(vlcs_ctx *c, const char *path)
 
 static int copies_unload(vlcs_ctx *c, char *why, size_t size)
 {
-    struct copyset *cs = c->copyset;
+    struct copyset *cs = c->cp.set;
     if (ctx_close_libraries(c, why, size) != 0)
         return -1;
     if (c->drop_opens) /* the last made first: it may hold those before */
@@ -507,10 +507,10 @@ static int copies_unload(vlcs_ctx *c, char *why, size_t size)
         return -1;
     }
     dlclose(cs->ip);
-    atomic_store(&c->py_state_dict, NULL);
+    atomic_store(&c->cp.py_state_dict, NULL);
     fork_forget(c);
     shim_forget(c);
-    c->copyset = NULL;
+    c->cp.set = NULL;
     c->copy_mode = false;
     c->backend = NULL;
     copyset_free(cs);

@@ -63,7 +63,7 @@ static void env_remove(struct copy_env *cs, const char *name)
 
 char *copy_env_get(vlcs_ctx *c, const char *name)
 {
-    struct copy_env *cs = c->copy_env;
+    struct copy_env *cs = c->cp.env;
     char *v = NULL;
     if (name == NULL || strchr(name, '=') != NULL)
         return NULL;
@@ -78,7 +78,7 @@ char *copy_env_get(vlcs_ctx *c, const char *name)
 
 int copy_env_set(vlcs_ctx *c, const char *name, const char *value, int overwrite)
 {
-    struct copy_env *cs = c->copy_env;
+    struct copy_env *cs = c->cp.env;
     int rc = 0;
     pthread_mutex_lock(&cs->lock);
     if (value == NULL) {
@@ -107,7 +107,7 @@ int copy_env_set(vlcs_ctx *c, const char *name, const char *value, int overwrite
 
 int copy_env_put(vlcs_ctx *c, char *string)
 {
-    struct copy_env *cs = c->copy_env;
+    struct copy_env *cs = c->cp.env;
     char *eq = string ? strchr(string, '=') : NULL;
     if (eq == NULL) { /* glibc: "NAME" alone unsets it */
         if (string != NULL && *string)
@@ -132,7 +132,7 @@ int copy_env_put(vlcs_ctx *c, char *string)
 
 int copy_env_clear(vlcs_ctx *c)
 {
-    struct copy_env *cs = c->copy_env;
+    struct copy_env *cs = c->cp.env;
     pthread_mutex_lock(&cs->lock);
     cs->nenv = 0;
     if (cs->env != NULL)
@@ -147,7 +147,7 @@ int copy_env_start(vlcs_ctx *c)
     if (cs == NULL)
         return -1;
     pthread_mutex_init(&cs->lock, NULL);
-    c->copy_env = cs;
+    c->cp.env = cs;
     for (char **e = environ; e && *e; e++) {
         char *s = strdup(*e);
         char *eq = s ? strchr(s, '=') : NULL;
@@ -179,7 +179,7 @@ fail:
 
 void copy_env_free(vlcs_ctx *c)
 {
-    struct copy_env *cs = c->copy_env;
+    struct copy_env *cs = c->cp.env;
     if (cs == NULL)
         return;
     for (size_t i = 0; i < cs->nowned; i++)
@@ -188,12 +188,12 @@ void copy_env_free(vlcs_ctx *c)
     free(cs->env);
     pthread_mutex_destroy(&cs->lock);
     free(cs);
-    c->copy_env = NULL;
+    c->cp.env = NULL;
 }
 
 const char *copy_env_entry(vlcs_ctx *c, size_t i)
 {
-    struct copy_env *cs = c->copy_env;
+    struct copy_env *cs = c->cp.env;
     const char *entry = NULL;
     pthread_mutex_lock(&cs->lock);
     if (i < cs->nenv)

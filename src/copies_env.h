@@ -11,10 +11,10 @@
 #include "common.h"
 #include "context.h"
 
-/* c->copy_env made: the process's environment, then c's recorded changes
+/* c->cp.env made: the process's environment, then c's recorded changes
  * (c->pending_env); 0, or -1 out of memory (nothing made). */
 HIDDEN int copy_env_start(vlcs_ctx *c);
-/* c->copy_env and every string vlcs made for it freed; NULL after. */
+/* c->cp.env and every string vlcs made for it freed; NULL after. */
 HIDDEN void copy_env_free(vlcs_ctx *c);
 
 /* As libc's, for c's code; NULL or -1 with errno as theirs. */

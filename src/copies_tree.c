@@ -496,7 +496,7 @@ static void *tree_open(struct tree *t, int root, size_t first)
 
 void *copies_load_tree(vlcs_ctx *c, const char *real, const char *shown)
 {
-    struct copyset *cs = c->copyset;
+    struct copyset *cs = c->cp.set;
     int have = find_copy(cs, real);
     if (have >= 0)
         return dlopen(cs->copies[have].path, RTLD_NOW | RTLD_NOLOAD);

@@ -103,8 +103,8 @@ static size_t gather(uint64_t *keys)
         vlcs_ctx *c = members[i];
         pthread_mutex_lock(&c->lock);
         plan_in[i].home = c->home;
-        plan_in[i].bound = c->bound;
-        plan_in[i].weight = c->weight;
+        plan_in[i].bound = c->el.bound;
+        plan_in[i].weight = c->el.weight;
         plan_in[i].busy = c->entered > 0 && c->magic == CTX_ALIVE;
         pthread_mutex_unlock(&c->lock);
         keys[i] = (uint64_t)(uintptr_t)c;
@@ -181,7 +181,7 @@ void elastic_node_joined(void)
 void elastic_busy_changed(vlcs_ctx *c, bool busy)
 {
     elastic_lock();
-    if (c->elastic)
+    if (c->el.active)
         rebalance(c, busy ? "entered" : "left");
     elastic_unlock();
 }
@@ -193,7 +193,7 @@ void elastic_forget(vlcs_ctx *c)
         if (members[i] == c) {
             members[i] = members[--nmembers];
             pthread_mutex_lock(&c->lock);
-            __atomic_store_n(&c->elastic, false, __ATOMIC_RELAXED);
+            __atomic_store_n(&c->el.active, false, __ATOMIC_RELAXED);
             pthread_mutex_unlock(&c->lock);
             rebalance(c, "destroyed");
             break;
@@ -206,13 +206,13 @@ int elastic_set_home(vlcs_ctx *c, const vmask *m)
     elastic_lock();
     pthread_mutex_lock(&c->lock);
     int rc = 0;
-    bool elastic = c->elastic;
-    if (elastic && !subset(m, &c->bound)) {
+    bool elastic = c->el.active;
+    if (elastic && !subset(m, &c->el.bound)) {
         char bound[256];
-        mask_format(&c->bound, bound, sizeof bound);
+        mask_format(&c->el.bound, bound, sizeof bound);
         set_error(VLCS_E_INVALID, "Error setting CPUs of context '%s': CPU %d is outside its elastic "
                   "bound %s; widen the bound with vlcs_ctx_set_elastic first",
-                  c->name, mask_first_outside(m, &c->bound), bound);
+                  c->name, mask_first_outside(m, &c->el.bound), bound);
         rc = -1;
     } else {
         c->home = *m;
@@ -230,7 +230,7 @@ int elastic_set_home(vlcs_ctx *c, const vmask *m)
 
 void elastic_loaded(vlcs_ctx *c, void *handle)
 {
-    if (!__atomic_load_n(&c->elastic, __ATOMIC_RELAXED))
+    if (!__atomic_load_n(&c->el.active, __ATOMIC_RELAXED))
         return;
     struct family_fn resize[MAX_POOLS];
     size_t n = families_find(handle, FAMILY_RESIZE, resize, 0, MAX_POOLS);
@@ -247,7 +247,7 @@ void elastic_loaded(vlcs_ctx *c, void *handle)
 
 int elastic_loadavg(vlcs_ctx *c, double *avg, int n)
 {
-    if (!__atomic_load_n(&c->elastic, __ATOMIC_RELAXED))
+    if (!__atomic_load_n(&c->el.active, __ATOMIC_RELAXED))
         return -2;
     if (n < 0)
         return -1;
@@ -310,17 +310,17 @@ VLCS_API int vlcs_ctx_set_elastic(vlcs_ctx *h, const char *bound, unsigned weigh
                   "the bound %s (CPU %d is missing); a bound contains the home",
                   c->name, home, bound, mask_first_outside(&c->home, &b));
         rc = -1;
-    } else if (!off && !c->elastic && nmembers == MAX_ELASTIC) {
+    } else if (!off && !c->el.active && nmembers == MAX_ELASTIC) {
         set_error(LIMIT_CODE(VLCS_LIMIT_ELASTIC), "Error making context '%s' elastic: %d contexts are elastic already, "
                   "the most vlcs plans for",
                   c->name, MAX_ELASTIC);
         rc = -1;
     }
-    bool was = c->elastic;
+    bool was = c->el.active;
     if (rc == 0) {
-        __atomic_store_n(&c->elastic, !off, __ATOMIC_RELAXED);
-        c->bound = off ? c->home : b;
-        c->weight = weight;
+        __atomic_store_n(&c->el.active, !off, __ATOMIC_RELAXED);
+        c->el.bound = off ? c->home : b;
+        c->el.weight = weight;
         if (off && was) /* home again; its view was made when the home was set */
             (void)ctx_switch_view(c, &c->home);
     }
@@ -363,9 +363,9 @@ VLCS_API int vlcs_ctx_get_cpuset(const vlcs_ctx *h, int which, char *buf, unsign
     else if (which == VLCS_CPUSET_HOME)
         m = c->home;
     else if (which == VLCS_CPUSET_BOUND)
-        m = c->elastic ? c->bound : c->home;
+        m = c->el.active ? c->el.bound : c->home;
     vmask home = c->home;
-    bool lends = c->elastic;
+    bool lends = c->el.active;
     pthread_mutex_unlock(&self->lock);
     if (which == VLCS_CPUSET_LENT && lends && node_active())
         node_lent((uint64_t)(uintptr_t)c, &home, &m);

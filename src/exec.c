@@ -66,7 +66,7 @@ static void keep_dependencies(vlcs_ctx *c, const struct link_map *prog)
     for (const struct link_map *lm = prog->l_next; lm != NULL; lm = lm->l_next) {
         if (lm->l_name == NULL || lm->l_name[0] == '\0')
             continue;
-        void *h = dlmopen(c->lmid, lm->l_name, RTLD_NOLOAD | RTLD_NOW);
+        void *h = dlmopen(c->ns.lmid, lm->l_name, RTLD_NOLOAD | RTLD_NOW);
         if (h == NULL)
             continue;
         pthread_mutex_lock(&c->lock);
@@ -89,8 +89,8 @@ typedef void (*handlers_fn)(uintptr_t, uintptr_t);
 static __attribute__((noinline)) next_handler_fn catch_handlers(vlcs_ctx *c, const struct link_map *lm,
                                       const struct program *p)
 {
-    handlers_fn keep = (handlers_fn)dlsym(c->ip_handle, "vlcs_ip_exec_handlers");
-    next_handler_fn next = (next_handler_fn)dlsym(c->ip_handle, "vlcs_ip_exec_next_handler");
+    handlers_fn keep = (handlers_fn)dlsym(c->ns.ip_handle, "vlcs_ip_exec_handlers");
+    next_handler_fn next = (next_handler_fn)dlsym(c->ns.ip_handle, "vlcs_ip_exec_next_handler");
     if (keep == NULL || next == NULL)
         return NULL;
     uint64_t lo = UINT64_MAX, hi = 0;
@@ -123,7 +123,7 @@ static void run_exit_handlers(struct instance *inst, next_handler_fn next_handle
  * ended with _exit). */
 static void forget_handlers(vlcs_ctx *c)
 {
-    handlers_fn keep = (handlers_fn)dlsym(c->ip_handle, "vlcs_ip_exec_handlers");
+    handlers_fn keep = (handlers_fn)dlsym(c->ns.ip_handle, "vlcs_ip_exec_handlers");
     if (keep != NULL)
         keep(0, 0);
 }
@@ -230,7 +230,7 @@ static void *run_instance(void *arg)
     }
     struct instance inst = {.status = 0, .pid = getpid(), .c = c, .next_handler = r->next_handler};
     instance_begin(&inst);
-    struct run_main rm = {r->main_of, r->argc, r->argv, *c->ns_environ_slot, &inst,
+    struct run_main rm = {r->main_of, r->argc, r->argv, *c->ns.environ_slot, &inst,
                           r->next_handler};
     int rc = vlcs_ctx_call(r->ctx, run_main, &rm, NULL);
     bool by_thread = instance_end(&inst);
@@ -431,8 +431,8 @@ VLCS_API int vlcs_ctx_set_stdio(vlcs_ctx *ctx, int in_fd, int out_fd, int err_fd
     }
     for (int i = 0; i < 3; i++)
         if (fds[i] >= 0) {
-            c->stdio_fd[i] = fds[i];
-            c->stdio_set[i] = true;
+            c->ns.stdio_fd[i] = fds[i];
+            c->ns.stdio_set[i] = true;
         }
     pthread_mutex_unlock(&c->lock);
     return 0;

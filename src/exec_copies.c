@@ -59,7 +59,7 @@ static void *definition_elsewhere(Lmid_t lmid, const struct link_map *prog, cons
  * a thread of the namespace calling getenv must not write where it was). */
 void exec_forget_copies(vlcs_ctx *c)
 {
-    copies_fn give = (copies_fn)dlsym(c->ip_handle, "vlcs_ip_exec_copies");
+    copies_fn give = (copies_fn)dlsym(c->ns.ip_handle, "vlcs_ip_exec_copies");
     if (give != NULL)
         give(NULL, 0);
 }
@@ -79,11 +79,11 @@ static void fill_constant(char *to, const void *from, size_t size)
 int exec_bind_copies(vlcs_ctx *c, const struct link_map *lm, const struct program *p,
                      const char *argv0)
 {
-    copies_fn give = (copies_fn)dlsym(c->ip_handle, "vlcs_ip_exec_copies");
+    copies_fn give = (copies_fn)dlsym(c->ns.ip_handle, "vlcs_ip_exec_copies");
     if (give == NULL)
         return program_refuse(VLCS_E_NOT_FOUND, p->path,
                       "the vlcs interposer lacks vlcs_ip_exec_copies (an older build)");
-    void *libc = dlmopen(c->lmid, "libc.so.6", RTLD_NOLOAD | RTLD_LAZY);
+    void *libc = dlmopen(c->ns.lmid, "libc.so.6", RTLD_NOLOAD | RTLD_LAZY);
     if (libc != NULL) {
         /* getopt starts afresh, as in a new process (an earlier run in
          * this context left its own place) */
@@ -117,12 +117,12 @@ int exec_bind_copies(vlcs_ctx *c, const struct link_map *lm, const struct progra
          * read-only) are filled once from their library's. */
         if (p->copies[k].vaddr >= p->relro_vaddr &&
             p->copies[k].vaddr + p->copies[k].size <= p->relro_vaddr + p->relro_size) {
-            void *lib = definition_elsewhere(c->lmid, lm, p->copies[k].name, false);
+            void *lib = definition_elsewhere(c->ns.lmid, lm, p->copies[k].name, false);
             if (lib != NULL)
                 fill_constant((char *)lm->l_addr + p->copies[k].vaddr, lib, p->copies[k].size);
             continue;
         }
-        void *lib = definition_elsewhere(c->lmid, lm, p->copies[k].name, true);
+        void *lib = definition_elsewhere(c->ns.lmid, lm, p->copies[k].name, true);
         if (lib == NULL)
             continue;
         pairs[n++] = (struct vlcs_ip_copy){(void *)(lm->l_addr + p->copies[k].vaddr), lib,

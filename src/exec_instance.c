@@ -120,7 +120,7 @@ static __attribute__((noreturn)) void end_from_thread(struct instance *i, int st
         while (ending_here != NULL && i->next_handler(&fn, &arg))
             fn(arg);
         if (ending_here != NULL)
-            i->c->ns_fflush(NULL);
+            i->c->ns.libc_fflush(NULL);
         ending_here = NULL;
     }
     exec_raise(i->c, SIGKILL); /* its main thread ends at once, or at its next wait */

@@ -19,8 +19,8 @@
 int streams_give(vlcs_ctx *c, struct run_streams *s, const char *path)
 {
     memset(s, 0, sizeof *s);
-    s->tell = (void (*)(void **))dlsym(c->ip_handle, "vlcs_ip_exec_streams");
-    void *libc = dlmopen(c->lmid, "libc.so.6", RTLD_NOLOAD | RTLD_LAZY);
+    s->tell = (void (*)(void **))dlsym(c->ns.ip_handle, "vlcs_ip_exec_streams");
+    void *libc = dlmopen(c->ns.lmid, "libc.so.6", RTLD_NOLOAD | RTLD_LAZY);
     static const char *const names[3] = {"stdin", "stdout", "stderr"};
     for (int i = 0; i < 3 && libc; i++)
         s->slot[i] = dlsym(libc, names[i]);

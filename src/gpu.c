@@ -58,7 +58,7 @@ static vlcs_ctx *gpu_owner(const void *caller)
     vlcs_ctx *c = ctx_of_address((const char *)caller - 1);
     if (c == NULL)
         c = thread_current();
-    return c != NULL && __atomic_load_n(&c->gpus_set, __ATOMIC_ACQUIRE) ? c : NULL;
+    return c != NULL && __atomic_load_n(&c->gpu.set, __ATOMIC_ACQUIRE) ? c : NULL;
 }
 
 /* The process's device number of c's device `ordinal`, or -1: the list's
@@ -66,7 +66,7 @@ static vlcs_ctx *gpu_owner(const void *caller)
 static int gpu_nth(const vlcs_ctx *c, int ordinal, int devices)
 {
     for (int d = 0, k = 0; d < devices && d < VLCS_MAX_CPUS; d++)
-        if (((c->gpus.w[d / 64] >> (d % 64)) & 1) && k++ == ordinal)
+        if (((c->gpu.list.w[d / 64] >> (d % 64)) & 1) && k++ == ordinal)
             return d;
     return -1;
 }
@@ -79,7 +79,7 @@ static cu_result hook_count(int *count)
         return rc;
     int n = 0; /* the list's devices the process has */
     for (int d = 0; d < *count && d < VLCS_MAX_CPUS; d++)
-        n += (int)((c->gpus.w[d / 64] >> (d % 64)) & 1);
+        n += (int)((c->gpu.list.w[d / 64] >> (d % 64)) & 1);
     *count = n;
     return rc;
 }
@@ -227,9 +227,9 @@ VLCS_API int vlcs_ctx_set_gpus(vlcs_ctx *h, const char *gpulist)
     /* Published by gpus_set's release store; the driver's hooks read it
      * without a lock, so a list is set before the context's first CUDA
      * call (a runtime asks for its devices once, when it initialises). */
-    c->gpus = m;
-    __atomic_store_n(&c->gpu_first, first, __ATOMIC_RELEASE);
-    __atomic_store_n(&c->gpus_set, true, __ATOMIC_RELEASE);
+    c->gpu.list = m;
+    __atomic_store_n(&c->gpu.first, first, __ATOMIC_RELEASE);
+    __atomic_store_n(&c->gpu.set, true, __ATOMIC_RELEASE);
     return 0;
 }
 
@@ -243,9 +243,9 @@ VLCS_API int vlcs_ctx_get_gpus(const vlcs_ctx *h, char *buf, unsigned long size)
         return -1;
     }
     buf[0] = '\0';
-    if (!__atomic_load_n(&c->gpus_set, __ATOMIC_ACQUIRE))
+    if (!__atomic_load_n(&c->gpu.set, __ATOMIC_ACQUIRE))
         return 1;
-    mask_format(&c->gpus, buf, size);
+    mask_format(&c->gpu.list, buf, size);
     return 0;
 }
 
@@ -253,8 +253,8 @@ static int gpu_enter(vlcs_ctx *c)
 {
     set_device_fn s = atomic_load(&set_device);
     get_device_fn g = atomic_load(&get_device);
-    int dev = __atomic_load_n(&c->gpu_first, __ATOMIC_ACQUIRE), prev = -1;
-    if (s == NULL || !__atomic_load_n(&c->gpus_set, __ATOMIC_ACQUIRE) || dev < 0)
+    int dev = __atomic_load_n(&c->gpu.first, __ATOMIC_ACQUIRE), prev = -1;
+    if (s == NULL || !__atomic_load_n(&c->gpu.set, __ATOMIC_ACQUIRE) || dev < 0)
         return -1;
     if (g(&prev) != 0)
         prev = -1;

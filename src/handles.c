@@ -19,7 +19,7 @@ int ns_note_handle(vlcs_ctx *c, void *h)
     if (array_grow((void **)&c->handles, &c->caphandles, c->nhandles, sizeof *c->handles) != 0)
         return -1;
     c->handles[c->nhandles++] = h;
-    c->pools_gen = 0;
+    c->el.pools_gen = 0;
     return 0;
 }
 
@@ -29,7 +29,7 @@ void ns_close_handle(vlcs_ctx *c, void *h)
     for (size_t i = c->nhandles; i-- > 0;)
         if (c->handles[i] == h) {
             c->handles[i] = c->handles[--c->nhandles];
-            c->pools_gen = 0;
+            c->el.pools_gen = 0;
             break;
         }
     pthread_mutex_unlock(&c->lock);

@@ -231,11 +231,11 @@ int ns_create(vlcs_ctx *c)
      * map, and ld.so takes a later load of that name for it: the number
      * stays taken while the namespace lives, so that no forwarder made
      * later (loaded by /proc/PID/fd/N too) gets it. */
-    c->ns_root_fd = root;
+    c->ns.root_fd = root;
     if (h == NULL) {
         if (root >= 0)
             close(root);
-        c->ns_root_fd = -1;
+        c->ns.root_fd = -1;
         load_error(c, "the vlcs interposer (creating its namespace)", dlerror());
         return -1;
     }
@@ -243,9 +243,9 @@ int ns_create(vlcs_ctx *c)
     /* libc's own symbols, and the interposer's, looked up in those objects:
      * a service might export a name libc has. */
     void *libc = NULL, *ip = NULL;
-    if (dlinfo(h, RTLD_DI_LMID, &c->lmid) == 0) {
-        libc = dlmopen(c->lmid, "libc.so.6", RTLD_NOLOAD | RTLD_LAZY);
-        ip = dlmopen(c->lmid, interposer_path(), RTLD_NOLOAD | RTLD_LAZY);
+    if (dlinfo(h, RTLD_DI_LMID, &c->ns.lmid) == 0) {
+        libc = dlmopen(c->ns.lmid, "libc.so.6", RTLD_NOLOAD | RTLD_LAZY);
+        ip = dlmopen(c->ns.lmid, interposer_path(), RTLD_NOLOAD | RTLD_LAZY);
     }
     vlcs_ip_bind_fn bind = ip ? (vlcs_ip_bind_fn)dlsym(ip, "vlcs_ip_bind") : NULL;
     char ***ns_environ = libc ? dlsym(libc, "__environ") : NULL;
@@ -260,10 +260,10 @@ int ns_create(vlcs_ctx *c)
              : NULL;
     int (*ns_pthread_join)(pthread_t, void **) =
         libc ? (int (*)(pthread_t, void **))dlsym(libc, "pthread_join") : NULL;
-    c->ns_setenv = libc ? (int (*)(const char *, const char *, int))dlsym(libc, "setenv") : NULL;
-    c->ns_unsetenv = libc ? (int (*)(const char *))dlsym(libc, "unsetenv") : NULL;
-    c->ns_getenv = libc ? (char *(*)(const char *))dlsym(libc, "getenv") : NULL;
-    c->ns_fflush = libc ? (int (*)(void *))dlsym(libc, "fflush") : NULL;
+    c->ns.libc_setenv = libc ? (int (*)(const char *, const char *, int))dlsym(libc, "setenv") : NULL;
+    c->ns.libc_unsetenv = libc ? (int (*)(const char *))dlsym(libc, "unsetenv") : NULL;
+    c->ns.libc_getenv = libc ? (char *(*)(const char *))dlsym(libc, "getenv") : NULL;
+    c->ns.libc_fflush = libc ? (int (*)(void *))dlsym(libc, "fflush") : NULL;
     void (*ctype_init)(void) = libc ? (void (*)(void))dlsym(libc, "__ctype_init") : NULL;
     void (*enable_locks)(void) = libc ? (void (*)(void))dlsym(libc, "_IO_enable_locks") : NULL;
     /* The root h holds both: extra references would keep the namespace
@@ -279,7 +279,7 @@ int ns_create(vlcs_ctx *c)
         goto fail;
     }
     if (!bind || !ns_environ || !ns_stdin || !ns_stdout || !ns_stderr || !ns_pthread_create ||
-        !ns_pthread_join || !c->ns_setenv || !c->ns_unsetenv || !c->ns_getenv || !c->ns_fflush) {
+        !ns_pthread_join || !c->ns.libc_setenv || !c->ns.libc_unsetenv || !c->ns.libc_getenv || !c->ns.libc_fflush) {
         set_error(VLCS_E_NOT_FOUND,
                   "Error creating the namespace of context '%s': %s lacks vlcs_ip_bind or its "
                   "libc lacks a function vlcs needs",
@@ -298,9 +298,9 @@ int ns_create(vlcs_ctx *c)
     /* vlcs_ctx_set_stdio's: streams of the base's libc (a namespace's libc
      * accepts another copy's FILE), on descriptors of their own */
     for (int i = 0; i < 3; i++) {
-        if (!c->stdio_set[i])
+        if (!c->ns.stdio_set[i])
             continue;
-        int fd = dup(c->stdio_fd[i]);
+        int fd = dup(c->ns.stdio_fd[i]);
         FILE *f = fd >= 0 ? fdopen(fd, i == 0 ? "r" : "w") : NULL;
         if (f == NULL) {
             if (fd >= 0)
@@ -308,17 +308,17 @@ int ns_create(vlcs_ctx *c)
             set_error(VLCS_E_SYSTEM,
                       "Error creating the namespace of context '%s': descriptor %d given to "
                       "vlcs_ctx_set_stdio cannot be used: %s",
-                      c->name, c->stdio_fd[i], strerror(errno));
+                      c->name, c->ns.stdio_fd[i], strerror(errno));
             for (int j = 0; j < i; j++)
-                if (c->stdio_file[j] != NULL) {
-                    fclose(c->stdio_file[j]);
-                    c->stdio_file[j] = NULL;
+                if (c->ns.stdio_file[j] != NULL) {
+                    fclose(c->ns.stdio_file[j]);
+                    c->ns.stdio_file[j] = NULL;
                 }
             goto fail;
         }
         if (i > 0)
             setvbuf(f, NULL, _IOLBF, 0);
-        c->stdio_file[i] = f;
+        c->ns.stdio_file[i] = f;
     }
     char **env = environ_copy(c->pending_env);
     if (env == NULL) {
@@ -340,8 +340,8 @@ int ns_create(vlcs_ctx *c)
     }
     memcpy(own, env, (nenv + 1) * sizeof *own);
     *ns_environ = env;
-    c->ns_environ = env;
-    c->ns_environ_own = own;
+    c->ns.environ_copy = env;
+    c->ns.environ_own = own;
     /* Output of libraries in the context goes through the base's streams:
      * ordered with the program's own output, and flushed by its exit(). */
     *ns_stdin = stdin;
@@ -349,9 +349,9 @@ int ns_create(vlcs_ctx *c)
     *ns_stderr = stderr;
     FILE **slots[3] = {ns_stdin, ns_stdout, ns_stderr};
     for (int i = 0; i < 3; i++) {
-        c->stdio_slot[i] = (void **)slots[i];
-        if (c->stdio_file[i] != NULL)
-            *slots[i] = c->stdio_file[i];
+        c->ns.stdio_slot[i] = (void **)slots[i];
+        if (c->ns.stdio_file[i] != NULL)
+            *slots[i] = c->ns.stdio_file[i];
     }
 
     /* A libc in a namespace of its own (glibc 2.34 and later) knows from
@@ -369,31 +369,31 @@ int ns_create(vlcs_ctx *c)
             ns_pthread_join(t, NULL);
     }
 
-    c->ns_environ_slot = ns_environ;
-    c->ip_handle = h;
+    c->ns.environ_slot = ns_environ;
+    c->ns.ip_handle = h;
     /* What closing h alone unloads: anything else found in the namespace
      * when it is destroyed is held by someone else (unload.c). */
     struct link_map *lm = NULL;
-    c->nns_start = 0;
+    c->ns.nstart = 0;
     if (dlinfo(h, RTLD_DI_LINKMAP, &lm) == 0 && lm != NULL) {
         while (lm->l_prev)
             lm = lm->l_prev;
-        for (; lm && c->nns_start < sizeof c->ns_start / sizeof *c->ns_start; lm = lm->l_next)
-            c->ns_start[c->nns_start++] = lm;
+        for (; lm && c->ns.nstart < sizeof c->ns.start / sizeof *c->ns.start; lm = lm->l_next)
+            c->ns.start[c->ns.nstart++] = lm;
     }
     c->has_ns = true;
     room_namespaces(+1);
     thread_ns_created(c);
     /* Optional: a libc without it (not glibc's) has nothing to set up. */
-    __atomic_store_n(&c->ns_thread_init, ctype_init, __ATOMIC_RELEASE);
+    __atomic_store_n(&c->ns.thread_init, ctype_init, __ATOMIC_RELEASE);
     return 0;
 fail:
     /* Nothing of the user's is loaded yet: the namespace can go. */
     ns_handed_back();
     dlclose(h);
-    if (c->ns_root_fd >= 0)
-        close(c->ns_root_fd);
-    c->ns_root_fd = -1;
+    if (c->ns.root_fd >= 0)
+        close(c->ns.root_fd);
+    c->ns.root_fd = -1;
     return -1;
 }
 
@@ -401,11 +401,11 @@ void ns_teardown(vlcs_ctx *c)
 {
     ns_handed_back(); /* before: the next dlmopen may map here as soon as it returns */
     room_namespaces(-1);
-    __atomic_store_n(&c->ns_thread_init, NULL, __ATOMIC_RELEASE); /* before its code goes */
-    dlclose(c->ip_handle);
-    if (c->ns_root_fd >= 0)
-        close(c->ns_root_fd);
-    c->ns_root_fd = -1;
+    __atomic_store_n(&c->ns.thread_init, NULL, __ATOMIC_RELEASE); /* before its code goes */
+    dlclose(c->ns.ip_handle);
+    if (c->ns.root_fd >= 0)
+        close(c->ns.root_fd);
+    c->ns.root_fd = -1;
     c->has_ns = false;
     c->backend = NULL;
     thread_ns_gone(c);
@@ -414,20 +414,20 @@ void ns_teardown(vlcs_ctx *c)
      * Its setenv may have moved to an array of its own, or replaced entries
      * of ours (putenv even with the caller's memory): only the strings the
      * copy started with are ours to free. */
-    if (c->ns_environ_own != NULL) {
-        for (char **e = c->ns_environ_own; *e; e++)
+    if (c->ns.environ_own != NULL) {
+        for (char **e = c->ns.environ_own; *e; e++)
             free(*e);
-        free(c->ns_environ_own);
+        free(c->ns.environ_own);
     }
-    free(c->ns_environ);
-    c->ns_environ = NULL;
-    c->ns_environ_own = NULL;
-    c->ns_environ_slot = NULL;
-    c->ip_handle = NULL;
+    free(c->ns.environ_copy);
+    c->ns.environ_copy = NULL;
+    c->ns.environ_own = NULL;
+    c->ns.environ_slot = NULL;
+    c->ns.ip_handle = NULL;
     fork_forget(c);
     /* the namespace's libc is gone: its stream pointers with it */
     for (int i = 0; i < 3; i++)
-        c->stdio_slot[i] = NULL;
+        c->ns.stdio_slot[i] = NULL;
     ns_streams_release(c, false);
 }
 
@@ -435,18 +435,18 @@ void ns_streams_release(vlcs_ctx *c, bool broken)
 {
     FILE *process[3] = {stdin, stdout, stderr};
     for (int i = 0; i < 3; i++)
-        if (c->stdio_file[i] != NULL) {
-            if (c->stdio_slot[i] != NULL)
-                *c->stdio_slot[i] = process[i];
+        if (c->ns.stdio_file[i] != NULL) {
+            if (c->ns.stdio_slot[i] != NULL)
+                *c->ns.stdio_slot[i] = process[i];
             /* A fault may have left a stream locked: a broken context's
              * are dropped unflushed (as a crashed process's), their
              * descriptors closed so that readers see the end. */
             if (broken)
-                close(fileno_unlocked(c->stdio_file[i]));
+                close(fileno_unlocked(c->ns.stdio_file[i]));
             else
-                fclose(c->stdio_file[i]);
-            c->stdio_file[i] = NULL;
+                fclose(c->ns.stdio_file[i]);
+            c->ns.stdio_file[i] = NULL;
         }
 }
 
-void ns_flush(vlcs_ctx *c) { c->ns_fflush(NULL); }
+void ns_flush(vlcs_ctx *c) { c->ns.libc_fflush(NULL); }

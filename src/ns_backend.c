@@ -26,7 +26,7 @@ static void *ns_load(vlcs_ctx *c, const char *path, bool fresh)
         return NULL;
     }
     dlerror();
-    void *h = dlmopen(c->lmid, path, RTLD_NOW | RTLD_LOCAL);
+    void *h = dlmopen(c->ns.lmid, path, RTLD_NOW | RTLD_LOCAL);
     if (h == NULL) {
         load_error(c, base_name(path), dlerror());
         if (fresh) /* a typo must not use up one of glibc's few namespaces */
@@ -46,16 +46,16 @@ static void *ns_load(vlcs_ctx *c, const char *path, bool fresh)
 
 static void *ns_loaded(vlcs_ctx *c, const char *path)
 {
-    return dlmopen(c->lmid, path, RTLD_NOW | RTLD_NOLOAD);
+    return dlmopen(c->ns.lmid, path, RTLD_NOW | RTLD_NOLOAD);
 }
 
-static void *ns_scope(vlcs_ctx *c) { return c->ip_handle; }
+static void *ns_scope(vlcs_ctx *c) { return c->ns.ip_handle; }
 
 static size_t ns_objects(vlcs_ctx *c, struct link_map **out, size_t cap)
 {
     struct link_map *lm = NULL;
     size_t n = 0;
-    if (c->ip_handle == NULL || dlinfo(c->ip_handle, RTLD_DI_LINKMAP, &lm) != 0 || lm == NULL)
+    if (c->ns.ip_handle == NULL || dlinfo(c->ns.ip_handle, RTLD_DI_LINKMAP, &lm) != 0 || lm == NULL)
         return 0;
     while (lm->l_prev)
         lm = lm->l_prev;
@@ -81,15 +81,15 @@ static bool in_chain(const struct link_map *start, const void *map)
 
 static bool ns_owns(const vlcs_ctx *c, const void *map)
 {
-    return c->nns_start > 0 && in_chain(c->ns_start[0], map);
+    return c->ns.nstart > 0 && in_chain(c->ns.start[0], map);
 }
 
 static int ns_setenv(vlcs_ctx *c, const char *name, const char *value)
 {
-    return value != NULL ? c->ns_setenv(name, value, 1) : c->ns_unsetenv(name);
+    return value != NULL ? c->ns.libc_setenv(name, value, 1) : c->ns.libc_unsetenv(name);
 }
 
-static const char *ns_getenv(vlcs_ctx *c, const char *name) { return c->ns_getenv(name); }
+static const char *ns_getenv(vlcs_ctx *c, const char *name) { return c->ns.libc_getenv(name); }
 
 /* A broken context's streams are not flushed: a fault may have left their
  * locks held. */

@@ -20,19 +20,19 @@
 static void rescan(vlcs_ctx *c)
 {
     unsigned gen = families_generation(); /* before: a family registered meanwhile rescans */
-    c->npool_resize = 0;
+    c->el.npool_resize = 0;
     for (size_t h = 0; h < c->nhandles; h++)
-        c->npool_resize = families_find(c->handles[h], FAMILY_RESIZE, c->pool_resize,
-                                        c->npool_resize, MAX_POOLS);
-    c->pools_gen = gen;
+        c->el.npool_resize = families_find(c->handles[h], FAMILY_RESIZE, c->el.pool_resize,
+                                        c->el.npool_resize, MAX_POOLS);
+    c->el.pools_gen = gen;
 }
 
 size_t pools_find(vlcs_ctx *c, struct family_fn *out, size_t cap)
 {
-    if (c->pools_gen != families_generation())
+    if (c->el.pools_gen != families_generation())
         rescan(c);
-    size_t n = c->npool_resize < cap ? c->npool_resize : cap;
+    size_t n = c->el.npool_resize < cap ? c->el.npool_resize : cap;
     for (size_t i = 0; i < n; i++)
-        out[i] = c->pool_resize[i];
+        out[i] = c->el.pool_resize[i];
     return n;
 }

@@ -195,7 +195,7 @@ VLCS_API vlcs_ctx *vlcs_ctx_create(const char *name)
     atomic_init(&c->view, v);
     c->views = v;
     c->home = *process_mask();
-    c->gpu_first = -1;
+    c->gpu.first = -1;
     pthread_mutex_lock(&c->lock); /* a stale handle's error may read the name */
     if (name != NULL)
         snprintf(c->name, sizeof c->name, "%s", name);
@@ -249,7 +249,7 @@ VLCS_API int vlcs_ctx_set_cpus(vlcs_ctx *h, const char *cpulist)
         pthread_mutex_unlock(&c->lock);
         return ctx_gone(h, "setting CPUs");
     }
-    if (!c->elastic) {
+    if (!c->el.active) {
         c->home = m;
         int rc = ctx_switch_view(c, &m);
         pthread_mutex_unlock(&c->lock);
@@ -355,7 +355,7 @@ static int ctx_place(vlcs_ctx *c)
     }
     /* What only a namespace of its own has: its own libc's streams, its
      * own global scope. */
-    bool needs_ns = c->stdio_set[0] || c->stdio_set[1] || c->stdio_set[2];
+    bool needs_ns = c->ns.stdio_set[0] || c->ns.stdio_set[1] || c->ns.stdio_set[2];
     if (mode == VLCS_MODE_COPIES && needs_ns) {
         set_error(VLCS_E_INVALID, "Error loading into context '%s': vlcs_ctx_set_stdio needs a "
                   "namespace of its own, and the context is in copy mode", c->name);
@@ -599,7 +599,7 @@ VLCS_API int vlcs_ctx_destroy(vlcs_ctx *h)
         b->closing(c);
     env_pending_clear(c);
     c->magic = CTX_DEAD; /* from here on no one enters, loads or asks to keep */
-    bool keep = c->keep != NULL, elastic = c->elastic;
+    bool keep = c->keep != NULL, elastic = c->el.active;
     char why[1024];
     if (keep)
         snprintf(why, sizeof why, "%s", c->keep);

@@ -116,7 +116,7 @@ static void *load_one(vlcs_ctx *c, const struct service *s, int *code, char *why
     char path[FD_PATH_SIZE];
     fd_path(path, sizeof path, s->fd);
     dlerror();
-    void *h = dlmopen(c->lmid, path, RTLD_NOW | RTLD_LOCAL);
+    void *h = dlmopen(c->ns.lmid, path, RTLD_NOW | RTLD_LOCAL);
     if (h == NULL) {
         const char *e = dlerror();
         *code = dl_errcode(e);

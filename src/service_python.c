@@ -74,9 +74,9 @@ VLCS_API int vlcs_python_state_dict(vlcs_ctx *h, void *dict)
         return -1;
     pthread_mutex_lock(&c->lock);
     bool has_ns = c->has_ns, copies = c->copy_mode;
-    Lmid_t lmid = c->lmid;
+    Lmid_t lmid = c->ns.lmid;
     if (copies) /* its copies are found by address (copies_owner) */
-        atomic_store(&c->py_state_dict, dict);
+        atomic_store(&c->cp.py_state_dict, dict);
     pthread_mutex_unlock(&c->lock);
     if (copies)
         return 0;
@@ -92,7 +92,7 @@ VLCS_API int vlcs_python_state_dict(vlcs_ctx *h, void *dict)
 }
 
 /* c's namespace is being given back: its interpreter dict goes with it. */
-static void python_ns_gone(vlcs_ctx *c) { atomic_store(&state_dicts[ns_slot(c->lmid)], NULL); }
+static void python_ns_gone(vlcs_ctx *c) { atomic_store(&state_dicts[ns_slot(c->ns.lmid)], NULL); }
 
 /* libpython's own functions: the ones replaced, and the ones that read a
  * mapping.  Filled before any context binds to the forwarder. */
@@ -426,7 +426,7 @@ __attribute__((noinline)) static obj hook_state_dict(obj interp)
             return d;
     } else if (m != NULL) { /* a copy-mode context's copy, in the base namespace */
         vlcs_ctx *c = copies_owner(m);
-        obj d = c != NULL ? atomic_load(&c->py_state_dict) : NULL;
+        obj d = c != NULL ? atomic_load(&c->cp.py_state_dict) : NULL;
         if (d != NULL)
             return d;
     }

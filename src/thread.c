@@ -100,7 +100,7 @@ static void pop_frame(struct tstate *ts)
         member_drop_if_unused(c, m);
     }
     c->entered--;
-    bool idle = c->elastic && c->entered == 0;
+    bool idle = c->el.active && c->entered == 0;
     __atomic_store_n(&ts->depth, ts->depth - 1, __ATOMIC_RELEASE);
     pthread_mutex_unlock(&c->lock);
     publish_slot(ts);
@@ -165,10 +165,10 @@ static unsigned ns_current(int slot)
 
 static void ns_thread_ready(vlcs_ctx *c, struct tstate *ts)
 {
-    void (*init)(void) = __atomic_load_n(&c->ns_thread_init, __ATOMIC_ACQUIRE);
+    void (*init)(void) = __atomic_load_n(&c->ns.thread_init, __ATOMIC_ACQUIRE);
     if (init == NULL)
         return;
-    int slot = ns_slot(c->lmid);
+    int slot = ns_slot(c->ns.lmid);
     unsigned gen = ns_current(slot);
     if (ts->ns_ready[slot] == gen)
         return;
@@ -178,13 +178,13 @@ static void ns_thread_ready(vlcs_ctx *c, struct tstate *ts)
 
 void thread_ns_created(vlcs_ctx *c)
 {
-    int slot = ns_slot(c->lmid);
+    int slot = ns_slot(c->ns.lmid);
     tstate()->ns_ready[slot] = ns_current(slot);
 }
 
 void thread_ns_gone(vlcs_ctx *c)
 {
-    __atomic_fetch_add(&ns_generation[ns_slot(c->lmid)], 1, __ATOMIC_ACQ_REL);
+    __atomic_fetch_add(&ns_generation[ns_slot(c->ns.lmid)], 1, __ATOMIC_ACQ_REL);
 }
 
 /* ---- public ------------------------------------------------------------- */
@@ -235,7 +235,7 @@ VLCS_API int vlcs_enter(vlcs_ctx *h)
     }
     m->entered++;
     c->entered++;
-    bool busy = c->elastic && c->entered == 1;
+    bool busy = c->el.active && c->entered == 1;
     ts->stack[ts->depth] = c;
     hooks_enter(c, ts->hook_saved[ts->depth]);
     __atomic_store_n(&ts->depth, ts->depth + 1, __ATOMIC_RELEASE);

@@ -143,7 +143,7 @@ static int wait_threads(vlcs_ctx *c, char *why, size_t size)
 static struct link_map *ns_head(vlcs_ctx *c)
 {
     struct link_map *lm = NULL;
-    if (dlinfo(c->ip_handle, RTLD_DI_LINKMAP, &lm) != 0 || lm == NULL)
+    if (dlinfo(c->ns.ip_handle, RTLD_DI_LINKMAP, &lm) != 0 || lm == NULL)
         return NULL;
     while (lm->l_prev)
         lm = lm->l_prev;
@@ -152,8 +152,8 @@ static struct link_map *ns_head(vlcs_ctx *c)
 
 static bool ns_started_with(const vlcs_ctx *c, const struct link_map *lm)
 {
-    for (size_t i = 0; i < c->nns_start; i++)
-        if (c->ns_start[i] == lm)
+    for (size_t i = 0; i < c->ns.nstart; i++)
+        if (c->ns.start[i] == lm)
             return true;
     return false;
 }
@@ -193,7 +193,7 @@ void drop_opens(void *(*reopen)(vlcs_ctx *, const char *), vlcs_ctx *c, const ch
 
 static void *reopen_in_ns(vlcs_ctx *c, const char *name)
 {
-    return dlmopen(c->lmid, name, RTLD_LAZY | RTLD_NOLOAD);
+    return dlmopen(c->ns.lmid, name, RTLD_LAZY | RTLD_NOLOAD);
 }
 
 /* The libraries' own references to the namespace's objects other than its
@@ -263,7 +263,7 @@ int ns_unload(vlcs_ctx *c, char *why, size_t size)
     }
     /* What the namespace's libc allocated for printf extensions (the
      * interposer recorded it): nothing is left to read it. */
-    void (*release_printf)(void) = (void (*)(void))dlsym(c->ip_handle, "vlcs_ip_release_printf");
+    void (*release_printf)(void) = (void (*)(void))dlsym(c->ns.ip_handle, "vlcs_ip_release_printf");
     if (release_printf != NULL)
         release_printf();
     ns_teardown(c);
