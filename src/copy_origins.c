@@ -56,8 +56,9 @@ int origin_hold(const char *real, char *why, size_t size)
         struct origin *o = &origins[i];
         if (o->checked == generation && strcmp(o->path, real) == 0) {
             o->refs++;
+            int fd = o->fd; /* read under the lock: another hold may move the table */
             pthread_mutex_unlock(&origins_lock);
-            return o->fd;
+            return fd;
         }
     }
     pthread_mutex_unlock(&origins_lock);
@@ -72,8 +73,9 @@ int origin_hold(const char *real, char *why, size_t size)
         if (o->dev == st.st_dev && o->ino == st.st_ino && strcmp(o->path, real) == 0) {
             o->refs++;
             o->checked = generation;
+            int fd = o->fd;
             pthread_mutex_unlock(&origins_lock);
-            return o->fd;
+            return fd;
         }
     }
     int fd = open(real, O_RDONLY | O_CLOEXEC);
