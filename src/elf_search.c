@@ -95,7 +95,8 @@ static const char *cache_lookup(const char *name)
     return NULL;
 }
 
-/* Is path a shared library for this machine?  Then its real path in out. */
+/* Is path a shared library for this machine?  Then its real path in out,
+ * path itself at out + PATH_MAX. */
 static bool usable(const char *path, char *out)
 {
     int fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -103,7 +104,10 @@ static bool usable(const char *path, char *out)
         return false;
     bool ok = elf_is_library(fd);
     close(fd);
-    return ok && realpath(path, out) != NULL;
+    if (!ok || realpath(path, out) == NULL)
+        return false;
+    snprintf(out + PATH_MAX, PATH_MAX, "%s", path); /* as ld.so names it */
+    return true;
 }
 
 /* Tries name in each directory of a ':'-separated list, $ORIGIN replaced by
@@ -157,6 +161,7 @@ static void origin_of(const char *path, char *out, size_t size)
         *(slash == out ? slash + 1 : slash) = '\0';
 }
 
+/* out: PATH_MAX bytes for the real path, then PATH_MAX for the path found */
 static int resolve_in(const char *name, const struct elf_from *chain, size_t nchain, char *out,
                       char *origin);
 
@@ -177,26 +182,42 @@ static bool resolve_key(const char *name, const struct elf_from *chain, size_t n
     return n < room;
 }
 
-int elf_resolve(const char *name, const struct elf_from *chain, size_t nchain, char *out)
+int elf_resolve_found(const char *name, const struct elf_from *chain, size_t nchain, char *real,
+                      char *found)
 {
     char *key = malloc(PATH_MAX * 2); /* on the heap: see search_list */
+    char *out = malloc(PATH_MAX * 2); /* the real path, then the path found */
     bool keyed = key != NULL && resolve_key(name, chain, nchain, key);
-    if (keyed && resolved_lookup(key, out)) {
-        free(key);
-        return 0;
-    }
     int rc = -1;
-    if (strchr(name, '/') != NULL) { /* as given: reading it says what is wrong with it */
+    if (out == NULL) {
+        free(key);
+        return -1;
+    }
+    if (keyed && resolved_lookup(key, out, out + PATH_MAX)) {
+        rc = 0;
+    } else if (strchr(name, '/') != NULL) { /* as given: reading it says what is wrong with it */
         rc = realpath(name, out) != NULL ? 0 : -1;
+        snprintf(out + PATH_MAX, PATH_MAX, "%s", name);
     } else {
         char *origin = malloc(PATH_MAX);
         rc = origin != NULL ? resolve_in(name, chain, nchain, out, origin) : -1;
         free(origin);
     }
     if (rc == 0 && keyed)
-        resolved_remember(key, out);
+        resolved_remember(key, out, out + PATH_MAX);
+    if (rc == 0) {
+        memcpy(real, out, PATH_MAX);
+        if (found != NULL)
+            memcpy(found, out + PATH_MAX, PATH_MAX);
+    }
+    free(out);
     free(key);
     return rc;
+}
+
+int elf_resolve(const char *name, const struct elf_from *chain, size_t nchain, char *out)
+{
+    return elf_resolve_found(name, chain, nchain, out, NULL);
 }
 
 static int resolve_in(const char *name, const struct elf_from *chain, size_t nchain, char *out,

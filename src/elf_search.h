@@ -14,5 +14,9 @@ struct elf_from { /* an object that needs a library, and its file */
 };
 /* chain: the object that needs name, then the object that loaded it, ... */
 HIDDEN int elf_resolve(const char *name, const struct elf_from *chain, size_t nchain, char *out);
+/* The same, and in found (PATH_MAX bytes) the path as ld.so would name
+ * the object it loads: the folder it searched and name, not the real path. */
+HIDDEN int elf_resolve_found(const char *name, const struct elf_from *chain, size_t nchain,
+                             char *real, char *found);
 
 #endif

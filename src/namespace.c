@@ -11,6 +11,7 @@
 #include "common.h"
 #include "namespace.h"
 #include "context.h"
+#include "copy_origins.h"
 #include "copies.h"
 #include "elastic.h"
 #include "elf_search.h"
@@ -21,6 +22,7 @@
 #include "hooks.h"
 #include "interposer_path.h"
 #include "keys.h"
+#include "ns_tree.h"
 #include "registry.h"
 #include "room.h"
 #include "service.h"
@@ -28,6 +30,7 @@
 #include "view.h"
 
 #include <dlfcn.h>
+#include <gnu/lib-names.h>
 #include <errno.h>
 #include <limits.h>
 #include <link.h>
@@ -198,17 +201,88 @@ static const char *base_libm(char *out, size_t size)
     return out;
 }
 
+/* The base's libc, by the path it loaded it from (a NOLOAD open by soname
+ * asks the file system nothing), and where libpthread.so.0 is: found once. */
+static char base_libc[PATH_MAX], base_pthread[PATH_MAX];
+static pthread_once_t base_files_once = PTHREAD_ONCE_INIT;
+
+static void loaded_path(const char *soname, char *out, size_t size)
+{
+    void *h = dlopen(soname, RTLD_NOLOAD | RTLD_LAZY);
+    struct link_map *lm = NULL;
+    if (h != NULL && dlinfo(h, RTLD_DI_LINKMAP, &lm) == 0 && lm != NULL && lm->l_name[0] == '/')
+        snprintf(out, size, "%s", lm->l_name);
+    if (h != NULL)
+        dlclose(h);
+}
+
+static void find_base_files(void)
+{
+    loaded_path(LIBC_SO, base_libc, sizeof base_libc);
+    if (elf_resolve(LIBPTHREAD_SO, NULL, 0, base_pthread) != 0)
+        base_pthread[0] = '\0';
+}
+
+/* The namespace's first objects, named in its root by descriptors of
+ * their files held while it lives (copy_origins.c): ld.so opens
+ * /proc/PID/fd/N, never searching (libc.so.6 in ld.so.cache) nor looking
+ * a path up.  Once loaded each is named by its path again (what debuggers
+ * and dladdr show, and what a later open by that path matches); the names
+ * ld.so gave are kept in c->ns.given, freed with the namespace. */
+struct first_file {
+    const char *real;
+    char path[FD_PATH_SIZE];
+};
+
+static bool hold_file(vlcs_ctx *c, struct first_file *f, const char *real)
+{
+    char why[PATH_MAX + 64];
+    int fd = real != NULL && real[0] == '/' ? origin_hold(real, why, sizeof why) : -1;
+    if (fd < 0 || ns_hold(c, fd) != 0)
+        return false;
+    f->real = real;
+    fd_path(f->path, sizeof f->path, fd);
+    return true;
+}
+
+static void name_by_path(vlcs_ctx *c, void *h, const struct first_file *files, size_t n)
+{
+    struct link_map *lm = NULL;
+    if (dlinfo(h, RTLD_DI_LINKMAP, &lm) != 0 || lm == NULL)
+        return;
+    while (lm->l_prev)
+        lm = lm->l_prev;
+    for (; lm != NULL; lm = lm->l_next)
+        for (size_t i = 0; i < n; i++) {
+            size_t k = c->ns.ngiven;
+            if (strcmp(lm->l_name, files[i].path) != 0 || k == sizeof c->ns.given / sizeof *c->ns.given)
+                continue;
+            char *name = strdup(files[i].real);
+            if (name == NULL)
+                continue;
+            c->ns.given[c->ns.ngiven++] = lm->l_name;
+            __atomic_store_n(&lm->l_name, name, __ATOMIC_RELEASE); /* glibc frees it at dlclose */
+        }
+}
+
 int ns_create(vlcs_ctx *c)
 {
-    /* The first object is the interposer, or a generated root whose
-     * DT_NEEDED entries are the interposer, libm where the base has it in
-     * its scope, the context's own global library and the services'
-     * forwarders: together they are the namespace's global scope. */
+    /* The first object is a generated root whose DT_NEEDED entries are the
+     * interposer, libm where the base has it in its scope, the context's
+     * own global library, the services' forwarders, then libc and ld.so:
+     * together they are the namespace's global scope. */
     char why[512], rootpath[FD_PATH_SIZE], libm[PATH_MAX], soname[256];
-    const char *first[3] = {interposer_path()}, *except = NULL;
-    size_t nfirst = 1;
+    struct first_file files[4]; /* interposer, libm, libc, libpthread */
+    size_t nfiles = 0;
+    const char *first[3], *last[2], *except = NULL;
+    size_t nfirst = 0, nlast = 0;
+    pthread_once(&base_files_once, find_base_files);
+    if (hold_file(c, &files[nfiles], interposer_path()))
+        first[nfirst++] = files[nfiles++].path;
+    else
+        first[nfirst++] = interposer_path();
     if (base_libm(libm, sizeof libm) != NULL)
-        first[nfirst++] = libm;
+        first[nfirst++] = hold_file(c, &files[nfiles], libm) ? files[nfiles++].path : libm;
     if (c->global_lib != NULL) {
         /* its own global library, and not the service it stands in for
          * (its own libpython for the base's) */
@@ -216,9 +290,20 @@ int ns_create(vlcs_ctx *c)
         elf_soname_of(c->global_lib, soname, sizeof soname);
         except = soname;
     }
+    /* libc, and glibc's libpthread.so.0 (a stub since 2.34, which most
+     * native wheels still name: OpenBLAS, libgomp, torch) so that no
+     * library asks for it by name.  ld.so itself, which every namespace
+     * shares, comes as libc's DT_NEEDED (listed, by any name, it breaks
+     * ld.so's own bookkeeping of the namespace). */
+    if (hold_file(c, &files[nfiles], base_libc)) {
+        last[nlast++] = files[nfiles++].path;
+        if (base_pthread[0] == '/' && hold_file(c, &files[nfiles], base_pthread))
+            last[nlast++] = files[nfiles++].path;
+    }
     int root = -1;
-    int code = services_root(first, nfirst, except, &root, why, sizeof why);
+    int code = services_root(first, nfirst, last, nlast, except, &root, why, sizeof why);
     if (code != VLCS_OK) {
+        ns_release_held(c);
         set_error(code, "Error creating the namespace of context '%s': %s", c->name, why);
         return -1;
     }
@@ -236,10 +321,12 @@ int ns_create(vlcs_ctx *c)
         if (root >= 0)
             close(root);
         c->ns.root_fd = -1;
+        ns_release_held(c);
         load_error(c, "the vlcs interposer (creating its namespace)", dlerror());
         return -1;
     }
     ns_handed_over();
+    name_by_path(c, h, files, nfiles);
     /* libc's own symbols, and the interposer's, looked up in those objects:
      * a service might export a name libc has. */
     void *libc = NULL, *ip = NULL;
@@ -394,7 +481,16 @@ fail:
     if (c->ns.root_fd >= 0)
         close(c->ns.root_fd);
     c->ns.root_fd = -1;
+    ns_forget_given(c);
+    ns_release_held(c);
     return -1;
+}
+
+void ns_forget_given(vlcs_ctx *c)
+{
+    for (size_t i = 0; i < c->ns.ngiven; i++)
+        free(c->ns.given[i]);
+    c->ns.ngiven = 0;
 }
 
 void ns_teardown(vlcs_ctx *c)
@@ -425,6 +521,8 @@ void ns_teardown(vlcs_ctx *c)
     c->ns.environ_slot = NULL;
     c->ns.ip_handle = NULL;
     fork_forget(c);
+    ns_forget_given(c);
+    ns_release_held(c);
     /* the namespace's libc is gone: its stream pointers with it */
     for (int i = 0; i < 3; i++)
         c->ns.stdio_slot[i] = NULL;

@@ -30,4 +30,8 @@ HIDDEN void ns_flush(vlcs_ctx *c);
  * so that a reader sees the end), the namespace's back on the process's. */
 HIDDEN void ns_streams_release(vlcs_ctx *c, bool broken);
 
+/* The names ld.so gave the namespace's first objects (their descriptors'),
+ * freed once it has closed them. */
+HIDDEN void ns_forget_given(vlcs_ctx *c);
+
 #endif

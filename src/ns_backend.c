@@ -9,6 +9,7 @@
 #include "error.h"
 #include "handles.h"
 #include "namespace.h"
+#include "ns_tree.h"
 #include "registry.h"
 #include "room.h"
 #include "unload.h"
@@ -25,6 +26,7 @@ static void *ns_load(vlcs_ctx *c, const char *path, bool fresh)
             ns_teardown(c);
         return NULL;
     }
+    (void)ns_preload_tree(c, path); /* else ld.so finds them */
     dlerror();
     void *h = dlmopen(c->ns.lmid, path, RTLD_NOW | RTLD_LOCAL);
     if (h == NULL) {

@@ -15,6 +15,7 @@
 struct answer {
     char *key;
     char *real;
+    char *found; /* the path as found, before realpath */
 };
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
@@ -36,20 +37,21 @@ static struct answer *slot(struct answer *t, size_t n, const char *key)
             return &t[i];
 }
 
-bool resolved_lookup(const char *key, char *out)
+bool resolved_lookup(const char *key, char *real, char *found)
 {
-    bool found = false;
+    bool known = false;
     pthread_mutex_lock(&lock);
     if (table != NULL) {
         const struct answer *a = slot(table, cap, key);
         if (a->key != NULL) {
-            strncpy(out, a->real, PATH_MAX - 1);
-            out[PATH_MAX - 1] = '\0';
-            found = true;
+            snprintf(real, PATH_MAX, "%s", a->real);
+            if (found != NULL)
+                snprintf(found, PATH_MAX, "%s", a->found);
+            known = true;
         }
     }
     pthread_mutex_unlock(&lock);
-    return found;
+    return known;
 }
 
 /* Twice the room, every answer moved; false when out of memory. */
@@ -68,20 +70,22 @@ static bool grow(void)
     return true;
 }
 
-void resolved_remember(const char *key, const char *real)
+void resolved_remember(const char *key, const char *real, const char *found)
 {
     pthread_mutex_lock(&lock);
     if ((used + 1) * 4 <= cap * 3 || grow()) {
         struct answer *a = slot(table, cap, key);
         if (a->key == NULL) {
-            char *k = strdup(key), *r = strdup(real);
-            if (k != NULL && r != NULL) {
+            char *k = strdup(key), *r = strdup(real), *f = strdup(found);
+            if (k != NULL && r != NULL && f != NULL) {
                 a->key = k;
                 a->real = r;
+                a->found = f;
                 used++;
             } else {
                 free(k);
                 free(r);
+                free(f);
             }
         }
     }
@@ -94,6 +98,7 @@ void resolved_forget(void)
     for (size_t i = 0; i < cap; i++) {
         free(table[i].key);
         free(table[i].real);
+        free(table[i].found);
     }
     free(table);
     table = NULL;

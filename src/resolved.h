@@ -10,11 +10,12 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-/* The answer remembered for key, copied to out (PATH_MAX bytes): true, or
- * false when none is. */
-bool resolved_lookup(const char *key, char *out);
-/* Remembers real as the answer for key (nothing when out of memory). */
-void resolved_remember(const char *key, const char *real);
+/* The answer remembered for key, copied to real and found (PATH_MAX bytes
+ * each; found may be NULL): true, or false when none is. */
+bool resolved_lookup(const char *key, char *real, char *found);
+/* Remembers real (and the path it was found as) as the answer for key
+ * (nothing when out of memory). */
+void resolved_remember(const char *key, const char *real, const char *found);
 /* Forgets every answer. */
 void resolved_forget(void);
 

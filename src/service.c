@@ -130,10 +130,10 @@ static void *load_one(vlcs_ctx *c, const struct service *s, int *code, char *why
  * service's forwarder.  *fd is a memfd, or -1 when there are no services
  * (the interposer itself is then the first object).  The caller holds
  * services_read_lock. */
-int services_root(const char *const *first, size_t nfirst, const char *except, int *fd_out,
-                  char *err, size_t errsize)
+int services_root(const char *const *first, size_t nfirst, const char *const *last,
+                  size_t nlast, const char *except, int *fd_out, char *err, size_t errsize)
 {
-    size_t n = nfirst;
+    size_t n = nfirst + nlast;
     for (const struct service *s = first_service(); s; s = next_service(s))
         n++;
     int fd = -1, code = VLCS_OK;
@@ -149,6 +149,8 @@ int services_root(const char *const *first, size_t nfirst, const char *except, i
                     needed[i] = paths[i];
                     i++;
                 }
+            memcpy(needed + i, last, nlast * sizeof *needed);
+            i += nlast;
             fd = i > 1 ? forwarder_root_shared(needed, i, err, errsize) : -1;
             if (fd < -1)
                 code = -fd;
