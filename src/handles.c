@@ -23,6 +23,13 @@ int ns_note_handle(vlcs_ctx *c, void *h)
     return 0;
 }
 
+void ns_close_since(vlcs_ctx *c, size_t n)
+{
+    while (c->nhandles > n)
+        dlclose(c->handles[--c->nhandles]);
+    c->el.pools_gen = 0;
+}
+
 void ns_close_handle(vlcs_ctx *c, void *h)
 {
     pthread_mutex_lock(&c->lock);

@@ -11,6 +11,9 @@
 HIDDEN int ns_note_handle(vlcs_ctx *c, void *h);
 /* Closes a recorded handle and forgets it (a rolled-back service add). */
 HIDDEN void ns_close_handle(vlcs_ctx *c, void *h);
+/* Closes the handles recorded after the first n, the last first (with
+ * c->lock held): a load that failed after others it brought. */
+HIDDEN void ns_close_since(vlcs_ctx *c, size_t n);
 /* A library thread of c ended (with c->lock held): wait for it before unmapping. */
 HIDDEN void ns_note_ended(vlcs_ctx *c, pid_t tid);
 /* Whether the kernel has thread tid gone; returns once it has. */

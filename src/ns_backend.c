@@ -26,11 +26,13 @@ static void *ns_load(vlcs_ctx *c, const char *path, bool fresh)
             ns_teardown(c);
         return NULL;
     }
+    size_t before = c->nhandles;
     (void)ns_preload_tree(c, path); /* else ld.so finds them */
     dlerror();
     void *h = dlmopen(c->ns.lmid, path, RTLD_NOW | RTLD_LOCAL);
     if (h == NULL) {
         load_error(c, base_name(path), dlerror());
+        ns_close_since(c, before); /* its dependencies go with it, as ld.so's would */
         if (fresh) /* a typo must not use up one of glibc's few namespaces */
             ns_teardown(c);
         return NULL;

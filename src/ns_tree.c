@@ -198,8 +198,10 @@ int ns_preload_tree(vlcs_ctx *c, const char *path)
             handles[loaded++] = h;
     }
     for (size_t k = 0; k < loaded; k++)
-        if (rc != 0 || ns_note_handle(c, handles[k]) != 0)
+        if (rc == 0 && ns_note_handle(c, handles[k]) != 0)
             dlclose(handles[k]);
+    for (size_t k = loaded; rc != 0 && k-- > 0;) /* dependents first */
+        dlclose(handles[k]);
     (void)dlerror();
 out:
     for (size_t i = 0; i < n; i++)

@@ -55,7 +55,16 @@ static void failed_loads(void)
         CHECK(strstr(vlcs_error(), "libvlcs_typo.so") != NULL, "the error names it: %s",
               vlcs_error());
     }
+    /* A library whose dependency loads and which itself cannot: its
+     * dependency goes with it, and so does the namespace its failure made
+     * (else the 16th would find none). */
+    for (int i = 0; i < 40; i++) {
+        CHECK_NULLC(VLCS_E_NOT_FOUND, vlcs_ctx_load(e, NEEDS_MISSING_LIB));
+        CHECK(strstr(vlcs_error(), "vlcs_test_nowhere") != NULL, "the error names it: %s",
+              vlcs_error());
+    }
     void *p = must_load(e, PROBE_LIB);
+    CHECK_EQ(VLCS_MODE_NAMESPACE, vlcs_ctx_mode(e), "a namespace was left for it");
     CHECK_EQ(1, SYM(p, bump_fn, "probe_bump")(), "the context loads after its typos");
     const char *v = vlcs_ctx_getenv(e, "VLCS_ROLLBACK_VAR");
     CHECK(v != NULL && strcmp(v, "kept") == 0, "the environment set before: %s", v ? v : "unset");
