@@ -22,7 +22,6 @@
 #include "hooks.h"
 #include "interposer_path.h"
 #include "keys.h"
-#include "ns_tree.h"
 #include "registry.h"
 #include "room.h"
 #include "service.h"
@@ -202,31 +201,24 @@ static const char *base_libm(char *out, size_t size)
 }
 
 /* The base's libc, by the path it loaded it from (a NOLOAD open by soname
- * asks the file system nothing), and where libpthread.so.0 is: found once. */
-static char base_libc[PATH_MAX], base_pthread[PATH_MAX];
-static pthread_once_t base_files_once = PTHREAD_ONCE_INIT;
+ * asks the file system nothing): found once. */
+static char base_libc[PATH_MAX];
+static pthread_once_t base_libc_once = PTHREAD_ONCE_INIT;
 
-static void loaded_path(const char *soname, char *out, size_t size)
+static void find_base_libc(void)
 {
-    void *h = dlopen(soname, RTLD_NOLOAD | RTLD_LAZY);
+    void *h = dlopen(LIBC_SO, RTLD_NOLOAD | RTLD_LAZY);
     struct link_map *lm = NULL;
     if (h != NULL && dlinfo(h, RTLD_DI_LINKMAP, &lm) == 0 && lm != NULL && lm->l_name[0] == '/')
-        snprintf(out, size, "%s", lm->l_name);
+        snprintf(base_libc, sizeof base_libc, "%s", lm->l_name);
     if (h != NULL)
         dlclose(h);
 }
 
-static void find_base_files(void)
-{
-    loaded_path(LIBC_SO, base_libc, sizeof base_libc);
-    if (elf_resolve(LIBPTHREAD_SO, NULL, 0, base_pthread) != 0)
-        base_pthread[0] = '\0';
-}
-
-/* The namespace's first objects, named in its root by descriptors of
- * their files held while it lives (copy_origins.c): ld.so opens
- * /proc/PID/fd/N, never searching (libc.so.6 in ld.so.cache) nor looking
- * a path up.  Once loaded each is named by its path again (what debuggers
+/* The namespace's first objects are named in its root by descriptors of
+ * their files, held for the process's life (copy_origins.c): ld.so opens
+ * /proc/PID/fd/N, never searching (libc.so.6 in ld.so.cache) nor looking a
+ * path up.  Once loaded each is named by its path again (what debuggers
  * and dladdr show, and what a later open by that path matches); the names
  * ld.so gave are kept in c->ns.given, freed with the namespace. */
 struct first_file {
@@ -234,11 +226,35 @@ struct first_file {
     char path[FD_PATH_SIZE];
 };
 
-static bool hold_file(vlcs_ctx *c, struct first_file *f, const char *real)
+static pthread_mutex_t held_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct {
+    char *real;
+    int fd;
+} held[8];
+
+static bool hold_file(struct first_file *f, const char *real)
 {
-    char why[PATH_MAX + 64];
-    int fd = real != NULL && real[0] == '/' ? origin_hold(real, why, sizeof why) : -1;
-    if (fd < 0 || ns_hold(c, fd) != 0)
+    if (real == NULL || real[0] != '/')
+        return false;
+    int fd = -1;
+    pthread_mutex_lock(&held_lock);
+    size_t i = 0;
+    while (i < sizeof held / sizeof *held && held[i].real != NULL && strcmp(held[i].real, real) != 0)
+        i++;
+    if (i < sizeof held / sizeof *held && held[i].real != NULL) {
+        fd = held[i].fd;
+    } else if (i < sizeof held / sizeof *held) {
+        char why[PATH_MAX + 64];
+        fd = origin_hold(real, why, sizeof why);
+        if (fd >= 0 && (held[i].real = strdup(real)) != NULL)
+            held[i].fd = fd;
+        else if (fd >= 0) {
+            origin_release(fd);
+            fd = -1;
+        }
+    }
+    pthread_mutex_unlock(&held_lock);
+    if (fd < 0)
         return false;
     f->real = real;
     fd_path(f->path, sizeof f->path, fd);
@@ -269,20 +285,20 @@ int ns_create(vlcs_ctx *c)
 {
     /* The first object is a generated root whose DT_NEEDED entries are the
      * interposer, libm where the base has it in its scope, the context's
-     * own global library, the services' forwarders, then libc and ld.so:
-     * together they are the namespace's global scope. */
+     * own global library, the services' forwarders, then libc: together
+     * they are the namespace's global scope. */
     char why[512], rootpath[FD_PATH_SIZE], libm[PATH_MAX], soname[256];
-    struct first_file files[4]; /* interposer, libm, libc, libpthread */
+    struct first_file files[3]; /* interposer, libm, libc */
     size_t nfiles = 0;
-    const char *first[3], *last[2], *except = NULL;
+    const char *first[3], *last[1], *except = NULL;
     size_t nfirst = 0, nlast = 0;
-    pthread_once(&base_files_once, find_base_files);
-    if (hold_file(c, &files[nfiles], interposer_path()))
+    pthread_once(&base_libc_once, find_base_libc);
+    if (hold_file(&files[nfiles], interposer_path()))
         first[nfirst++] = files[nfiles++].path;
     else
         first[nfirst++] = interposer_path();
     if (base_libm(libm, sizeof libm) != NULL)
-        first[nfirst++] = hold_file(c, &files[nfiles], libm) ? files[nfiles++].path : libm;
+        first[nfirst++] = hold_file(&files[nfiles], libm) ? files[nfiles++].path : libm;
     if (c->global_lib != NULL) {
         /* its own global library, and not the service it stands in for
          * (its own libpython for the base's) */
@@ -290,20 +306,14 @@ int ns_create(vlcs_ctx *c)
         elf_soname_of(c->global_lib, soname, sizeof soname);
         except = soname;
     }
-    /* libc, and glibc's libpthread.so.0 (a stub since 2.34, which most
-     * native wheels still name: OpenBLAS, libgomp, torch) so that no
-     * library asks for it by name.  ld.so itself, which every namespace
-     * shares, comes as libc's DT_NEEDED (listed, by any name, it breaks
-     * ld.so's own bookkeeping of the namespace). */
-    if (hold_file(c, &files[nfiles], base_libc)) {
+    /* libc last; ld.so itself, which every namespace shares, comes as
+     * libc's DT_NEEDED (listed, by any name, it breaks ld.so's own
+     * bookkeeping of the namespace) */
+    if (hold_file(&files[nfiles], base_libc))
         last[nlast++] = files[nfiles++].path;
-        if (base_pthread[0] == '/' && hold_file(c, &files[nfiles], base_pthread))
-            last[nlast++] = files[nfiles++].path;
-    }
     int root = -1;
     int code = services_root(first, nfirst, last, nlast, except, &root, why, sizeof why);
     if (code != VLCS_OK) {
-        ns_release_held(c);
         set_error(code, "Error creating the namespace of context '%s': %s", c->name, why);
         return -1;
     }
@@ -321,7 +331,6 @@ int ns_create(vlcs_ctx *c)
         if (root >= 0)
             close(root);
         c->ns.root_fd = -1;
-        ns_release_held(c);
         load_error(c, "the vlcs interposer (creating its namespace)", dlerror());
         return -1;
     }
@@ -482,7 +491,6 @@ fail:
         close(c->ns.root_fd);
     c->ns.root_fd = -1;
     ns_forget_given(c);
-    ns_release_held(c);
     return -1;
 }
 
@@ -522,7 +530,6 @@ void ns_teardown(vlcs_ctx *c)
     c->ns.ip_handle = NULL;
     fork_forget(c);
     ns_forget_given(c);
-    ns_release_held(c);
     /* the namespace's libc is gone: its stream pointers with it */
     for (int i = 0; i < 3; i++)
         c->ns.stdio_slot[i] = NULL;

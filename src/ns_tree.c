@@ -1,17 +1,24 @@
 /*
- * ns_tree.c - a load into a namespace, asking the file system as little as
- * a second context should: the libraries the file needs are found as ld.so
- * would find them (elf_search.c, whose answers are remembered) and read
- * from descriptors held while the namespace lives (copy_origins.c), then
- * loaded by the paths ld.so would have found, dependencies first.  When ld.so then loads
- * the file, each name it needs is one a loaded object has as its soname:
- * it searches nothing (a miss in every RUNPATH folder, ld.so.cache, the
- * system's folders: 22 calls for numpy's second context before), and opens
- * each library once.
+ * ns_tree.c - a load into a namespace asking the file system once per
+ * library, and nothing it asked before.
  *
- * Anything it cannot plan (a file it cannot read, a name it cannot find, a
- * library that does not load on its own: one that needs a symbol of a
- * sibling it does not name) is left to ld.so, as before.
+ * ld.so finds each library a file needs by searching: every RUNPATH
+ * folder, LD_LIBRARY_PATH, ld.so.cache, the system's folders, for every
+ * namespace again (22 calls for numpy's second context, most of them
+ * misses).  Here the first load of a file finds its tree as ld.so would
+ * (elf_search.c, whose answers are remembered) and keeps it as a plan: its
+ * libraries, dependencies first, each with the path ld.so would load it by
+ * and its soname.  Every load of that file then loads the libraries of the
+ * plan the namespace lacks by those paths before the file itself, so that
+ * each name ld.so looks for is one a loaded object has as its soname: it
+ * searches nothing, and opens each library once.  glibc's own stubs
+ * (libpthread.so.0, libdl.so.2, ...) come from descriptors the process
+ * holds, so they cost no call at all.
+ *
+ * A plan is made again after vlcs_invalidate_caches (resolved.c's
+ * generation).  What cannot be planned (a file that cannot be read, a name
+ * that cannot be found, a library that does not load on its own: one that
+ * needs a symbol of a sibling it does not name) is left to ld.so.
  */
 #include "common.h"
 #include "context.h"
@@ -20,24 +27,202 @@
 #include "handles.h"
 #include "ns_tree.h"
 #include "registry.h"
+#include "resolved.h"
 #include "service.h"
 
 #include <elf.h>
-#include <link.h>
 #include <limits.h>
+#include <link.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 enum { MAX_ITEMS = 128 };
 
+/* ---- plans ----------------------------------------------------------------- */
+
+struct dep {
+    char *path;   /* as ld.so would load it: the folder it searched, and the name */
+    char *soname; /* NULL: none (ld.so then matches it by path only) */
+};
+
+struct plan {
+    char *key; /* the file's real path and LD_LIBRARY_PATH; NULL: a free slot */
+    unsigned generation; /* resolved_generation() it was made at */
+    bool unplannable;    /* ld.so finds its tree */
+    struct dep *deps;    /* dependencies first; not the file itself */
+    size_t ndeps;
+};
+
+static pthread_mutex_t plans_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct plan *plans; /* open addressing; cap a power of two */
+static size_t plans_cap, plans_used;
+
+static uint64_t hash(const char *s)
+{
+    uint64_t h = 1469598103934665603ull; /* FNV-1a */
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * 1099511628211ull;
+    return h;
+}
+
+static struct plan *slot(struct plan *t, size_t n, const char *key)
+{
+    for (size_t i = hash(key) & (n - 1);; i = (i + 1) & (n - 1))
+        if (t[i].key == NULL || strcmp(t[i].key, key) == 0)
+            return &t[i];
+}
+
+static void plan_clear(struct plan *p)
+{
+    for (size_t i = 0; i < p->ndeps; i++) {
+        free(p->deps[i].path);
+        free(p->deps[i].soname);
+    }
+    free(p->deps);
+    p->deps = NULL;
+    p->ndeps = 0;
+}
+
+/* Room for one more plan (with plans_lock held); false when out of memory. */
+static bool room(void)
+{
+    if ((plans_used + 1) * 4 <= plans_cap * 3)
+        return true;
+    size_t n = plans_cap ? plans_cap * 2 : 64;
+    struct plan *t = calloc(n, sizeof *t);
+    if (t == NULL)
+        return false;
+    for (size_t i = 0; i < plans_cap; i++)
+        if (plans[i].key != NULL)
+            *slot(t, n, plans[i].key) = plans[i];
+    free(plans);
+    plans = t;
+    plans_cap = n;
+    return true;
+}
+
+/* ---- making a plan ------------------------------------------------------------ */
+
 struct item {
     char origin[PATH_MAX]; /* its real path */
-    char path[PATH_MAX];   /* the path ld.so would load it by (its name in the namespace) */
+    char path[PATH_MAX];   /* the path ld.so would load it by */
     struct elf_names names;
-    int ofd;    /* held (copy_origins.c), or -1 */
     int loader; /* the item that first needed it, -1: the file asked for */
     bool done;  /* placed in the load order */
 };
+
+/* What every namespace has already, or reaches through the Service
+ * context: ld.so takes the name for it without a search. */
+static bool everywhere(const char *name)
+{
+    return strncmp(name, "libc.so", 7) == 0 || strncmp(name, "ld-linux", 8) == 0 ||
+           strncmp(name, "ld64.so", 7) == 0 || services_has(name);
+}
+
+/* Breadth first from items[0]: each item read (from the file copy mode
+ * may hold already), the names it needs resolved and queued, into *count
+ * items.  Whether the whole tree is known. */
+static bool read_tree(struct item *items, size_t *count)
+{
+    char why[PATH_MAX + 256];
+    size_t n = 1;
+    *count = 1;
+    for (size_t i = 0; i < n; i++, *count = n) {
+        struct item *it = &items[i];
+        int fd = origin_hold(it->origin, why, sizeof why);
+        if (fd < 0)
+            return false;
+        int code = elf_names_read(fd, it->origin, &it->names, why, sizeof why);
+        origin_release(fd);
+        if (code != VLCS_OK)
+            return false;
+        for (size_t k = 0; k < it->names.nneeded; k++) {
+            const char *need = elf_str(&it->names, it->names.needed[k]);
+            if (everywhere(need))
+                continue;
+            struct elf_from chain[32];
+            size_t nchain = 0;
+            for (int j = (int)i; j >= 0 && nchain < 32; j = items[j].loader)
+                chain[nchain++] = (struct elf_from){&items[j].names, items[j].origin};
+            char dep[PATH_MAX], found[PATH_MAX];
+            if (elf_resolve_found(need, chain, nchain, dep, found) != 0)
+                return false; /* ld.so says what is missing */
+            size_t j = 0;
+            while (j < n && strcmp(items[j].origin, dep) != 0)
+                j++;
+            if (j < n)
+                continue;
+            if (n == MAX_ITEMS)
+                return false;
+            snprintf(items[n].origin, sizeof items[n].origin, "%s", dep);
+            snprintf(items[n].path, sizeof items[n].path, "%s", found);
+            items[n].loader = (int)i;
+            n++;
+        }
+    }
+    *count = n;
+    return true;
+}
+
+/* items[i]'s dependencies, then items[i], into order. */
+static void post_order(struct item *items, size_t n, size_t i, size_t *order, size_t *norder)
+{
+    if (items[i].done)
+        return;
+    items[i].done = true;
+    for (size_t k = 0; k < items[i].names.nneeded; k++) {
+        const char *need = elf_str(&items[i].names, items[i].names.needed[k]);
+        for (size_t j = 1; j < n; j++) {
+            const char *so = elf_str(&items[j].names, items[j].names.soname);
+            if (!items[j].done && ((so != NULL && strcmp(so, need) == 0) ||
+                                   strcmp(base_name(items[j].path), need) == 0))
+                post_order(items, n, j, order, norder);
+        }
+    }
+    order[(*norder)++] = i;
+}
+
+/* p's dependencies (p->deps), from the file at real; false when its tree
+ * cannot be known (out of memory included). */
+static bool make_plan(struct plan *p, const char *real)
+{
+    struct item *items = calloc(MAX_ITEMS, sizeof *items);
+    size_t *order = calloc(MAX_ITEMS, sizeof *order);
+    size_t n = 0, norder = 0;
+    bool ok = items != NULL && order != NULL;
+    if (ok) {
+        snprintf(items[0].origin, sizeof items[0].origin, "%s", real);
+        items[0].loader = -1;
+        ok = read_tree(items, &n);
+    }
+    if (ok) {
+        post_order(items, n, 0, order, &norder);
+        p->deps = calloc(norder, sizeof *p->deps);
+        ok = p->deps != NULL;
+    }
+    for (size_t k = 0; ok && k < norder; k++) {
+        const struct item *it = &items[order[k]];
+        if (order[k] == 0)
+            continue; /* the file itself: the caller loads it as asked */
+        const char *so = elf_str(&it->names, it->names.soname);
+        struct dep *d = &p->deps[p->ndeps];
+        d->path = strdup(it->path);
+        d->soname = so != NULL ? strdup(so) : NULL;
+        p->ndeps++;
+        ok = d->path != NULL && (so == NULL || d->soname != NULL);
+    }
+    for (size_t i = 0; i < n; i++)
+        if (items[i].names.strtab != NULL)
+            elf_names_free(&items[i].names);
+    free(items);
+    free(order);
+    if (!ok)
+        plan_clear(p);
+    return ok;
+}
+
+/* ---- loading by a plan -------------------------------------------------------- */
 
 /* The SONAME of a loaded object, read from its dynamic section (ld.so has
  * made DT_STRTAB an address there, unless the section is read-only); NULL
@@ -82,8 +267,7 @@ static int walk_locked(struct dl_phdr_info *info, size_t size, void *arg)
     return 1;
 }
 
-/* Whether an object of c's namespace has name as its soname: ld.so takes a
- * needed name for it without searching. */
+/* Whether an object of c's namespace has name as its soname. */
 static bool in_namespace(const vlcs_ctx *c, const char *name)
 {
     struct query q = {c, name, false};
@@ -91,133 +275,99 @@ static bool in_namespace(const vlcs_ctx *c, const char *name)
     return q.found;
 }
 
-int ns_hold(vlcs_ctx *c, int fd)
+/* glibc's stubs since 2.34 (and its small libraries before): held by the
+ * process and loaded by /proc/PID/fd/N, which asks the file system
+ * nothing; named so in the namespace (a debugger opens that path). */
+static const char *const stubs[] = {"libpthread.so.0", "libdl.so.2", "librt.so.1",
+                                    "libutil.so.1", "libanl.so.1", NULL};
+static char stub_paths[sizeof stubs / sizeof *stubs][FD_PATH_SIZE];
+static pthread_once_t stubs_once = PTHREAD_ONCE_INIT;
+
+static void hold_stubs(void)
 {
-    for (size_t i = 0; i < c->ns.nheld; i++)
-        if (c->ns.held[i] == fd) {
-            origin_release(fd);
-            return 0;
-        }
-    if (array_grow((void **)&c->ns.held, &c->ns.capheld, c->ns.nheld, sizeof *c->ns.held) != 0) {
-        origin_release(fd);
-        return -1;
+    char real[PATH_MAX], why[PATH_MAX + 64];
+    for (size_t i = 0; stubs[i] != NULL; i++) {
+        int fd = elf_resolve(stubs[i], NULL, 0, real) == 0 ? origin_hold(real, why, sizeof why)
+                                                            : -1;
+        if (fd >= 0) /* for the process's life */
+            fd_path(stub_paths[i], sizeof stub_paths[i], fd);
     }
-    c->ns.held[c->ns.nheld++] = fd;
-    return 0;
 }
 
-/* Breadth first from items[0]: each item read, the names it needs that
- * the namespace lacks resolved and queued, into *n items.  Whether the
- * whole tree is planned. */
-static bool plan(vlcs_ctx *c, struct item *items, size_t *count)
+static const char *load_path(const struct dep *d)
 {
-    char why[PATH_MAX + 256];
-    size_t n = 1;
-    *count = 1;
-    for (size_t i = 0; i < n; i++, *count = n) {
-        struct item *it = &items[i];
-        it->ofd = origin_hold(it->origin, why, sizeof why);
-        if (it->ofd < 0 || ns_hold(c, it->ofd) != 0 ||
-            elf_names_read(it->ofd, it->origin, &it->names, why, sizeof why) != VLCS_OK)
-            return false;
-        for (size_t k = 0; k < it->names.nneeded; k++) {
-            const char *need = elf_str(&it->names, it->names.needed[k]);
-            if (in_namespace(c, need) || services_has(need))
-                continue;
-            struct elf_from chain[32];
-            size_t nchain = 0;
-            for (int j = (int)i; j >= 0 && nchain < 32; j = items[j].loader)
-                chain[nchain++] = (struct elf_from){&items[j].names, items[j].origin};
-            char dep[PATH_MAX], found[PATH_MAX];
-            if (elf_resolve_found(need, chain, nchain, dep, found) != 0)
-                return false; /* ld.so says what is missing */
-            size_t j = 0;
-            while (j < n && strcmp(items[j].origin, dep) != 0)
-                j++;
-            if (j < n)
-                continue;
-            if (n == MAX_ITEMS)
-                return false;
-            snprintf(items[n].origin, sizeof items[n].origin, "%s", dep);
-            snprintf(items[n].path, sizeof items[n].path, "%s", found);
-            items[n].ofd = -1;
-            items[n].loader = (int)i;
-            n++;
-        }
-    }
-    *count = n;
-    return true;
-}
-
-/* items[i]'s dependencies, then items[i], into order (loads of the same
- * file once). */
-static void post_order(struct item *items, size_t n, size_t i, size_t *order, size_t *norder)
-{
-    if (items[i].done)
-        return;
-    items[i].done = true;
-    for (size_t k = 0; k < items[i].names.nneeded; k++) {
-        const char *need = elf_str(&items[i].names, items[i].names.needed[k]);
-        for (size_t j = 1; j < n; j++) {
-            const char *so = elf_str(&items[j].names, items[j].names.soname);
-            if (!items[j].done && ((so != NULL && strcmp(so, need) == 0) ||
-                                   strcmp(base_name(items[j].origin), need) == 0))
-                post_order(items, n, j, order, norder);
-        }
-    }
-    order[(*norder)++] = i;
+    if (d->soname == NULL)
+        return d->path;
+    pthread_once(&stubs_once, hold_stubs);
+    for (size_t i = 0; stubs[i] != NULL; i++)
+        if (strcmp(d->soname, stubs[i]) == 0 && stub_paths[i][0] != '\0')
+            return stub_paths[i];
+    return d->path;
 }
 
 int ns_preload_tree(vlcs_ctx *c, const char *path)
 {
-    struct item *items = calloc(MAX_ITEMS, sizeof *items);
-    size_t *order = calloc(MAX_ITEMS, sizeof *order);
-    void **handles = calloc(MAX_ITEMS, sizeof *handles);
-    size_t n = 0, norder = 0, loaded = 0;
-    int rc = -1;
     /* a name (not a path) ld.so looks up from libvlcs's own RUNPATH too;
-     * a /proc/PID/fd/N (a program's copy) has no file to hold */
+     * a /proc/PID/fd/N (a program's copy) has no file to plan from */
     if (strchr(path, '/') == NULL || strncmp(path, "/proc/", 6) == 0)
+        return -1;
+    char *real = malloc(PATH_MAX), *key = malloc(PATH_MAX * 2);
+    int rc = -1;
+    if (real == NULL || key == NULL || elf_resolve(path, NULL, 0, real) != 0)
         goto out;
-    if (items == NULL || order == NULL || handles == NULL ||
-        elf_resolve(path, NULL, 0, items[0].origin) != 0)
+    const char *lib_path = getenv("LD_LIBRARY_PATH");
+    if ((size_t)snprintf(key, PATH_MAX * 2, "%s\x1f%s", real, lib_path ? lib_path : "") >=
+        PATH_MAX * 2)
         goto out;
-    items[0].ofd = -1;
-    items[0].loader = -1;
-    if (!plan(c, items, &n))
-        goto out;
-    post_order(items, n, 0, order, &norder);
-    rc = 0;
-    for (size_t k = 0; k < norder && rc == 0; k++) {
-        if (order[k] == 0)
-            continue; /* the file asked for: the caller loads it as asked */
-        void *h = dlmopen(c->ns.lmid, items[order[k]].path, RTLD_NOW | RTLD_LOCAL);
-        if (h == NULL)
-            rc = -1; /* it needs more than its own tree: ld.so loads it with its loader's */
-        else
-            handles[loaded++] = h;
+    /* The plan's copy: made (once) and read under the lock, loaded without
+     * it (a library's constructor may load in another context). */
+    struct plan mine = {0};
+    pthread_mutex_lock(&plans_lock);
+    struct plan *p = plans != NULL ? slot(plans, plans_cap, key) : NULL;
+    if (p == NULL || p->key == NULL || p->generation != resolved_generation()) {
+        if (p == NULL || p->key == NULL) {
+            p = room() ? slot(plans, plans_cap, key) : NULL;
+            if (p != NULL && (p->key = strdup(key)) != NULL)
+                plans_used++;
+            else
+                p = NULL;
+        } else {
+            plan_clear(p);
+        }
+        if (p != NULL) {
+            p->generation = resolved_generation();
+            p->unplannable = !make_plan(p, real);
+        }
     }
-    for (size_t k = 0; k < loaded; k++)
-        if (rc == 0 && ns_note_handle(c, handles[k]) != 0)
-            dlclose(handles[k]);
-    for (size_t k = loaded; rc != 0 && k-- > 0;) /* dependents first */
-        dlclose(handles[k]);
+    bool ok = p != NULL && !p->unplannable && (mine.deps = calloc(p->ndeps + 1, sizeof *mine.deps));
+    for (size_t i = 0; ok && i < p->ndeps; i++, mine.ndeps++) {
+        mine.deps[i].path = strdup(p->deps[i].path);
+        mine.deps[i].soname = p->deps[i].soname ? strdup(p->deps[i].soname) : NULL;
+        ok = mine.deps[i].path != NULL && (p->deps[i].soname == NULL || mine.deps[i].soname);
+    }
+    pthread_mutex_unlock(&plans_lock);
+    if (!ok)
+        goto done;
+    size_t before = c->nhandles;
+    rc = 0;
+    for (size_t i = 0; i < mine.ndeps && rc == 0; i++) {
+        const struct dep *d = &mine.deps[i];
+        if (d->soname != NULL && (in_namespace(c, d->soname) || services_has(d->soname)))
+            continue;
+        void *h = dlmopen(c->ns.lmid, load_path(d), RTLD_NOW | RTLD_LOCAL);
+        if (h == NULL || ns_note_handle(c, h) != 0) {
+            if (h != NULL)
+                dlclose(h);
+            rc = -1; /* it needs more than its own tree: ld.so loads it with its loader's */
+        }
+    }
+    if (rc != 0)
+        ns_close_since(c, before);
     (void)dlerror();
+done:
+    plan_clear(&mine);
 out:
-    for (size_t i = 0; i < n; i++)
-        if (items[i].names.strtab != NULL)
-            elf_names_free(&items[i].names);
-    free(items);
-    free(order);
-    free(handles);
+    free(real);
+    free(key);
     return rc;
-}
-
-void ns_release_held(vlcs_ctx *c)
-{
-    for (size_t i = 0; i < c->ns.nheld; i++)
-        origin_release(c->ns.held[i]);
-    free(c->ns.held);
-    c->ns.held = NULL;
-    c->ns.nheld = c->ns.capheld = 0;
 }

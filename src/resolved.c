@@ -21,6 +21,9 @@ struct answer {
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static struct answer *table; /* open addressing; cap a power of two */
 static size_t cap, used;
+static _Atomic unsigned generation; /* moves on at each forget */
+
+unsigned resolved_generation(void) { return atomic_load(&generation); }
 
 static uint64_t hash(const char *s)
 {
@@ -103,6 +106,7 @@ void resolved_forget(void)
     free(table);
     table = NULL;
     cap = used = 0;
+    atomic_fetch_add(&generation, 1);
     pthread_mutex_unlock(&lock);
 }
 

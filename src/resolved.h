@@ -18,5 +18,8 @@ bool resolved_lookup(const char *key, char *real, char *found);
 void resolved_remember(const char *key, const char *real, const char *found);
 /* Forgets every answer. */
 void resolved_forget(void);
+/* Moves on whenever the answers are forgotten: what was made from them
+ * (ns_tree.c's plans) is made again. */
+unsigned resolved_generation(void);
 
 #endif
