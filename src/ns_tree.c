@@ -27,6 +27,7 @@
 #include "handles.h"
 #include "ns_tree.h"
 #include "registry.h"
+#include "keyed.h"
 #include "resolved.h"
 #include "service.h"
 
@@ -47,7 +48,6 @@ struct dep {
 };
 
 struct plan {
-    char *key; /* the file's real path and LD_LIBRARY_PATH; NULL: a free slot */
     unsigned generation; /* resolved_generation() it was made at */
     bool unplannable;    /* ld.so finds its tree */
     struct dep *deps;    /* dependencies first; not the file itself */
@@ -55,23 +55,7 @@ struct plan {
 };
 
 static pthread_mutex_t plans_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct plan *plans; /* open addressing; cap a power of two */
-static size_t plans_cap, plans_used;
-
-static uint64_t hash(const char *s)
-{
-    uint64_t h = 1469598103934665603ull; /* FNV-1a */
-    for (; *s; s++)
-        h = (h ^ (unsigned char)*s) * 1099511628211ull;
-    return h;
-}
-
-static struct plan *slot(struct plan *t, size_t n, const char *key)
-{
-    for (size_t i = hash(key) & (n - 1);; i = (i + 1) & (n - 1))
-        if (t[i].key == NULL || strcmp(t[i].key, key) == 0)
-            return &t[i];
-}
+static struct keyed plans; /* the file's real path and LD_LIBRARY_PATH -> struct plan */
 
 static void plan_clear(struct plan *p)
 {
@@ -82,24 +66,6 @@ static void plan_clear(struct plan *p)
     free(p->deps);
     p->deps = NULL;
     p->ndeps = 0;
-}
-
-/* Room for one more plan (with plans_lock held); false when out of memory. */
-static bool room(void)
-{
-    if ((plans_used + 1) * 4 <= plans_cap * 3)
-        return true;
-    size_t n = plans_cap ? plans_cap * 2 : 64;
-    struct plan *t = calloc(n, sizeof *t);
-    if (t == NULL)
-        return false;
-    for (size_t i = 0; i < plans_cap; i++)
-        if (plans[i].key != NULL)
-            *slot(t, n, plans[i].key) = plans[i];
-    free(plans);
-    plans = t;
-    plans_cap = n;
-    return true;
 }
 
 /* ---- making a plan ------------------------------------------------------------ */
@@ -323,21 +289,14 @@ int ns_preload_tree(vlcs_ctx *c, const char *path)
      * it (a library's constructor may load in another context). */
     struct plan mine = {0};
     pthread_mutex_lock(&plans_lock);
-    struct plan *p = plans != NULL ? slot(plans, plans_cap, key) : NULL;
-    if (p == NULL || p->key == NULL || p->generation != resolved_generation()) {
-        if (p == NULL || p->key == NULL) {
-            p = room() ? slot(plans, plans_cap, key) : NULL;
-            if (p != NULL && (p->key = strdup(key)) != NULL)
-                plans_used++;
-            else
-                p = NULL;
-        } else {
-            plan_clear(p);
-        }
-        if (p != NULL) {
-            p->generation = resolved_generation();
-            p->unplannable = !make_plan(p, real);
-        }
+    struct keyed_entry *e = keyed_put(&plans, key);
+    struct plan *p = e != NULL ? e->value : NULL;
+    if (e != NULL && p == NULL && (p = e->value = calloc(1, sizeof *p)) != NULL)
+        p->generation = resolved_generation() - 1; /* made below */
+    if (p != NULL && p->generation != resolved_generation()) {
+        plan_clear(p);
+        p->generation = resolved_generation();
+        p->unplannable = !make_plan(p, real);
     }
     bool ok = p != NULL && !p->unplannable && (mine.deps = calloc(p->ndeps + 1, sizeof *mine.deps));
     for (size_t i = 0; ok && i < p->ndeps; i++, mine.ndeps++) {

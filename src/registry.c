@@ -220,3 +220,11 @@ const char *base_name(const char *path)
     const char *s = strrchr(path, '/');
     return s ? s + 1 : path;
 }
+
+uint64_t str_hash(const char *s)
+{
+    uint64_t h = 1469598103934665603ull; /* FNV-1a */
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * 1099511628211ull;
+    return h;
+}

@@ -44,4 +44,7 @@ HIDDEN int array_grow(void **arr, size_t *cap, size_t n, size_t elem);
 /* The file name of a path: "libfoo.so" of "/usr/lib/libfoo.so". */
 HIDDEN const char *base_name(const char *path);
 
+/* A string's hash (FNV-1a), for the tables keyed by paths. */
+HIDDEN uint64_t str_hash(const char *s);
+
 #endif
