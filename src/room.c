@@ -15,7 +15,8 @@
  *
  * Counting maps means reading /proc/self/maps, a line per map (tens of
  * milliseconds at 30,000), so a load counts again only when the last count
- * and what loads promised since (counted high) leave no room, when the
+ * and what loads promised since (counted high) leave less than twice the
+ * reserve (what the program opened or mapped itself is in no promise), when the
  * address space grew by more pages than the limit has maps since (the
  * program's own mappings: a page or more each), or every RECOUNT_EVERY
  * loads; otherwise a check is arithmetic and a read of /proc/self/statm.
@@ -137,7 +138,9 @@ static bool tally_take(struct tally *t, long (*count)(void), unsigned long need,
 {
     pthread_mutex_lock(&t->lock);
     bool stale = !t->counted || t->loads >= RECOUNT_EVERY || (slack != 0 && mark > t->mark + slack);
-    bool tight = limit < reserve || t->seen + t->since + need > limit - reserve;
+    /* within another reserve of the edge, counted at every load: what the
+     * process opened or mapped besides loads is in no estimate */
+    bool tight = limit < 2 * reserve || t->seen + t->since + need > limit - 2 * reserve;
     if (stale || tight) {
         long n = count();
         if (n >= 0) {

@@ -144,6 +144,12 @@ int main(void)
         c[n] = copies_with_probe(name, &h[n]);
         if (h[n] == NULL)
             break;
+        /* what is open besides the loads (the namespaces' files above) is
+         * counted too: no load takes the process into its reserve */
+        unsigned long limit = fds + 40, reserve = limit / 32 < 16 ? 16 : limit / 32;
+        CHECK(used_of(VLCS_LIMIT_DESCRIPTORS) <= limit - reserve,
+              "context %d left %lu of %lu descriptors open, inside the reserve of %lu", n,
+              used_of(VLCS_LIMIT_DESCRIPTORS), limit, reserve);
     }
     CHECK(n > 1 && n < MAX, "%d copy-mode contexts in %lu descriptors", n, fds + 40);
     CHECK_EQ(VLCS_LIMIT_DESCRIPTORS, vlcs_errlimit(), vlcs_error());
