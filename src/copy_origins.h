@@ -1,5 +1,6 @@
 /*
- * copy_origins.h - the original files of copy mode's copies, one descriptor each (copy_origins.c).
+ * copy_origins.h - the original files of copy mode's copies, and the few a
+ * namespace starts from: one descriptor each (copy_origins.c).
  */
 #ifndef VLCS_COPY_ORIGINS_H
 #define VLCS_COPY_ORIGINS_H

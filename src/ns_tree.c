@@ -4,7 +4,7 @@
  *
  * ld.so finds each library a file needs by searching: every RUNPATH
  * folder, LD_LIBRARY_PATH, ld.so.cache, the system's folders, for every
- * namespace again (22 calls for numpy's second context, most of them
+ * namespace again (for numpy, twenty calls a context, most of them
  * misses).  Here the first load of a file finds its tree as ld.so would
  * (elf_search.c, whose answers are remembered) and keeps it as a plan: its
  * libraries, dependencies first, each with the path ld.so would load it by

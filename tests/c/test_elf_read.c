@@ -207,8 +207,8 @@ static void broken_files(void)
             dyn_off = ph[i].p_offset;
     REFUSED("dynamic section cannot be read", good, dyn_off + 8);
 
-    /* a .dynsym whose size runs past the end of the file (the fuzzer's
-     * first find): left out, as are code sections that would */
+    /* a .dynsym whose size runs past the end of the file (a case the fuzzer
+     * found): left out, as are code sections that would */
     memcpy(f, good, size);
     ElfW(Shdr) *sh = (void *)(f + geh->e_shoff);
     bool lied = false;
