@@ -1,8 +1,9 @@
 /*
  * env.c - a context's environment as vlcs changes it: recorded until the
  * context has libraries, then the one its backend keeps (its namespace
- * libc's, or copy mode's: copies_env.c).  The public calls (runtime.c), elastic contexts'
- * OpenMP variables, GPU lists and tuner plans all change it here.
+ * libc's, or copy mode's: copies_env.c).  The public calls (runtime.c),
+ * elastic contexts' OpenMP variables, GPU lists and tuner plans all
+ * change it here.
  */
 #include "common.h"
 #include "env.h"
