@@ -32,18 +32,16 @@ static void *ns_load(vlcs_ctx *c, const char *path, bool fresh)
     void *h = dlmopen(c->ns.lmid, path, RTLD_NOW | RTLD_LOCAL);
     if (h == NULL) {
         load_error(c, base_name(path), dlerror());
+    } else if (ns_note_handle(c, h) != 0) {
+        dlclose(h);
+        h = NULL;
+        set_error(VLCS_E_SYSTEM, "Error loading %s into context '%s': out of memory", base_name(path),
+                  c->name);
+    }
+    if (h == NULL) {
         ns_close_since(c, before); /* its dependencies go with it, as ld.so's would */
         if (fresh) /* a typo must not use up one of glibc's few namespaces */
             ns_teardown(c);
-        return NULL;
-    }
-    if (ns_note_handle(c, h) != 0) {
-        dlclose(h);
-        set_error(VLCS_E_SYSTEM, "Error loading %s into context '%s': out of memory", base_name(path),
-                  c->name);
-        if (fresh)
-            ns_teardown(c);
-        return NULL;
     }
     return h;
 }
