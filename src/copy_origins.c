@@ -18,6 +18,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,6 +32,7 @@ struct origin {
     dev_t dev; /* the file the descriptor holds: a library replaced on */
     ino_t ino; /* disk (an upgrade) is another origin */
     unsigned checked; /* the generation in which the path last named it */
+    bool kept; /* held for the process's life (origin_keep) */
 };
 
 /* A path held is taken to name the same file until the caches are
@@ -99,6 +101,28 @@ int origin_hold(const char *real, char *why, size_t size)
     }
     pthread_mutex_unlock(&origins_lock);
     return code == VLCS_OK ? fd : -code;
+}
+
+int origin_keep(const char *real)
+{
+    pthread_mutex_lock(&origins_lock);
+    for (size_t i = 0; i < norigins; i++)
+        if (origins[i].kept && strcmp(origins[i].path, real) == 0) {
+            int fd = origins[i].fd;
+            pthread_mutex_unlock(&origins_lock);
+            return fd;
+        }
+    pthread_mutex_unlock(&origins_lock);
+    char why[PATH_MAX + 64];
+    int fd = origin_hold(real, why, sizeof why); /* its reference is never let go */
+    if (fd < 0)
+        return -1;
+    pthread_mutex_lock(&origins_lock);
+    for (size_t i = 0; i < norigins; i++)
+        if (origins[i].fd == fd)
+            origins[i].kept = true;
+    pthread_mutex_unlock(&origins_lock);
+    return fd;
 }
 
 void origin_release(int fd)

@@ -226,34 +226,9 @@ struct first_file {
     char path[FD_PATH_SIZE];
 };
 
-static pthread_mutex_t held_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct {
-    char *real;
-    int fd;
-} held[8];
-
 static bool hold_file(struct first_file *f, const char *real)
 {
-    if (real == NULL || real[0] != '/')
-        return false;
-    int fd = -1;
-    pthread_mutex_lock(&held_lock);
-    size_t i = 0;
-    while (i < sizeof held / sizeof *held && held[i].real != NULL && strcmp(held[i].real, real) != 0)
-        i++;
-    if (i < sizeof held / sizeof *held && held[i].real != NULL) {
-        fd = held[i].fd;
-    } else if (i < sizeof held / sizeof *held) {
-        char why[PATH_MAX + 64];
-        fd = origin_hold(real, why, sizeof why);
-        if (fd >= 0 && (held[i].real = strdup(real)) != NULL)
-            held[i].fd = fd;
-        else if (fd >= 0) {
-            origin_release(fd);
-            fd = -1;
-        }
-    }
-    pthread_mutex_unlock(&held_lock);
+    int fd = real != NULL && real[0] == '/' ? origin_keep(real) : -1;
     if (fd < 0)
         return false;
     f->real = real;

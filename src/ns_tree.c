@@ -251,11 +251,10 @@ static pthread_once_t stubs_once = PTHREAD_ONCE_INIT;
 
 static void hold_stubs(void)
 {
-    char real[PATH_MAX], why[PATH_MAX + 64];
+    char real[PATH_MAX];
     for (size_t i = 0; stubs[i] != NULL; i++) {
-        int fd = elf_resolve(stubs[i], NULL, 0, real) == 0 ? origin_hold(real, why, sizeof why)
-                                                            : -1;
-        if (fd >= 0) /* for the process's life */
+        int fd = elf_resolve(stubs[i], NULL, 0, real) == 0 ? origin_keep(real) : -1;
+        if (fd >= 0)
             fd_path(stub_paths[i], sizeof stub_paths[i], fd);
     }
 }
