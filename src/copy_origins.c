@@ -97,6 +97,7 @@ int origin_hold(const char *real, char *why, size_t size)
         origins[norigins].dev = st.st_dev;
         origins[norigins].ino = st.st_ino;
         origins[norigins].checked = generation;
+        origins[norigins].kept = false;
         norigins++;
     }
     pthread_mutex_unlock(&origins_lock);
