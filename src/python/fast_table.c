@@ -337,6 +337,7 @@ static PyObject *shared_names; /* set: top-level names one module for all */
 static PyObject *context_names; /* set: top-level names any context ever held */
 static PyObject *verdicts; /* dict: name -> SHARED / ANYWHERE / BASE_ONLY */
 static PyObject *slow_import; /* the Python __import__ */
+static PyObject *slow_import_module; /* the Python importlib.import_module */
 static PyObject *str_slow_getitem, *str_slow_contains, *str_slow_get;
 static void *(*thread_context)(void); /* vlcs_current */
 static void *(*c_caller)(void); /* vlcs_python_c_caller */
@@ -1201,6 +1202,58 @@ slow:
     return PyObject_Vectorcall(slow_import, args, (size_t)nargs, kwnames);
 }
 
+/* importlib.import_module: an absolute name the base's code imports (or a
+ * shared one), already in the storage and complete, is what CPython's
+ * import_module answers; one a context's module imports, already in its
+ * table, is what the Python door answers.  Both without a frame of the
+ * door (python/vlcs/_isolation/imports.py); it decides the rest. */
+static PyObject *door_import_module(PyObject *mod, PyObject *const *args, Py_ssize_t nargs,
+                                    PyObject *kwnames)
+{
+    (void)mod;
+    if (kwnames != NULL || nargs < 1 || nargs > 2 || !PyUnicode_CheckExact(args[0]) ||
+        PyUnicode_GET_LENGTH(args[0]) == 0 || PyUnicode_READ_CHAR(args[0], 0) == '.')
+        goto slow; /* relative names and the errors: the door's */
+    PyObject *name = args[0];
+    int verdict = verdict_known(name);
+    if (verdict < 0)
+        verdict = name_verdict(name);
+    if (verdict < 0)
+        return NULL;
+    if (verdict != SHARED) {
+        PyObject *table = NULL;
+        enum answer answer = decide_quickly(true, &table);
+        if (answer == TABLE) {
+            /* A context's module asks: what the door's load() answers, the
+             * module in its table.  Other callers (the script's code in a
+             * `with`, a base module's) are the door's to decide. */
+            frame_t *f = frame_current(thread_state());
+            struct slot *s = f ? map_find(&owners, (uintptr_t)frame_globals(f)) : NULL;
+            if (s == NULL || s->kind != OWNED || s->modules != table)
+                goto slow;
+            PyObject *module = PyDict_GetItemWithError(table, name); /* borrowed */
+            if (module == NULL && PyErr_Occurred())
+                return NULL;
+            if (module == NULL || module == Py_None)
+                goto slow;
+            return Py_NewRef(module);
+        }
+        if (answer != STORAGE)
+            goto slow; /* one the frames alone do not decide */
+    }
+    PyObject *module = PyDict_GetItemWithError(PyImport_GetModuleDict(), name); /* borrowed */
+    if (module == NULL) {
+        if (PyErr_Occurred())
+            return NULL;
+        goto slow;
+    }
+    if (module == Py_None || initializing(module))
+        goto slow; /* CPython's error; CPython waits for the thread importing it */
+    return Py_NewRef(module);
+slow:
+    return PyObject_Vectorcall(slow_import_module, args, (size_t)nargs, kwnames);
+}
+
 /* --- where libpython keeps the thread state (3.12+) --------------------------- */
 
 #if PY_VERSION_HEX >= 0x030C0000
@@ -1291,10 +1344,11 @@ static void tstate_offset_find(void)
 static PyObject *fast_configure(PyObject *mod, PyObject *args)
 {
     (void)mod;
-    PyObject *shared, *in_contexts, *base, *door, *current, *epoch, *caller;
+    PyObject *shared, *in_contexts, *base, *door, *door_module, *current, *epoch, *caller;
     Py_buffer reads, imports;
-    if (!PyArg_ParseTuple(args, "O!O!OOOOOy*y*", &PySet_Type, &shared, &PySet_Type, &in_contexts,
-                          &base, &door, &current, &epoch, &caller, &reads, &imports))
+    if (!PyArg_ParseTuple(args, "O!O!OOOOOOy*y*", &PySet_Type, &shared, &PySet_Type,
+                          &in_contexts, &base, &door, &door_module, &current, &epoch, &caller,
+                          &reads, &imports))
         return NULL;
     bool ok = reads.len == 256 && imports.len == 256;
     if (ok) {
@@ -1326,6 +1380,7 @@ static PyObject *fast_configure(PyObject *mod, PyObject *args)
     Py_XSETREF(shared_names, Py_NewRef(shared));
     Py_XSETREF(context_names, Py_NewRef(in_contexts));
     Py_XSETREF(slow_import, Py_NewRef(door));
+    Py_XSETREF(slow_import_module, Py_NewRef(door_module));
     Py_XSETREF(base_owner, Py_NewRef(base));
     *(void **)&thread_context = fn;
     *(void **)&c_caller = caller_fn;
@@ -1477,8 +1532,12 @@ static PyObject *fast_acting_top(PyObject *mod, PyObject *unused)
 static PyMethodDef fast_functions[] = {
     {"import_", (PyCFunction)(void (*)(void))door_import, METH_FASTCALL | METH_KEYWORDS,
      "__import__(name, globals=None, locals=None, fromlist=(), level=0)"},
+    {"import_module", (PyCFunction)(void (*)(void))door_import_module,
+     METH_FASTCALL | METH_KEYWORDS,
+     "import_module($module, /, name, package=None)\n--\n\n"
+     "importlib.import_module, with the caller's owner's modules."},
     {"configure", fast_configure, METH_VARARGS,
-     "configure(shared, in_contexts, base, python_import, vlcs_current_address, vlcs_owner_epoch_address, vlcs_python_c_caller_address, op_kinds, import_ops)"},
+     "configure(shared, in_contexts, base, python_import, python_import_module, vlcs_current_address, vlcs_owner_epoch_address, vlcs_python_c_caller_address, op_kinds, import_ops)"},
     {"names_changed", fast_names_changed, METH_NOARGS,
      "The shared names or the contexts' names grew: forget the verdicts."},
     {"own", fast_own, METH_VARARGS, "own(globals, table): code with these globals is table's owner's (None: the base's)."},

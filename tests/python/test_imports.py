@@ -203,6 +203,65 @@ def test_base_package_lazy_submodule_first_touched_inside_a_context_stays_the_ba
     assert all(r.values()), r
 
 
+@needs("numpy")
+def test_import_module_gives_each_owner_its_own_module_and_cpythons_errors():
+    # importlib.import_module of a module the base holds is answered in C
+    # (the base's code pays no Python frame for it): the answer must still
+    # be each caller's own module, and CPython's errors must stay CPython's.
+    r = run_code(
+        """
+        import importlib, json, sys, threading
+        import numpy as np
+        def error(name, *args):
+            try:
+                importlib.import_module(name, *args)
+            except Exception as e:
+                return f"{type(e).__name__}: {e}"
+        sys.modules["vlcs_halted"] = None
+        BAD = [("vlcs_halted",), ("",), ("vlcs_no_such_module",), (3,), (".x",), (".x", "json")]
+        plain_errors = [error(*bad) for bad in BAD]
+        import os, tempfile
+        d = tempfile.mkdtemp()
+        with open(os.path.join(d, "vlcs_asks.py"), "w") as f:
+            f.write("import importlib\\n")
+            f.write("def ask(name):\\n    return importlib.import_module(name)\\n")
+        sys.path.insert(0, d)
+        import vlcs_asks as base_asks
+        import vlcs
+        a = vlcs.VLC(cpus="0", name="a")
+        with a:
+            import vlcs_asks as a_asks
+            anp = importlib.import_module("numpy")
+            alinalg = importlib.import_module("numpy.linalg")
+            import numpy as anp_statement
+        seen = []
+        def in_a():
+            with a:
+                seen.append(importlib.import_module("numpy"))
+        t = threading.Thread(target=in_a)
+        t.start()
+        t.join()
+        print(json.dumps({
+            "context_private": anp is not np and alinalg is not np.linalg,
+            "context_same_as_statement": anp is anp_statement,
+            "thread_in_context": seen[0] is anp,
+            # a module's code is its owner's, whoever calls it
+            "context_module_asks": a_asks.ask("numpy") is anp and a_asks is not base_asks,
+            "context_module_asks_shared": a_asks.ask("json") is sys.modules["json"],
+            "base_module_asks": base_asks.ask("numpy") is np,
+            "base": importlib.import_module("numpy") is np,
+            "base_submodule": importlib.import_module("numpy.linalg") is np.linalg,
+            "base_after_package": importlib.import_module("numpy", "json") is np,
+            "shared": importlib.import_module("json") is sys.modules["json"],
+            "relative": importlib.import_module(".linalg", "numpy") is np.linalg,
+            "errors_as_plain": [error(*bad) for bad in BAD] == plain_errors,
+            "errors_given": all(plain_errors),
+        }))
+        """
+    )
+    assert all(r.values()), r
+
+
 # The base imports in one thread while a context's extension module
 # initialises in another: the base's new module must stay the base's (vlcs
 # takes into the context what the module's C code writes straight into the

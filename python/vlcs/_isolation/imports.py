@@ -18,7 +18,8 @@ CPython has three doors into the import system, and each is covered:
 
 * the ``import`` statement calls ``builtins.__import__`` with the importing
   module's globals: replaced here, it returns the owner's modules;
-* ``importlib.import_module``: replaced, same answer;
+* ``importlib.import_module``: replaced, same answer (a module already
+  held, for the base or a context's module, is answered in C);
 * C code (Cython's import helpers, ``PyImport_ImportModule``) reads the
   module table, which answers per owner, and calls
   ``importlib._bootstrap._find_and_load`` on a miss: replaced too.
@@ -247,14 +248,16 @@ def install(thread_owner: Any) -> None:
             _owners.in_contexts,
             BASE,
             _import,
+            _import_module,
             *_current_addresses(),
             _op_kinds(),
             _opcodes("IMPORT_NAME"),
         )
         _modtable.install()
-        # shared names and the base's import statements are answered in C
+        # shared names, and the base's import statements and import_module
+        # calls of modules it holds, are answered in C
         builtins.__import__ = _fast.import_
-        importlib.import_module = _import_module
+        importlib.import_module = _fast.import_module
         importlib.invalidate_caches = _loader.invalidate_caches
         _bootstrap._find_and_load = _find_and_load
 
