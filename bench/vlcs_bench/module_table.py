@@ -48,6 +48,15 @@ _OPS = {
     # lazy loaders and entry points call it in loops
     "import_module": 'importlib.import_module("vlcs_bench_reads")',
     "import_module_stdlib": 'importlib.import_module("json")',
+    # __import__ called as a function, and pickle's C import of a class
+    "dunder_import": '__import__("vlcs_bench_reads")',
+    "pickle_roundtrip": "pickle.loads(pickle.dumps(K()))",
+    # the whole table, and the process views a context forges for its code
+    "iterate": "list(sys.modules)",
+    "len": "len(sys.modules)",
+    "environ_get": 'os.environ.get("HOME")',
+    "cpu_count": "os.cpu_count()",
+    "sched_getaffinity": "os.sched_getaffinity(0)",
     # the script's own code (__main__, shared like the standard library)
     "script_contains_package": '"vlcs_bench_reads" in sys.modules',
 }
@@ -72,7 +81,7 @@ import json, os, sys, tempfile, timeit
 N, R, MODE = {number}, {repeat}, {mode!r}
 MISSING = "vlcs_bench_not_a_module"
 SRC = """
-import importlib, sys, timeit
+import importlib, os, pickle, sys, timeit
 def f_import():
     import os
 def f_from():
@@ -82,6 +91,8 @@ def f_import_package():
 def f_from_package():
     from vlcs_bench_reads import D
 D = dict(sys.modules)  # the control: an exact dict
+class K:  # pickled: its class is found by importing this module
+    pass
 def measure(ops, number, repeat):
     out = {{}}
     for name, stmt in ops.items():
@@ -310,16 +321,24 @@ def run(repeats: int = 5, progress: bool = True, instructions: bool = False) -> 
     return result
 
 
-def _over_goal(r: dict[str, Any]) -> str:
+# The whole table and the process views answer a context's code with a view
+# of its own, made per call (its modules, its environment, its CPUs): not a
+# read of the same thing, so only the base is held to the goal there.
+_BASE_GOAL_ONLY = {"iterate", "len", "environ_get", "cpu_count", "sched_getaffinity"}
+
+
+def _over_goal(op: str, r: dict[str, Any]) -> str:
     """The report's mark for a read whose ratios miss the goal."""
-    met = r["base_ratio"] <= GOAL["base"] and r["context_ratio"] <= GOAL["context"]
+    context_met = op in _BASE_GOAL_ONLY or r["context_ratio"] <= GOAL["context"]
+    met = r["base_ratio"] <= GOAL["base"] and context_met
     return "" if met else "  over the goal"
 
 
 def report(result: dict[str, Any]) -> str:
     lines = [
         "vlcs bench imports: module-table reads (best of repeats, ns; ratio to no context)",
-        f"goal: base <= {GOAL['base']}x, context <= {GOAL['context']}x",
+        f"goal: base <= {GOAL['base']}x, context <= {GOAL['context']}x "
+        f"(base only for {', '.join(sorted(_BASE_GOAL_ONLY))}: a context's own view)",
         "",
     ]
     for entry in result["pythons"]:
@@ -331,7 +350,7 @@ def report(result: dict[str, Any]) -> str:
             f"  {'read':26} {'plain':>8} {'base':>8} {'ctx':>8} {'base x':>7} {'ctx x':>7}"
         )
         for op, r in entry["ops"].items():
-            met = _over_goal(r)
+            met = _over_goal(op, r)
             lines.append(
                 f"  {op:26} {r['plain_ns']:8.0f} {r['base_ns']:8.0f} {r['context_ns']:8.0f} "
                 f"{r['base_ratio']:7.1f} {r['context_ratio']:7.1f}{met}"
@@ -342,7 +361,7 @@ def report(result: dict[str, Any]) -> str:
         elif counted is not None:
             lines.append(f"  {'the same, in instructions':26} {'plain':>8} {'base':>8} {'ctx':>8}")
             for op, r in counted["ops"].items():
-                met = _over_goal(r)
+                met = _over_goal(op, r)
                 lines.append(
                     f"  {op:26} {r['plain']:8} {r['base']:8} {r['context']:8} "
                     f"{r['base_ratio']:7.2f} {r['context_ratio']:7.2f}{met}"

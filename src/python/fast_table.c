@@ -34,6 +34,7 @@
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h> /* first, as CPython asks; its pyconfig.h defines _GNU_SOURCE */
+#include <structmember.h> /* T_OBJECT, T_PYSSIZET, READONLY: 3.10 and 3.11 have them only here */
 #include <dlfcn.h>
 #include <link.h>
 #include <pthread.h>
@@ -933,6 +934,34 @@ static PyObject *table_get(PyObject *self, PyObject *const *args, Py_ssize_t nar
     return get_owned(self, args, nargs, verdict);
 }
 
+static getiterfunc dict_iter;
+static lenfunc dict_length;
+static PyObject *str_slow_iter, *str_slow_len;
+
+/* Iteration and len(): the base's code gets the storage's, as from a dict;
+ * the rest goes to the owner rules (modtable.py's _slow_iter, _slow_len),
+ * which answer with the owner's view. */
+static PyObject *table_iter(PyObject *self)
+{
+    PyObject *table = NULL;
+    if (decide_quickly(true, &table) == STORAGE)
+        return dict_iter(self);
+    return PyObject_CallMethodNoArgs(self, str_slow_iter);
+}
+
+static Py_ssize_t table_length(PyObject *self)
+{
+    PyObject *table = NULL;
+    if (decide_quickly(true, &table) == STORAGE)
+        return dict_length(self);
+    PyObject *n = PyObject_CallMethodNoArgs(self, str_slow_len);
+    if (n == NULL)
+        return -1;
+    Py_ssize_t len = PyLong_AsSsize_t(n);
+    Py_DECREF(n);
+    return len;
+}
+
 static PyMethodDef table_methods[] = {
     {"get", (PyCFunction)(void (*)(void))table_get, METH_FASTCALL,
      "D.get(name, default=None): the caller's owner's module, or default."},
@@ -945,6 +974,8 @@ static PyMethodDef table_methods[] = {
 static PyType_Slot table_slots[] = {
     {Py_mp_subscript, (void *)table_subscript},
     {Py_sq_contains, (void *)table_contains},
+    {Py_tp_iter, (void *)table_iter},
+    {Py_mp_length, (void *)table_length},
     {Py_tp_methods, table_methods},
     {Py_tp_doc, "sys.modules per owner: the reads in C, the rest set by modtable.py."},
     {0, NULL},
@@ -1169,17 +1200,27 @@ static PyObject *door_import(PyObject *mod, PyObject *const *args, Py_ssize_t na
     /* An import statement: the importing module decides. */
     PyThreadState *ts = thread_state();
     frame_t *f = frame_current(ts);
-    if (globals == NULL)
-        goto slow;
-    if (f == NULL || frame_globals(f) != globals || !import_op[frame_opcode(f)]) {
+    if (globals == NULL && level != 0)
+        goto slow; /* CPython's error */
+    if (f == NULL || globals == NULL || frame_globals(f) != globals ||
+        !import_op[frame_opcode(f)]) {
         /* C code's import (Cython's, PyImport_Import) with the globals of
          * the module that asks: the base's module's is the base's, unless a
          * context's C code is noted calling (src/service_python.c) */
-        struct slot *s = natives ? map_find(&owners, (uintptr_t)globals) : NULL;
+        struct slot *s = natives && globals ? map_find(&owners, (uintptr_t)globals) : NULL;
         if (s != NULL && s->kind == OWNED && s->modules == NULL &&
             (c_caller == NULL || c_caller() == NULL))
             return import_for_base(name, globals, locals, fromlist, level);
-        goto slow;
+        /* __import__ called as a function, pickle's PyImport_Import: whose
+         * it is, as the reads decide for C code; the base's, as above */
+        PyObject *table = NULL;
+        if (f == NULL || decide_quickly(false, &table) != STORAGE)
+            goto slow;
+        PyObject *module = import_from_table(PyImport_GetModuleDict(), name, globals, fromlist,
+                                             level, true);
+        if (module != NULL)
+            return module;
+        return import_for_base(name, globals, locals, fromlist, level);
     }
     struct slot *s = map_find(&owners, (uintptr_t)globals);
     if (s != NULL && s->modules == NULL &&
@@ -1253,6 +1294,140 @@ static PyObject *door_import_module(PyObject *mod, PyObject *const *args, Py_ssi
 slow:
     return PyObject_Vectorcall(slow_import_module, args, (size_t)nargs, kwnames);
 }
+
+/* decided(): whose code called the caller, where the frames alone decide
+ * it as owners.resolve(frame, native=False) would: the base's owner, or a
+ * context's table; None: ask the owner rules.  The views' and the table's
+ * Python methods ask it first, so that they pay a C call, not a walk of the
+ * frames in Python. */
+static PyObject *fast_decided(PyObject *mod, PyObject *unused)
+{
+    (void)mod;
+    (void)unused;
+    PyObject *table = NULL;
+    switch (base_owner != NULL ? decide_quickly(true, &table) : SLOW) {
+    case STORAGE:
+        return Py_NewRef(base_owner);
+    case TABLE:
+        return Py_NewRef(table);
+    default:
+        Py_RETURN_NONE;
+    }
+}
+
+/* --- functions the views replace: the base's code calls the real one ----------- */
+
+/* Routed(base, view): a callable that calls base where the frames alone say
+ * the caller is the base's code, and view for every other caller (a
+ * context's code, or one the owner rules must decide).  os.cpu_count,
+ * os.environ's methods and the other views are Routed: the base's code pays
+ * a C call and a decision, not a Python function.  As a class attribute it
+ * binds as a function does. */
+typedef struct {
+    PyObject_HEAD
+    PyObject *base, *view;
+    vectorcallfunc vectorcall;
+} routed_t;
+
+static PyObject *routed_call(PyObject *self, PyObject *const *args, size_t nargsf,
+                             PyObject *kwnames)
+{
+    routed_t *r = (routed_t *)self;
+    PyObject *table = NULL;
+    bool base = base_owner != NULL && decide_quickly(true, &table) == STORAGE;
+    return PyObject_Vectorcall(base ? r->base : r->view, args, nargsf, kwnames);
+}
+
+static PyObject *routed_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
+{
+    PyObject *base, *view;
+    static char *names[] = {"base", "view", NULL};
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OO:Routed", names, &base, &view))
+        return NULL;
+    if (!PyCallable_Check(base) || !PyCallable_Check(view)) {
+        PyErr_SetString(PyExc_TypeError, "Routed(base, view) takes two callables");
+        return NULL;
+    }
+    routed_t *r = (routed_t *)type->tp_alloc(type, 0);
+    if (r == NULL)
+        return NULL;
+    r->base = Py_NewRef(base);
+    r->view = Py_NewRef(view);
+    r->vectorcall = routed_call;
+    return (PyObject *)r;
+}
+
+static int routed_traverse(PyObject *self, visitproc visit, void *arg)
+{
+    routed_t *r = (routed_t *)self;
+    Py_VISIT(r->base);
+    Py_VISIT(r->view);
+    Py_VISIT(Py_TYPE(self));
+    return 0;
+}
+
+static int routed_clear(PyObject *self)
+{
+    routed_t *r = (routed_t *)self;
+    Py_CLEAR(r->base);
+    Py_CLEAR(r->view);
+    return 0;
+}
+
+static void routed_dealloc(PyObject *self)
+{
+    PyTypeObject *type = Py_TYPE(self);
+    PyObject_GC_UnTrack(self);
+    routed_clear(self);
+    type->tp_free(self);
+    Py_DECREF(type);
+}
+
+static PyObject *routed_get(PyObject *self, PyObject *obj, PyObject *type)
+{
+    (void)type;
+    if (obj == NULL || obj == Py_None)
+        return Py_NewRef(self);
+    return PyMethod_New(self, obj);
+}
+
+/* Its name, doc and signature are the real function's (help(), inspect). */
+static PyObject *routed_getattro(PyObject *self, PyObject *name)
+{
+    PyObject *found = PyObject_GenericGetAttr(self, name);
+    if (found != NULL || !PyErr_ExceptionMatches(PyExc_AttributeError))
+        return found;
+    PyErr_Clear();
+    return PyObject_GetAttr(((routed_t *)self)->base, name);
+}
+
+static PyMemberDef routed_members[] = {
+    {"__vectorcalloffset__", T_PYSSIZET, offsetof(routed_t, vectorcall), READONLY, NULL},
+    {"base", T_OBJECT, offsetof(routed_t, base), READONLY, "What the base's code calls."},
+    {"view", T_OBJECT, offsetof(routed_t, view), READONLY, "What every other caller calls."},
+    {NULL, 0, 0, 0, NULL},
+};
+
+static PyType_Slot routed_slots[] = {
+    {Py_tp_new, (void *)routed_new},
+    {Py_tp_call, (void *)PyVectorcall_Call},
+    {Py_tp_descr_get, (void *)routed_get},
+    {Py_tp_getattro, (void *)routed_getattro},
+    {Py_tp_traverse, (void *)routed_traverse},
+    {Py_tp_clear, (void *)routed_clear},
+    {Py_tp_dealloc, (void *)routed_dealloc},
+    {Py_tp_members, routed_members},
+    {Py_tp_doc, "Routed(base, view): base for the base's code, view for every other caller."},
+    {0, NULL},
+};
+
+static PyType_Spec routed_spec = {
+    .name = "vlcs._isolation._fast.Routed",
+    .basicsize = sizeof(routed_t),
+    .flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL |
+             Py_TPFLAGS_METHOD_DESCRIPTOR,
+    .slots = routed_slots,
+};
 
 /* --- where libpython keeps the thread state (3.12+) --------------------------- */
 
@@ -1548,6 +1723,9 @@ static PyMethodDef fast_functions[] = {
     {"acting_push", fast_acting_push, METH_VARARGS, "acting_push(owner, table): the thread acts for owner."},
     {"acting_pop", fast_acting_pop, METH_NOARGS, "The thread stops acting for the last owner pushed."},
     {"acting_top", fast_acting_top, METH_NOARGS, "The owner the thread acts for, or None."},
+    {"decided", fast_decided, METH_NOARGS,
+     "Whose code called the caller, where the frames alone decide: the base's owner, or a "
+     "context's table; None: ask the owner rules."},
     {"call_guarded", fast_call_guarded, METH_VARARGS,
      "call_guarded(vlcs_ctx_call_address, ctx, callable): (True, result), or (False, rc) when "
      "vlcs_ctx_call failed (a fault: the thread state is put back as before the call)."},
@@ -1573,8 +1751,10 @@ PyMODINIT_FUNC PyInit__fast(void)
     str_slow_getitem = PyUnicode_InternFromString("_slow_getitem");
     str_slow_contains = PyUnicode_InternFromString("_slow_contains");
     str_slow_get = PyUnicode_InternFromString("_slow_get");
+    str_slow_iter = PyUnicode_InternFromString("_slow_iter");
+    str_slow_len = PyUnicode_InternFromString("_slow_len");
     if (!verdicts || !shared_names || !context_names || !str_slow_getitem || !str_slow_contains ||
-        !str_slow_get)
+        !str_slow_get || !str_slow_iter || !str_slow_len)
         return NULL;
     for (PyMethodDef *d = PyDict_Type.tp_methods; d != NULL && d->ml_name != NULL; d++)
         if (strcmp(d->ml_name, "get") == 0 && (d->ml_flags & ~METH_COEXIST) == METH_FASTCALL)
@@ -1590,6 +1770,8 @@ PyMODINIT_FUNC PyInit__fast(void)
         return NULL;
     dict_subscript = PyDict_Type.tp_as_mapping->mp_subscript;
     dict_contains = PyDict_Type.tp_as_sequence->sq_contains;
+    dict_iter = PyDict_Type.tp_iter;
+    dict_length = PyDict_Type.tp_as_mapping->mp_length;
     if (dict_get == NULL) {
         PyErr_SetString(PyExc_ImportError, "vlcs._isolation._fast: this Python's dict.get is not a "
                                            "fast call; vlcs supports CPython 3.10 to 3.13");
@@ -1601,6 +1783,12 @@ PyMODINIT_FUNC PyInit__fast(void)
     PyObject *table_type = PyType_FromSpecWithBases(&table_spec, (PyObject *)&PyDict_Type);
     if (table_type == NULL || PyModule_AddObject(m, "Table", table_type) < 0) {
         Py_XDECREF(table_type);
+        Py_DECREF(m);
+        return NULL;
+    }
+    PyObject *routed_type = PyType_FromSpec(&routed_spec);
+    if (routed_type == NULL || PyModule_AddObject(m, "Routed", routed_type) < 0) {
+        Py_XDECREF(routed_type);
         Py_DECREF(m);
         return NULL;
     }

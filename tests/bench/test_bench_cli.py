@@ -185,7 +185,7 @@ def test_bench_scale_json_rows_and_copies_bound():
 def test_bench_imports_counts_instructions_with_callgrind():
     # the steady figures: each read's instructions in the three states, from
     # callgrind's dumps after each eval (here on this interpreter only)
-    from vlcs_bench.module_table import _OPS, count_instructions
+    from vlcs_bench.module_table import _BASE_GOAL_ONLY, _OPS, count_instructions
 
     counted = count_instructions(sys.executable, number=2000)
     assert "error" not in counted, counted
@@ -194,6 +194,10 @@ def test_bench_imports_counts_instructions_with_callgrind():
         # a read costs tens to thousands of instructions; a broken count
         # (a dump taken for the wrong eval) gives 0, negative or absurd
         # ratios.  A context's import of its own package skips CPython's
-        # import machinery: 0.6-0.75x plain.
+        # import machinery: 0.6-0.75x plain; importlib.import_module of a
+        # module held is answered in C: 0.1-0.25x (CPython's runs Python).
+        # A context's own view of the whole table or of the process is
+        # made per call: up to hundreds of times a plain read.
         assert 50 < r["plain"] < 100_000, (op, r)
-        assert 0.5 < r["base_ratio"] < 3 and 0.5 < r["context_ratio"] < 3, (op, r)
+        assert 0.05 < r["base_ratio"] < 3 and 0.05 < r["context_ratio"], (op, r)
+        assert r["context_ratio"] < (1000 if op in _BASE_GOAL_ONLY else 10), (op, r)

@@ -210,7 +210,7 @@ def test_import_module_gives_each_owner_its_own_module_and_cpythons_errors():
     # be each caller's own module, and CPython's errors must stay CPython's.
     r = run_code(
         """
-        import importlib, json, sys, threading
+        import importlib, json, pickle, sys, threading
         import numpy as np
         def error(name, *args):
             try:
@@ -225,6 +225,7 @@ def test_import_module_gives_each_owner_its_own_module_and_cpythons_errors():
         with open(os.path.join(d, "vlcs_asks.py"), "w") as f:
             f.write("import importlib\\n")
             f.write("def ask(name):\\n    return importlib.import_module(name)\\n")
+            f.write("def dunder(name):\\n    return __import__(name)\\n")
         sys.path.insert(0, d)
         import vlcs_asks as base_asks
         import vlcs
@@ -234,6 +235,7 @@ def test_import_module_gives_each_owner_its_own_module_and_cpythons_errors():
             anp = importlib.import_module("numpy")
             alinalg = importlib.import_module("numpy.linalg")
             import numpy as anp_statement
+            context_unpickled = type(pickle.loads(pickle.dumps(anp.arange(3))))
         seen = []
         def in_a():
             with a:
@@ -249,6 +251,12 @@ def test_import_module_gives_each_owner_its_own_module_and_cpythons_errors():
             "context_module_asks": a_asks.ask("numpy") is anp and a_asks is not base_asks,
             "context_module_asks_shared": a_asks.ask("json") is sys.modules["json"],
             "base_module_asks": base_asks.ask("numpy") is np,
+            # __import__ called as a function, and pickle's C import of a class
+            "context_module_dunder": a_asks.dunder("numpy") is anp,
+            "base_module_dunder": base_asks.dunder("numpy") is np,
+            "base_dunder": __import__("numpy") is np and __import__("numpy.linalg") is np,
+            "base_pickle": type(pickle.loads(pickle.dumps(np.arange(3)))) is np.ndarray,
+            "context_pickle": context_unpickled is anp.ndarray,
             "base": importlib.import_module("numpy") is np,
             "base_submodule": importlib.import_module("numpy.linalg") is np.linalg,
             "base_after_package": importlib.import_module("numpy", "json") is np,

@@ -39,6 +39,13 @@ def imports():
     import vt_both
     from vt_both import X
     return vt_both, X
+def whole(rounds=1):
+    for _ in range(rounds):
+        names = list(sys.modules)
+        forms = [len(sys.modules) == len(names), list(sys.modules.keys()) == names,
+                 list(sys.modules.copy()) == names, [k for k, _ in sys.modules.items()] == names,
+                 [k for k in sys.modules] == names, len(sys.modules.values()) == len(names)]
+    return [n for n in ("vt_both", "vt_base", "vt_ctx") if n in names], all(forms)
 """
 for name, src in {
     "vt_both": "X = object()\n",
@@ -157,6 +164,50 @@ def test_each_reader_gets_its_owners_modules_by_every_form_of_read():
         "base-only module, after": BASE,
         "context module, another base thread": CTX,
         "context module while it executes": CTX,
+    }
+    wrong = {k: (r.get(k), v) for k, v in want.items() if r.get(k) != v}
+    assert not wrong, f"(got, wanted) per reader: {wrong}"
+
+
+def test_the_whole_table_is_each_readers_owners_by_every_form_of_iteration():
+    # iter() and len() of the table are answered in C for the base's code;
+    # keys(), items(), values() and copy() ask first whether the caller is
+    # the base's.  Every form must give the reader's owner's modules, in
+    # loops (what the C half remembers), inside a block and after it.
+    r = run(
+        """
+        def script_whole(rounds=1):
+            for _ in range(rounds):
+                names = list(sys.modules)
+                forms = [len(sys.modules) == len(names), list(sys.modules.keys()) == names,
+                         [k for k in sys.modules] == names]
+            return [n for n in ("vt_both", "vt_base", "vt_ctx") if n in names], all(forms)
+        out = {
+            "base module": vt_reader.whole(50),
+            "context module, base thread": c_reader.whole(50),
+            "script, base": script_whole(50),
+        }
+        with ctx:
+            out["context module, in the context"] = c_reader.whole(50)
+            out["base module of a package both have, in the context"] = vt_reader.whole(50)
+            out["base-only module, in the context"] = vt_base_reader.whole(50)
+            out["script, in the context"] = script_whole(50)
+        out["script, base, after"] = script_whole(50)
+        out["base-only module, after"] = vt_base_reader.whole(50)
+        print(json.dumps(out))
+        """
+    )
+    base, in_ctx = [["vt_both", "vt_base"], True], [["vt_both", "vt_ctx"], True]
+    want = {
+        "base module": base,
+        "context module, base thread": in_ctx,
+        "script, base": base,
+        "context module, in the context": in_ctx,
+        "base module of a package both have, in the context": base,
+        "base-only module, in the context": in_ctx,
+        "script, in the context": in_ctx,
+        "script, base, after": base,
+        "base-only module, after": base,
     }
     wrong = {k: (r.get(k), v) for k, v in want.items() if r.get(k) != v}
     assert not wrong, f"(got, wanted) per reader: {wrong}"

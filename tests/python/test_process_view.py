@@ -46,6 +46,70 @@ def test_environment_and_cpu_files_follow_the_context():
 
 
 @needs_two
+def test_views_answer_each_caller_by_the_owner_rules_in_loops_and_after_leaving():
+    # The base's reads of the views are decided in C from the frames (the
+    # base pays a call, not a walk of its frames); a context's module called
+    # from the base, the script inside a block, and the same code run again
+    # and again before, inside and after the block must still get their
+    # owner's answer.
+    r = run_code(
+        """
+        import json, os, sys, tempfile, vlcs
+        d = tempfile.mkdtemp()
+        with open(os.path.join(d, "vt_view.py"), "w") as f:
+            f.write(
+                "import os\\n"
+                "def view(rounds=1):\\n"
+                "    for _ in range(rounds):\\n"
+                "        out = [os.environ.get('FOO'), os.environ['FOO'], 'FOO' in os.environ,\\n"
+                "               os.cpu_count(), len(os.sched_getaffinity(0)),\\n"
+                "               os.sysconf('SC_NPROCESSORS_ONLN'), len(dict(os.environ)) > 1]\\n"
+                "    return out\\n"
+            )
+        sys.path.insert(0, d)
+        import vt_view as base_view
+        a = vlcs.VLC(cpus="0", name="a", env={"FOO": "in-a"})
+        with a:
+            import vt_view as a_view
+        def script_view(rounds=1):
+            for _ in range(rounds):
+                out = [os.environ.get("FOO"), os.environ["FOO"], "FOO" in os.environ,
+                       os.cpu_count(), len(os.sched_getaffinity(0)),
+                       os.sysconf("SC_NPROCESSORS_ONLN"), len(dict(os.environ)) > 1]
+            return out
+        out = {
+            "base module": base_view.view(50),
+            "context module, base thread": a_view.view(50),
+            "script, base": script_view(50),
+        }
+        with a:
+            out["context module, in the context"] = a_view.view(50)
+            out["base module, in the context"] = base_view.view(50)
+            out["script, in the context"] = script_view(50)
+        out["script, base, after"] = script_view(50)
+        out["context module, thread in the context"] = a.submit(a_view.view, 50).result()
+        print(json.dumps(out))
+        """,
+        FOO="in-base",
+    )
+    n = os.cpu_count()
+    base, ctx = ["in-base", "in-base", True, n, n, n, True], ["in-a", "in-a", True, 1, 1, 1, True]
+    want = {
+        "base module": base,
+        "context module, base thread": ctx,
+        "script, base": base,
+        "context module, in the context": ctx,
+        # a package both imported: the base's view, the thread's real CPUs
+        "base module, in the context": base[:4] + [1] + base[5:],
+        "script, in the context": ctx,
+        "script, base, after": base,
+        "context module, thread in the context": ctx,
+    }
+    wrong = {k: (r.get(k), v) for k, v in want.items() if r.get(k) != v}
+    assert not wrong, f"(got, wanted) per caller: {wrong}"
+
+
+@needs_two
 def test_every_forged_file_of_the_table_is_forged_for_python_open():
     # The third door of libvlcs's one table (the C doors: tests/c/test_forged_files.c).
     r = run_code(

@@ -64,6 +64,12 @@ def _absent(table: Any, name: Any) -> bool:
     )
 
 
+def _whose() -> Owner:
+    """The owner of the code that called the caller (a method reading the
+    whole table), decided in C where the frames alone decide."""
+    return _owners.caller(sys._getframe(2))
+
+
 def _owner(frame: Any) -> Owner:
     """The owner of a lookup whose innermost Python frame is frame."""
     python_level = frame.f_code.co_code[frame.f_lasti] in _SUBSCRIPT
@@ -85,6 +91,8 @@ class _PythonHalf(dict):  # type: ignore[type-arg]
 
     def _view(self, owner: Owner) -> dict[str, Any]:
         if owner is BASE:
+            # not dict.copy(self): this type overrides iteration, so CPython
+            # copies key by key through the table's own reads (50x slower)
             return dict(dict.items(self))
         view = {k: v for k, v in dict.items(self) if is_shared(k)}
         view.update(owner.modules)
@@ -169,42 +177,44 @@ class _PythonHalf(dict):  # type: ignore[type-arg]
             self._put(BASE if is_shared(k) else owner, k, v)
 
     # --- the whole table: the owner's view -----------------------------------------
-    def __iter__(self) -> Iterator[Any]:
+    # iter() and len(): the C half answers the base's code (called by it
+    # with the reader's frame one below)
+    def _slow_iter(self) -> Iterator[Any]:
         owner = resolve(sys._getframe(1), native=False)
         return dict.__iter__(self) if owner is BASE else iter(list(self._view(owner)))
 
-    def __len__(self) -> int:
+    def _slow_len(self) -> int:
         owner = resolve(sys._getframe(1), native=False)
         return dict.__len__(self) if owner is BASE else len(self._view(owner))
 
     def keys(self) -> Any:
-        owner = resolve(sys._getframe(1), native=False)
+        owner = _whose()
         return dict.keys(self) if owner is BASE else self._view(owner).keys()
 
     def values(self) -> Any:
-        owner = resolve(sys._getframe(1), native=False)
+        owner = _whose()
         return dict.values(self) if owner is BASE else self._view(owner).values()
 
     def items(self) -> Any:
-        owner = resolve(sys._getframe(1), native=False)
+        owner = _whose()
         return dict.items(self) if owner is BASE else self._view(owner).items()
 
     def copy(self) -> dict[str, Any]:
-        return self._view(resolve(sys._getframe(1), native=False))
+        return self._view(_whose())
 
     def __or__(self, other: Any) -> dict[str, Any]:
-        return self._view(resolve(sys._getframe(1), native=False)) | other
+        return self._view(_whose()) | other
 
     def __eq__(self, other: object) -> bool:
-        return self._view(resolve(sys._getframe(1), native=False)) == other
+        return self._view(_whose()) == other
 
     __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
-        return repr(self._view(resolve(sys._getframe(1), native=False)))
+        return repr(self._view(_whose()))
 
     def popitem(self) -> tuple[Any, Any]:
-        owner = resolve(sys._getframe(1), native=False)
+        owner = _whose()
         if owner is not BASE:
             return owner.modules.popitem()
         item = dict.popitem(self)
@@ -212,7 +222,7 @@ class _PythonHalf(dict):  # type: ignore[type-arg]
         return item
 
     def clear(self) -> None:
-        owner = resolve(sys._getframe(1), native=False)
+        owner = _whose()
         if owner is BASE:
             for module in dict.values(self):
                 _owners.base_module_gone(module)

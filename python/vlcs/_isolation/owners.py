@@ -23,10 +23,12 @@ import ctypes
 import os
 import sys
 import threading
+import weakref
 from collections.abc import Callable, Iterator
 from importlib.machinery import EXTENSION_SUFFIXES
 from typing import Any, Protocol
 
+from vlcs._isolation import reader as _reader
 from vlcs._isolation.reader import fast as _fast
 
 # Top-level names that are never privatised.
@@ -89,6 +91,10 @@ class NativeSide(Protocol):
         ...
 
 
+# id(owner.modules) -> owner: what a table the C half decided on belongs to
+_by_table: weakref.WeakValueDictionary[int, Owner] = weakref.WeakValueDictionary()
+
+
 class Owner:
     """The modules of one context, or of the base (ctx is None)."""
 
@@ -97,6 +103,7 @@ class Owner:
         self.ctx = ctx  # the vlcs.VLC, or None for the base
         self.native = native  # its native side (None for the base)
         self.modules: dict[str, Any] = {}
+        _by_table[id(self.modules)] = self
         self.registries: dict[str, Any] = {}  # binding libraries' registries in builtins
         # what its extension modules' PyInterpreterState_GetDict() returns
         self.state_dict: dict[Any, Any] = {}
@@ -203,6 +210,35 @@ def acting_for(owner: Owner) -> Iterator[None]:
         yield
     finally:
         _fast.acting_pop()
+
+
+# Whose code called the caller where the frames alone decide it, in C: BASE,
+# or a context's table; None: ask resolve.  See caller().
+decided = _fast.decided
+
+
+def routed(base: Callable[..., Any], view: Callable[..., Any]) -> Callable[..., Any]:
+    """A function that calls base where the frames alone say the caller is
+    the base's code (decided in C) and view for every other caller: what a
+    view replaces a function of the process with, so that the base pays a
+    call and not a Python function.  view must give what base gives for the
+    base's code.  Without the C half: view."""
+    return view if _reader.MISSING is not None else _fast.Routed(base, view)
+
+
+def caller(frame: Any) -> Owner:
+    """resolve(frame, native=False) for a function that Python code calls
+    (a view, a method of the table), frame its caller's frame: decided in C
+    where the frames alone decide, so that the base's code, and a context's
+    module, pay a call and not a walk of their frames in Python."""
+    d = decided()
+    if d is BASE:
+        return BASE
+    if d is not None:
+        o = _by_table.get(id(d))
+        if o is not None and o.modules is d:
+            return o
+    return resolve(frame, native=False)
 
 
 def resolve(frame: Any, native: bool = True) -> Owner:

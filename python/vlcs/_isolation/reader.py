@@ -41,8 +41,11 @@ def why_missing(version: tuple[int, int], error: str) -> str:
 
 
 # What the Python half tells the reader of owners and names: with no reader
-# there is no one to tell.
-_NOTICES = frozenset({"names_changed", "own", "disown", "set_natives", "context", "base_module"})
+# there is no one to tell.  decided, a question, then answers None: ask the
+# owner rules.
+_NOTICES = frozenset(
+    {"names_changed", "own", "disown", "set_natives", "context", "base_module", "decided"}
+)
 
 
 class _Missing:

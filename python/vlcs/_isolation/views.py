@@ -50,11 +50,17 @@ _forged_prefixes: tuple[str, ...] = ()
 
 
 def _ctx(frame: Any) -> Any:
-    """The context whose code (or thread) frame runs, or None for the base."""
-    return _owners.resolve(frame, native=False).ctx
+    """The context whose code (or thread) frame runs, or None for the base:
+    frame is the caller's, one below the view that asks."""
+    return _owners.caller(frame).ctx
 
 
 # --- CPU counts ---------------------------------------------------------------------
+
+
+# Each view below answers every caller; install() routes the base's code,
+# where the frames alone decide it, to the real function in C
+# (owners.routed), so that the base pays no Python function for them.
 
 
 def _cpu_count() -> int | None:
@@ -171,6 +177,16 @@ class _ContextEnviron(os._Environ):  # type: ignore[name-defined,misc]
         return f"environ({self.copy()!r})"
 
 
+# the base's code gets os._Environ's own methods (see install)
+for _name in ("__getitem__", "__setitem__", "__delitem__", "__iter__", "__len__",
+              "__contains__", "copy", "__repr__"):  # fmt: skip
+    setattr(
+        _ContextEnviron,
+        _name,
+        _owners.routed(getattr(os._Environ, _name), vars(_ContextEnviron)[_name]),  # type: ignore[attr-defined]
+    )
+
+
 class _ContextEnvironb(_ContextEnviron):
     """os.environb, the same variables as bytes."""
 
@@ -263,19 +279,20 @@ def install(view_open: Callable[[Any, str, int], int], forged_prefixes: tuple[st
     if _installed:
         return
     _installed = True
-    os.cpu_count = _cpu_count
-    os.sched_getaffinity = _sched_getaffinity
+    route = _owners.routed
+    os.cpu_count = route(real_cpu_count, _cpu_count)
+    os.sched_getaffinity = route(real_sched_getaffinity, _sched_getaffinity)
     if _real_process_cpu_count is not None:
-        os.process_cpu_count = _process_cpu_count
-    os.sysconf = _sysconf
-    os.putenv = _putenv
-    os.unsetenv = _unsetenv
+        os.process_cpu_count = route(_real_process_cpu_count, _process_cpu_count)
+    os.sysconf = route(_real_sysconf, _sysconf)
+    os.putenv = route(_real_putenv, _putenv)
+    os.unsetenv = route(_real_unsetenv, _unsetenv)
     os.environ.__class__ = _ContextEnviron
     os.environb.__class__ = _ContextEnvironb
-    subprocess.Popen._execute_child = _execute_child  # type: ignore[attr-defined]
-    os.system = _system
-    builtins.open = io.open = _open
+    subprocess.Popen._execute_child = route(_real_execute_child, _execute_child)  # type: ignore[attr-defined]
+    os.system = route(_real_system, _system)
+    builtins.open = io.open = route(_real_open, _open)
     # pathlib up to 3.10 keeps its own reference to io.open
     accessor = getattr(pathlib, "_NormalAccessor", None)
     if accessor is not None and accessor.__dict__.get("open") is _real_open:
-        accessor.open = staticmethod(_open)
+        accessor.open = staticmethod(io.open)
