@@ -233,7 +233,7 @@ def exec_instances(
     interrupted = False
     try:
         for i in range(n):
-            ctx = VLC(name=f"instance-{i}", cpus=homes[i])
+            ctx = VLC(name=f"instance-{i}", cpus=homes[i], _programs_only=True)
             contexts.append(ctx)
             for key, value in {
                 **(env or {}),

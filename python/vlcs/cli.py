@@ -22,21 +22,26 @@ from __future__ import annotations
 import argparse
 import sys
 
-from vlcs._cli import SUBCOMMANDS
+from vlcs import _cli
 from vlcs._version import __version__
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
+    """The parser of the command line argv (default: this process's): with
+    the subcommand it names alone, or every one (``vlcs --help``, a name
+    that is none)."""
+    args = sys.argv[1:] if argv is None else argv
+    named = next((a for a in args if not a.startswith("-")), None)
     p = argparse.ArgumentParser(prog="vlcs", description="Virtual Library Contexts for Linux.")
     p.add_argument("--version", action="version", version=f"vlcs {__version__}")
     sub = p.add_subparsers(dest="cmd", required=True)
-    for command in SUBCOMMANDS:
+    for command in _cli.modules(named):
         command.add(sub)
     return p
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    args = build_parser(argv).parse_args(argv)
     args.raw_argv = sys.argv[1:] if argv is None else None  # to start again as given
     try:
         return int(args.func(args))
