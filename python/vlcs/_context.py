@@ -24,7 +24,6 @@ context's life to a block; :class:`vlcs.ContextPool` reuses contexts.
 
 from __future__ import annotations
 
-import concurrent.futures
 import ctypes
 import functools
 import gc
@@ -34,7 +33,7 @@ import threading
 import warnings
 import weakref
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from vlcs import _cpus, _interpreter, _own, libraries
 from vlcs._errors import ContextDestroyedError, InvalidArgumentError
@@ -47,6 +46,9 @@ from vlcs._isolation import views as _views
 from vlcs._isolation.extension import python_service
 from vlcs._isolation.linkmap import namespace_files, namespace_objects, namespace_root
 from vlcs._lib import c_string, check, enter_binding, fail, forged_files, last_error, lib
+
+if TYPE_CHECKING:
+    import concurrent.futures
 
 # vlcs_mode (vlcs.h)
 _MODE_NAMESPACE = 1
@@ -488,12 +490,14 @@ class VLC:
 
         max_workers defaults to the number of the context's CPUs.
         """
+        from vlcs._executor import ContextExecutor, ThreadPoolExecutor
+
         if self._own is not None:  # its tasks enter only the context's runtime
             with _threads.starting_in_base():
-                return concurrent.futures.ThreadPoolExecutor(
+                return ThreadPoolExecutor(
                     max_workers or len(self.cpus), thread_name_prefix=f"vlcs-{self.name}"
                 )
-        return _ContextExecutor(
+        return ContextExecutor(
             self,
             max_workers=max_workers or len(self.cpus),
             thread_name_prefix=f"vlcs-{self.name}",
@@ -785,27 +789,6 @@ class VLC:
 
 
 Context = VLC
-
-
-class _ContextExecutor(concurrent.futures.ThreadPoolExecutor):
-    """Each task runs inside the context once more (a nested enter): a
-    worker that entered before the context's first library was loaded gets
-    that namespace's per-thread libc set-up before it runs the task."""
-
-    def __init__(self, ctx: VLC, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
-        self._ctx = ctx
-
-    def submit(
-        self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any
-    ) -> concurrent.futures.Future:
-        # its workers are the base's: each task enters the context itself
-        with _threads.starting_in_base():
-            return super().submit(_inside, self._ctx, fn, *args, **kwargs)
-
-
-def _inside(ctx: VLC, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any:
-    return ctx.call(fn, *args, **kwargs)
 
 
 def _clear_shared_caches() -> None:

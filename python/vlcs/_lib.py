@@ -11,7 +11,7 @@ from typing import Any, NoReturn
 
 from vlcs import _errors
 from vlcs._errors import ContextFaultError, Limit, VlcsError, error_for
-from vlcs._paths import library_path
+from vlcs._paths import library_file
 
 # libpython, through a handle of vlcs's own: prototypes set on
 # ctypes.pythonapi's functions are everyone's, and a user's restype there
@@ -130,7 +130,7 @@ def lib() -> ctypes.CDLL:
     if _lib is None:
         with _lock:
             if _lib is None:
-                handle = ctypes.CDLL(str(library_path()))
+                handle = ctypes.CDLL(library_file())
                 for name, (res, args) in _SIGNATURES.items():
                     f = getattr(handle, name)
                     f.restype, f.argtypes = res, args

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import atexit
 import collections
-import concurrent.futures
 import ctypes
 import functools
 import itertools
@@ -349,7 +348,9 @@ class _Home:
 
     def run(self, fn: Callable[[], Any]) -> Any:
         """fn() on this thread; its result, or its exception raised here."""
-        done: concurrent.futures.Future[Any] = concurrent.futures.Future()
+        from concurrent.futures import Future  # here: vlcs's import skips it and logging
+
+        done: Future[Any] = Future()
         self._jobs.put((fn, done))
         return done.result()
 

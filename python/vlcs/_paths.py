@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import os
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from vlcs._version import __version__
 
-_NATIVE = Path(__file__).resolve().parent / "_native"
+if TYPE_CHECKING:
+    from pathlib import Path
+
+# a str, not a Path: pathlib (and urllib.parse with it) is imported when a
+# path is asked for, not by ``import vlcs``
+_NATIVE = os.path.join(os.path.dirname(os.path.realpath(__file__)), "_native")
 
 
 def native_dir() -> Path:
@@ -17,17 +21,25 @@ def native_dir() -> Path:
     >>> native_dir().name
     '_native'
     """
-    return _NATIVE
+    from pathlib import Path
+
+    return Path(_NATIVE)
 
 
 def library_path() -> Path:
     """Path of libvlcs.so."""
-    return _NATIVE / "libvlcs.so"
+    return native_dir() / "libvlcs.so"
+
+
+def library_file() -> str:
+    """libvlcs.so's path as a str, without importing pathlib (vlcs's import
+    loads the library)."""
+    return os.path.join(_NATIVE, "libvlcs.so")
 
 
 def include_dir() -> Path:
     """Folder with vlcs.h and vlcs.hpp."""
-    return _NATIVE / "include"
+    return native_dir() / "include"
 
 
 def program_path(name: str) -> Path:
@@ -35,7 +47,7 @@ def program_path(name: str) -> Path:
 
     Raises FileNotFoundError with the folder searched when it is missing.
     """
-    path = _NATIVE / name
+    path = native_dir() / name
     if not path.exists():
         raise FileNotFoundError(
             f"{name} is not installed in {_NATIVE}; reinstall vlcs (pip install .)"
@@ -58,7 +70,7 @@ def install_info() -> dict[str, Any]:
         "native_dir": str(native_dir()),
         "include_dir": str(include_dir()),
         "library": str(library_path()),
-        "launcher": str(_NATIVE / "vlcs-run"),
+        "launcher": os.path.join(_NATIVE, "vlcs-run"),
         "cpus_usable": sorted(os.sched_getaffinity(0)),
         "glibc": f"{name} {version}".strip(),
         "python": platform.python_version(),

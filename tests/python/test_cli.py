@@ -134,3 +134,25 @@ def test_bench_without_its_package_says_how_to_get_it():
         assert r.returncode == 1, r.stderr
         assert f"vlcs {cmd}: the benchmarks and demos are a separate package" in r.stderr
         assert "pip install ./bench" in r.stderr
+
+
+def test_import_vlcs_leaves_what_it_does_not_need_yet_for_its_first_use():
+    # vlcs exec's start-up, and every script's `import vlcs`: the thread
+    # pools (concurrent.futures, and logging with it), paths as objects,
+    # subprocess and the tuner are imported when first used, and a context's
+    # executor then works.
+    code = (
+        "import json, sys\n"
+        "before = set(sys.modules)\n"
+        "import vlcs\n"
+        "new = sorted(set(sys.modules) - before)\n"
+        "ctx = vlcs.VLC(cpus='0')\n"
+        "ran = ctx.submit(lambda: vlcs.current() is ctx).result()\n"
+        "print(json.dumps({'new': new, 'ran': ran, 'lib': vlcs.library_path().exists()}))\n"
+    )
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr[-3000:]
+    r = json.loads(p.stdout.strip().splitlines()[-1])
+    heavy = {"concurrent.futures", "logging", "pathlib", "subprocess", "platform", "vlcs._tune"}
+    assert not heavy & set(r["new"]), sorted(heavy & set(r["new"]))
+    assert r["ran"] and r["lib"], r

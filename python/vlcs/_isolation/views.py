@@ -24,8 +24,6 @@ from __future__ import annotations
 import builtins
 import io
 import os
-import pathlib
-import subprocess
 import sys
 import threading
 from collections.abc import Callable, Iterator
@@ -212,7 +210,9 @@ def context_environ(c: Any) -> dict[str, str]:
 
 # --- child processes: they get the context's environment ----------------------------
 
-_real_execute_child = subprocess.Popen._execute_child  # type: ignore[attr-defined]
+# subprocess's own, taken by install() (importing subprocess costs vlcs's
+# import a tenth)
+_real_execute_child: Callable[..., Any] = lambda self, *args: None  # noqa: E731
 _real_system = os.system
 _ENV_ARG = 6  # env's place among _execute_child's arguments (3.10-3.13)
 
@@ -274,7 +274,7 @@ def install(view_open: Callable[[Any, str, int], int], forged_prefixes: tuple[st
     """Make os's CPU counts, environment and the forged files (those whose
     paths start with forged_prefixes) answer for the caller's context
     (idempotent)."""
-    global _installed, _view_open, _forged_prefixes
+    global _installed, _view_open, _forged_prefixes, _real_execute_child
     _view_open, _forged_prefixes = view_open, forged_prefixes
     if _installed:
         return
@@ -289,10 +289,14 @@ def install(view_open: Callable[[Any, str, int], int], forged_prefixes: tuple[st
     os.unsetenv = route(_real_unsetenv, _unsetenv)
     os.environ.__class__ = _ContextEnviron
     os.environb.__class__ = _ContextEnvironb
+    import subprocess
+
+    _real_execute_child = subprocess.Popen._execute_child  # type: ignore[attr-defined]
     subprocess.Popen._execute_child = route(_real_execute_child, _execute_child)  # type: ignore[attr-defined]
     os.system = route(_real_system, _system)
     builtins.open = io.open = route(_real_open, _open)
-    # pathlib up to 3.10 keeps its own reference to io.open
-    accessor = getattr(pathlib, "_NormalAccessor", None)
+    # pathlib up to 3.10 keeps its own reference to io.open, taken when it
+    # is imported: one imported later takes the one set here
+    accessor = getattr(sys.modules.get("pathlib"), "_NormalAccessor", None)
     if accessor is not None and accessor.__dict__.get("open") is _real_open:
         accessor.open = staticmethod(io.open)
