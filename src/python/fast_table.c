@@ -1321,8 +1321,10 @@ static PyObject *fast_decided(PyObject *mod, PyObject *unused)
  * the caller is the base's code, and view for every other caller (a
  * context's code, or one the owner rules must decide).  os.cpu_count,
  * os.environ's methods and the other views are Routed: the base's code pays
- * a C call and a decision, not a Python function.  As a class attribute it
- * binds as a function does. */
+ * a C call and a decision, not a Python function.  Routed stands in for a
+ * builtin function: as a class attribute it does not bind (3.10's pathlib
+ * keeps io.open so); RoutedMethod stands in for a Python function, and
+ * binds as one does. */
 typedef struct {
     PyObject_HEAD
     PyObject *base, *view;
@@ -1411,7 +1413,6 @@ static PyMemberDef routed_members[] = {
 static PyType_Slot routed_slots[] = {
     {Py_tp_new, (void *)routed_new},
     {Py_tp_call, (void *)PyVectorcall_Call},
-    {Py_tp_descr_get, (void *)routed_get},
     {Py_tp_getattro, (void *)routed_getattro},
     {Py_tp_traverse, (void *)routed_traverse},
     {Py_tp_clear, (void *)routed_clear},
@@ -1424,9 +1425,29 @@ static PyType_Slot routed_slots[] = {
 static PyType_Spec routed_spec = {
     .name = "vlcs._isolation._fast.Routed",
     .basicsize = sizeof(routed_t),
+    .flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL,
+    .slots = routed_slots,
+};
+
+static PyType_Slot routed_method_slots[] = {
+    {Py_tp_new, (void *)routed_new},
+    {Py_tp_call, (void *)PyVectorcall_Call},
+    {Py_tp_descr_get, (void *)routed_get},
+    {Py_tp_getattro, (void *)routed_getattro},
+    {Py_tp_traverse, (void *)routed_traverse},
+    {Py_tp_clear, (void *)routed_clear},
+    {Py_tp_dealloc, (void *)routed_dealloc},
+    {Py_tp_members, routed_members},
+    {Py_tp_doc, "RoutedMethod(base, view): Routed, binding as a function does."},
+    {0, NULL},
+};
+
+static PyType_Spec routed_method_spec = {
+    .name = "vlcs._isolation._fast.RoutedMethod",
+    .basicsize = sizeof(routed_t),
     .flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL |
              Py_TPFLAGS_METHOD_DESCRIPTOR,
-    .slots = routed_slots,
+    .slots = routed_method_slots,
 };
 
 /* --- where libpython keeps the thread state (3.12+) --------------------------- */
@@ -1786,11 +1807,15 @@ PyMODINIT_FUNC PyInit__fast(void)
         Py_DECREF(m);
         return NULL;
     }
-    PyObject *routed_type = PyType_FromSpec(&routed_spec);
-    if (routed_type == NULL || PyModule_AddObject(m, "Routed", routed_type) < 0) {
-        Py_XDECREF(routed_type);
-        Py_DECREF(m);
-        return NULL;
+    PyType_Spec *routed_specs[] = {&routed_spec, &routed_method_spec};
+    for (size_t i = 0; i < 2; i++) {
+        PyObject *type = PyType_FromSpec(routed_specs[i]);
+        const char *name = strrchr(routed_specs[i]->name, '.') + 1;
+        if (type == NULL || PyModule_AddObject(m, name, type) < 0) {
+            Py_XDECREF(type);
+            Py_DECREF(m);
+            return NULL;
+        }
     }
     return m;
 }

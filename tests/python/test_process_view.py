@@ -109,6 +109,39 @@ def test_views_answer_each_caller_by_the_owner_rules_in_loops_and_after_leaving(
     assert not wrong, f"(got, wanted) per caller: {wrong}"
 
 
+def test_replaced_functions_keep_how_they_bind_as_class_attributes():
+    # open, os.cpu_count and os.sched_getaffinity are builtins: kept on a
+    # class and called through an instance they take no instance (3.10's
+    # pathlib calls io.open so); os.environ's methods and Popen's
+    # _execute_child are Python functions and do.  With a context alive
+    # the stand-ins must do the same, in the base and in the context.
+    r = run_code(
+        """
+        import json, os, subprocess, sys, vlcs
+        a = vlcs.VLC(cpus="0", name="a", env={"FOO": "in-a"})
+        class Keeps:
+            opener = open
+            count = os.cpu_count
+            affinity = os.sched_getaffinity
+        def use():
+            k = Keeps()
+            with k.opener(__file__ if "__file__" in globals() else "/proc/self/status") as f:
+                f.read(1)
+            return [k.count(), len(k.affinity(0)), os.environ.get("FOO"),
+                    subprocess.run(["sh", "-c", "echo $FOO"], capture_output=True,
+                                   text=True).stdout.strip()]
+        out = {"base": use()}
+        with a:
+            out["context"] = use()
+        print(json.dumps(out))
+        """,
+        FOO="in-base",
+    )
+    n = os.cpu_count()
+    assert r["base"] == [n, len(os.sched_getaffinity(0)), "in-base", "in-base"], r
+    assert r["context"] == [1, 1, "in-a", "in-a"], r
+
+
 @needs_two
 def test_every_forged_file_of_the_table_is_forged_for_python_open():
     # The third door of libvlcs's one table (the C doors: tests/c/test_forged_files.c).

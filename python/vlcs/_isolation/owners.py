@@ -217,13 +217,19 @@ def acting_for(owner: Owner) -> Iterator[None]:
 decided = _fast.decided
 
 
-def routed(base: Callable[..., Any], view: Callable[..., Any]) -> Callable[..., Any]:
+def routed(
+    base: Callable[..., Any], view: Callable[..., Any], method: bool = False
+) -> Callable[..., Any]:
     """A function that calls base where the frames alone say the caller is
     the base's code (decided in C) and view for every other caller: what a
     view replaces a function of the process with, so that the base pays a
     call and not a Python function.  view must give what base gives for the
-    base's code.  Without the C half: view."""
-    return view if _reader.MISSING is not None else _fast.Routed(base, view)
+    base's code.  method: it stands in for a Python function, and binds as
+    a class attribute (a builtin's stand-in does not).  Without the C half:
+    view."""
+    if _reader.MISSING is not None:
+        return view
+    return (_fast.RoutedMethod if method else _fast.Routed)(base, view)
 
 
 def caller(frame: Any) -> Owner:

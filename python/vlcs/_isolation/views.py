@@ -181,7 +181,7 @@ for _name in ("__getitem__", "__setitem__", "__delitem__", "__iter__", "__len__"
     setattr(
         _ContextEnviron,
         _name,
-        _owners.routed(getattr(os._Environ, _name), vars(_ContextEnviron)[_name]),  # type: ignore[attr-defined]
+        _owners.routed(getattr(os._Environ, _name), vars(_ContextEnviron)[_name], method=True),  # type: ignore[attr-defined]
     )
 
 
@@ -292,11 +292,12 @@ def install(view_open: Callable[[Any, str, int], int], forged_prefixes: tuple[st
     import subprocess
 
     _real_execute_child = subprocess.Popen._execute_child  # type: ignore[attr-defined]
-    subprocess.Popen._execute_child = route(_real_execute_child, _execute_child)  # type: ignore[attr-defined]
+    subprocess.Popen._execute_child = route(_real_execute_child, _execute_child, method=True)  # type: ignore[attr-defined]
     os.system = route(_real_system, _system)
     builtins.open = io.open = route(_real_open, _open)
     # pathlib up to 3.10 keeps its own reference to io.open, taken when it
-    # is imported: one imported later takes the one set here
+    # is imported: one imported later takes the one set here (Routed, which
+    # does not bind as its class attribute, as io.open does not)
     accessor = getattr(sys.modules.get("pathlib"), "_NormalAccessor", None)
     if accessor is not None and accessor.__dict__.get("open") is _real_open:
         accessor.open = staticmethod(io.open)
