@@ -81,7 +81,7 @@ class _PythonHalf(dict):  # type: ignore[type-arg]
     each context's in its own table.
 
     Reads (``table[name]``, ``name in table``, ``table.get``) are answered in
-    C (src/python/fast_table.c) where the owner rules decide from the
+    C (src/python/fast_table.c, a part of fast.c) where the owner rules decide from the
     interpreter's frames alone, at the cost of a dict lookup or two; the
     ``_slow_*`` methods below answer the rest, and are what the C half does.
     These methods are set on the C type itself (:func:`_graft`): the table

@@ -18,7 +18,7 @@ from typing import Any
 
 from vlcs._errors import UnsupportedPlatformError
 
-# The CPython versions whose frames the reader knows (src/python/fast_table.c).
+# The CPython versions whose frames the reader knows (src/python/fast_frames.c).
 SUPPORTED = ((3, 10), (3, 11), (3, 12), (3, 13))
 
 
