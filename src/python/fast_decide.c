@@ -3,7 +3,7 @@
  * it is (decide_quickly, decide_fully).
  *
  * A part of vlcs._isolation._fast, compiled as one translation unit by
- * fast.c (which includes the headers): see there.
+ * fast.c, which holds the includes and says why: see there.
  */
 /* --- state, set by the Python package (owners.py, modtable.py) ------------------ */
 

@@ -3,7 +3,7 @@
  * importlib.import_module) and the functions the views replace (Routed).
  *
  * A part of vlcs._isolation._fast, compiled as one translation unit by
- * fast.c (which includes the headers): see there.
+ * fast.c, which holds the includes and says why: see there.
  */
 /* --- the import statement's door ------------------------------------------------- */
 

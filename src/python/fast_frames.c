@@ -3,7 +3,7 @@
  * globals, the one below (per CPython version).
  *
  * A part of vlcs._isolation._fast, compiled as one translation unit by
- * fast.c (which includes the headers): see there.
+ * fast.c, which holds the includes and says why: see there.
  */
 /* The thread state, with the GIL held.  3.10 and 3.11 keep it in the
  * runtime, read here without a call.  3.12+ keep it in a thread-local of

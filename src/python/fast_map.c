@@ -3,7 +3,7 @@
  * remember of their last decisions.
  *
  * A part of vlcs._isolation._fast, compiled as one translation unit by
- * fast.c (which includes the headers): see there.
+ * fast.c, which holds the includes and says why: see there.
  */
 /* --- a map from an object's address to an owner's table ---------------------- */
 /* Keys are module globals (held, so an address is never another dict's) or

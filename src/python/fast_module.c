@@ -3,7 +3,7 @@
  * tells the module, and the module itself.
  *
  * A part of vlcs._isolation._fast, compiled as one translation unit by
- * fast.c (which includes the headers): see there.
+ * fast.c, which holds the includes and says why: see there.
  */
 /* --- where libpython keeps the thread state (3.12+) --------------------------- */
 

@@ -2,7 +2,7 @@
  * fast_table.c - the table type: sys.modules's reads, iteration and length.
  *
  * A part of vlcs._isolation._fast, compiled as one translation unit by
- * fast.c (which includes the headers): see there.
+ * fast.c, which holds the includes and says why: see there.
  */
 /* --- the table type: the hot methods ------------------------------------------- */
 
