@@ -175,14 +175,19 @@ class _ContextEnviron(os._Environ):  # type: ignore[name-defined,misc]
         return f"environ({self.copy()!r})"
 
 
-# the base's code gets os._Environ's own methods (see install)
-for _name in ("__getitem__", "__setitem__", "__delitem__", "__iter__", "__len__",
-              "__contains__", "copy", "__repr__"):  # fmt: skip
-    setattr(
-        _ContextEnviron,
-        _name,
-        _owners.routed(getattr(os._Environ, _name), vars(_ContextEnviron)[_name], method=True),  # type: ignore[attr-defined]
-    )
+def _route_methods(cls: type, names: tuple[str, ...]) -> None:
+    """cls's methods named: os._Environ's own for the base's code (see
+    install), cls's for every other caller."""
+    for name in names:
+        real = getattr(os._Environ, name)  # type: ignore[attr-defined]
+        setattr(cls, name, _owners.routed(real, vars(cls)[name], method=True))
+
+
+_route_methods(
+    _ContextEnviron,
+    ("__getitem__", "__setitem__", "__delitem__", "__iter__", "__len__", "__contains__", "copy",
+     "__repr__"),
+)  # fmt: skip
 
 
 class _ContextEnvironb(_ContextEnviron):
