@@ -115,6 +115,15 @@ def _bench_own(args: argparse.Namespace) -> int:
     )
 
 
+def _bench_reuse(args: argparse.Namespace) -> int:
+    from vlcs_bench import reuse
+
+    print("vlcs bench reuse: measuring (a minute)...", file=sys.stderr)
+    result = reuse.run(workers=args.instances, repeats=args.repeats)
+    print(json.dumps(result, indent=2) if args.json else reuse.report(result))
+    return 1 if any("error" in r for r in result["ways"].values()) else 0
+
+
 def _bench_shim(args: argparse.Namespace) -> int:
     from vlcs_bench import tables
     from vlcs_bench.calls import run
@@ -172,6 +181,7 @@ _SUITES = {
     "exec": _bench_exec,
     "own": _bench_own,
     "recycle": _bench_recycle,
+    "reuse": _bench_reuse,
     "create": _bench_create,
     "scale": _bench_scale,
 }
@@ -207,14 +217,16 @@ def _demo(args: argparse.Namespace) -> int:
 def add_bench_arguments(b: argparse.ArgumentParser) -> None:
     b.add_argument(
         "suite",
-        help="all (the evaluation), core, create, strict, shim, python, imports, recycle, exec, "
-        "own or scale",
+        help="all (the evaluation), core, create, strict, shim, python, imports, recycle, "
+        "reuse, exec, own or scale",
     )
     b.add_argument("--json", action="store_true", help="print JSON")
     b.add_argument("--repeats", type=int, default=5, help="repeats per side (python)")
     b.add_argument("--requests", type=int, default=1000, help="recycle: requests per way")
     b.add_argument(
-        "--instances", type=int, help="exec, own: instances, workers (default: one per CPU)"
+        "--instances",
+        type=int,
+        help="exec, own, reuse: instances, workers (default: one per CPU)",
     )
     b.add_argument(
         "--quick",

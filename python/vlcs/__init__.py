@@ -48,6 +48,7 @@ from vlcs.libraries import LibraryController, register
 if TYPE_CHECKING:
     from vlcs._pools.executor import BrokenContextPool, ContextPoolExecutor
     from vlcs._pools.pool import ContextPool
+    from vlcs._pools.reusable import get_reusable_executor
     from vlcs._tune import Task, TuneError, tune
 
 _joblib.install()  # joblib's backend "vlcs", now or when joblib is imported
@@ -60,6 +61,7 @@ _LAZY = {
     "BrokenContextPool": "vlcs._pools.executor",
     "ContextPoolExecutor": "vlcs._pools.executor",
     "ContextPool": "vlcs._pools.pool",
+    "get_reusable_executor": "vlcs._pools.reusable",
     "Task": "vlcs._tune",
     "TuneError": "vlcs._tune",
     "tune": "vlcs._tune",
@@ -101,6 +103,7 @@ __all__ = [
     "VlcsLimitError",
     "current",
     "exec_instances",
+    "get_reusable_executor",
     "info",
     "__version__",
     "auto_service",

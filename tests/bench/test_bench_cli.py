@@ -1,5 +1,6 @@
-"""`vlcs bench core|strict|shim|python|imports|recycle|scale` and `vlcs demo`: each prints what its
-schema promises, with one bound a user would notice if broken."""
+"""`vlcs bench core|strict|shim|python|imports|recycle|reuse|scale` and `vlcs
+demo`: each prints what its schema promises, with one bound a user would
+notice if broken."""
 
 from __future__ import annotations
 
@@ -104,6 +105,19 @@ def test_bench_recycle_json_schema_and_what_each_way_shows():
     numpy_way = ways["close-numpy"]
     assert numpy_way["requests_done"] == 60 and numpy_way["failed"] is None, numpy_way
     assert numpy_way["rss_kib_per_request"] > 10 * max(ways["pool"]["rss_kib_per_request"], 100)
+
+
+def test_bench_reuse_json_schema_and_which_way_keeps_its_workers():
+    r = vlcs_cmd("bench", "reuse", "--repeats", "1", "--json")
+    assert r.returncode == 0, r.stderr
+    ways = json.loads(r.stdout)["ways"]
+    for python in ("shared", "own"):
+        for way in ("reusable", "new pool per job"):
+            row = ways[f"{way}, {python} Python"]
+            _numbers(row, "first_ms", "second_ms", "first_over_second")
+            # the reusable executor's second job runs on the first one's
+            # workers (their contexts, their imports); a new pool's does not
+            assert row["same_workers"] is (way == "reusable"), (way, python, row)
 
 
 def test_python_demo_prints_the_table_and_saves_the_chart(tmp_path):

@@ -172,6 +172,36 @@ def case_bad_arguments_are_refused_and_leave_nothing():
             assert pool.submit(abs, -2).result() == 2
 
 
+def case_the_reusable_executor_keeps_its_workers_and_their_imports():
+    import numpy as np
+
+    ex = vlcs.get_reusable_executor(1, initializer=pool_tasks.set_calls, initargs=(100,))
+    with ex:
+        first = [ex.submit(pool_tasks.count) for _ in range(2)]
+        ex.submit(pool_tasks.array_facts, np.zeros(2))  # numpy, imported in the worker
+        before = ex.submit(pool_tasks.where).result()
+    assert all(f.done() for f in first)  # leaving the block waited for its tasks
+    assert vlcs.get_reusable_executor(1, initializer=pool_tasks.set_calls, initargs=(100,)) is ex
+    contexts = ex.contexts
+    with ex:
+        second = [ex.submit(pool_tasks.count).result() for _ in range(2)]
+        after = ex.submit(pool_tasks.where).result()
+    # the same context, its module state and its numpy kept; the initializer ran once
+    assert [f.result() for f in first] + second == [101, 102, 103, 104]
+    assert after["numpy"] is not None and after == before and ex.contexts == contexts
+    assert pool_tasks.CALLS == 0  # the base's copy untouched
+    # asked for otherwise: the old one finished and closed, a new one made
+    other = vlcs.get_reusable_executor(2, cpus="0-1")
+    assert other is not ex and contexts_alive() == 2
+    with pytest.raises(RuntimeError, match="after shutdown"):
+        ex.submit(abs, 1)
+    assert sorted(other.map(abs, [-1, -2])) == [1, 2]
+    other.shutdown()
+    again = vlcs.get_reusable_executor(2, cpus="0-1")
+    assert again is not other and again.submit(abs, -5).result() == 5
+    again.shutdown()
+
+
 if __name__ == "__main__":
     globals()["case_" + sys.argv[1]]()
     assert vlcs.current() is None and contexts_alive() == 0, "a context was left behind"

@@ -32,6 +32,7 @@ API_CASES = [
     "elastic_workers_borrow_idle_ones_cpus",
     "bytes_and_memoryviews_cross_as_themselves",
     "bad_arguments_are_refused_and_leave_nothing",
+    "the_reusable_executor_keeps_its_workers_and_their_imports",
 ]
 
 
