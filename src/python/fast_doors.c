@@ -428,42 +428,38 @@ static PyMemberDef routed_members[] = {
     {NULL, 0, 0, 0, NULL},
 };
 
+/* The slots both types share; RoutedMethod adds binding. */
+#define ROUTED_SLOTS                                                                               \
+    {Py_tp_new, (void *)routed_new}, {Py_tp_call, (void *)PyVectorcall_Call},                      \
+        {Py_tp_getattro, (void *)routed_getattro}, {Py_tp_traverse, (void *)routed_traverse},      \
+        {Py_tp_clear, (void *)routed_clear}, {Py_tp_dealloc, (void *)routed_dealloc},              \
+        {Py_tp_members, routed_members}
+
 static PyType_Slot routed_slots[] = {
-    {Py_tp_new, (void *)routed_new},
-    {Py_tp_call, (void *)PyVectorcall_Call},
-    {Py_tp_getattro, (void *)routed_getattro},
-    {Py_tp_traverse, (void *)routed_traverse},
-    {Py_tp_clear, (void *)routed_clear},
-    {Py_tp_dealloc, (void *)routed_dealloc},
-    {Py_tp_members, routed_members},
+    ROUTED_SLOTS,
     {Py_tp_doc, "Routed(base, view): base for the base's code, view for every other caller."},
     {0, NULL},
 };
 
+static PyType_Slot routed_method_slots[] = {
+    ROUTED_SLOTS,
+    {Py_tp_descr_get, (void *)routed_get},
+    {Py_tp_doc, "RoutedMethod(base, view): Routed, binding as a function does."},
+    {0, NULL},
+};
+
+#define ROUTED_FLAGS (Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL)
+
 static PyType_Spec routed_spec = {
     .name = "vlcs._isolation._fast.Routed",
     .basicsize = sizeof(routed_t),
-    .flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL,
+    .flags = ROUTED_FLAGS,
     .slots = routed_slots,
-};
-
-static PyType_Slot routed_method_slots[] = {
-    {Py_tp_new, (void *)routed_new},
-    {Py_tp_call, (void *)PyVectorcall_Call},
-    {Py_tp_descr_get, (void *)routed_get},
-    {Py_tp_getattro, (void *)routed_getattro},
-    {Py_tp_traverse, (void *)routed_traverse},
-    {Py_tp_clear, (void *)routed_clear},
-    {Py_tp_dealloc, (void *)routed_dealloc},
-    {Py_tp_members, routed_members},
-    {Py_tp_doc, "RoutedMethod(base, view): Routed, binding as a function does."},
-    {0, NULL},
 };
 
 static PyType_Spec routed_method_spec = {
     .name = "vlcs._isolation._fast.RoutedMethod",
     .basicsize = sizeof(routed_t),
-    .flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL |
-             Py_TPFLAGS_METHOD_DESCRIPTOR,
+    .flags = ROUTED_FLAGS | Py_TPFLAGS_METHOD_DESCRIPTOR,
     .slots = routed_method_slots,
 };
