@@ -183,6 +183,16 @@ done:
     return module;
 }
 
+/* An import the base makes: what CPython's import answers, from the storage
+ * where it holds every module named, complete; else CPython's import. */
+static PyObject *import_as_base(PyObject *name, PyObject *globals, PyObject *locals,
+                                PyObject *fromlist, int level)
+{
+    PyObject *module =
+        import_from_table(PyImport_GetModuleDict(), name, globals, fromlist, level, true);
+    return module != NULL ? module : import_for_base(name, globals, locals, fromlist, level);
+}
+
 /* builtins.__import__: shared names, and the base's import statements, go
  * straight to CPython's import; the rest to the Python door. */
 static PyObject *door_import(PyObject *mod, PyObject *const *args, Py_ssize_t nargs,
@@ -234,23 +244,12 @@ static PyObject *door_import(PyObject *mod, PyObject *const *args, Py_ssize_t na
         PyObject *table = NULL;
         if (f == NULL || decide_quickly(false, &table) != STORAGE)
             goto slow;
-        PyObject *module = import_from_table(PyImport_GetModuleDict(), name, globals, fromlist,
-                                             level, true);
-        if (module != NULL)
-            return module;
-        return import_for_base(name, globals, locals, fromlist, level);
+        return import_as_base(name, globals, locals, fromlist, level);
     }
     struct slot *s = map_find(&owners, (uintptr_t)globals);
     if (s != NULL && s->modules == NULL &&
-        (s->kind == OWNED || thread_context == NULL || context_of(ts) == NULL)) {
-        /* the base's: what CPython's import answers, from the storage where
-         * it holds every module named, complete; else CPython's import */
-        PyObject *module = import_from_table(PyImport_GetModuleDict(), name, globals, fromlist,
-                                             level, true);
-        if (module != NULL)
-            return module;
-        return import_for_base(name, globals, locals, fromlist, level);
-    }
+        (s->kind == OWNED || thread_context == NULL || context_of(ts) == NULL))
+        return import_as_base(name, globals, locals, fromlist, level); /* a base module's */
     if (s != NULL && s->kind == OWNED && s->modules != NULL) {
         /* a context's module: its table, where it has all it names */
         PyObject *module = import_from_table(s->modules, name, globals, fromlist, level, false);
