@@ -26,15 +26,17 @@ def native_dir() -> Path:
     return Path(_NATIVE)
 
 
-def library_path() -> Path:
-    """Path of libvlcs.so."""
-    return native_dir() / "libvlcs.so"
-
-
 def library_file() -> str:
     """libvlcs.so's path as a str, without importing pathlib (vlcs's import
     loads the library)."""
     return os.path.join(_NATIVE, "libvlcs.so")
+
+
+def library_path() -> Path:
+    """Path of libvlcs.so."""
+    from pathlib import Path
+
+    return Path(library_file())
 
 
 def include_dir() -> Path:
