@@ -186,18 +186,40 @@ struct tree {
     char *why;         /* WHY_SIZE bytes */
     struct item *items;
     size_t n;    /* items in the tree */
+    size_t cap;  /* items allocated: most trees are a few libraries */
     size_t made; /* new copies made */
     bool lazy;   /* copies without their code, constructors run by vlcs */
 };
+
+/* Room for one more item (zeroed), moving t->items: VLCS_OK, or a code
+ * with t->why. */
+static int tree_room(struct tree *t)
+{
+    if (t->n < t->cap)
+        return VLCS_OK;
+    if (t->cap == MAX_TREE) {
+        snprintf(t->why, WHY_SIZE, "its tree holds more than %d libraries", MAX_TREE);
+        return VLCS_E_LIMIT;
+    }
+    size_t cap = t->cap ? 2 * t->cap : 8;
+    struct item *grown = realloc(t->items, cap * sizeof *grown);
+    if (grown == NULL) {
+        snprintf(t->why, WHY_SIZE, "out of memory");
+        return VLCS_E_SYSTEM;
+    }
+    memset(grown + t->cap, 0, (cap - t->cap) * sizeof *grown);
+    t->items = grown;
+    t->cap = cap;
+    return VLCS_OK;
+}
 
 /* Stage 1: each new item read, its names resolved as ld.so would from the
  * original file, new ones queued.  VLCS_OK, or a code with t->why. */
 static int tree_read(struct tree *t)
 {
     struct copyset *cs = t->cs;
-    struct item *items = t->items;
     for (size_t i = 0; i < t->n; i++) {
-        struct item *it = &items[i];
+        struct item *items = t->items, *it = &items[i];
         if (it->existing >= 0) /* its tree is the context's already */
             continue;
         it->ofd = origin_hold(it->origin, t->why, WHY_SIZE);
@@ -234,10 +256,11 @@ static int tree_read(struct tree *t)
             while (j < t->n && strcmp(items[j].origin, dep) != 0)
                 j++;
             if (j == t->n) {
-                if (t->n == MAX_TREE) {
-                    snprintf(t->why, WHY_SIZE, "its tree holds more than %d libraries", MAX_TREE);
-                    return VLCS_E_LIMIT;
-                }
+                int code = tree_room(t);
+                if (code != VLCS_OK)
+                    return code;
+                items = t->items;
+                it = &items[i];
                 snprintf(items[j].origin, sizeof items[j].origin, "%s", dep);
                 items[j].existing = find_copy(cs, dep);
                 items[j].fd = items[j].ofd = -1;
@@ -501,8 +524,7 @@ void *copies_load_tree(vlcs_ctx *c, const char *real, const char *shown)
     if (have >= 0)
         return dlopen(cs->copies[have].path, RTLD_NOW | RTLD_NOLOAD);
     struct tree t = {.c = c, .cs = cs, .shown = shown, .why = malloc(WHY_SIZE)};
-    t.items = t.why != NULL ? calloc(MAX_TREE, sizeof *t.items) : NULL;
-    if (t.items == NULL) {
+    if (t.why == NULL || tree_room(&t) != VLCS_OK) {
         free(t.why);
         set_error(VLCS_E_SYSTEM, "Error loading %s into context '%s': out of memory", shown, c->name);
         return NULL;

@@ -224,6 +224,17 @@ int main(int argc, char **argv)
     CHECK(why != NULL && strstr(why, "libvlcs_no_such.so") != NULL, "dlerror names it: %s",
           why ? why : "(null)");
 
+    /* A tree of twelve libraries, each copy the context's own: its calls
+     * counted from the first in each context. */
+    for (int i = 1; i < 6; i += 2) {
+        CHECK_EQ(VLCS_MODE_COPIES, vlcs_ctx_mode(x[i].c), "an odd context is in copy mode");
+        void *chain = vlcs_ctx_load(x[i].c, CHAIN_LIB);
+        CHECK(chain != NULL, "load the chain into %d: %s", i, vlcs_error());
+        int_fn first = (int_fn)sym(chain, "chain_0");
+        CHECK(first() == 12 && first() == 24, "each of the twelve copies of context %d counts its own calls", i);
+        CHECK(((int_fn)sym(chain, "chain_11"))() == 3, "the last copy of context %d", i);
+    }
+
     /* A constructor that opens its own library by name gets the copy being
      * loaded (a new copy of it would open itself again, for ever). */
     for (int i = N - 3; i < N; i++) {
