@@ -15,7 +15,6 @@
 #include <unistd.h>
 
 static void mask_set(vmask *m, int cpu) { m->w[cpu / 64] |= UINT64_C(1) << (cpu % 64); }
-static bool mask_has(const vmask *m, int cpu) { return (m->w[cpu / 64] >> (cpu % 64)) & 1; }
 
 static int parse_cpu(const char **p, int *out)
 {
@@ -87,23 +86,43 @@ int mask_parse(const char *list, vmask *out, char *err, size_t errsize)
     return 0;
 }
 
+/* The first CPU of m at or after cpu; VLCS_MAX_CPUS: none. */
+static int mask_next(const vmask *m, int cpu)
+{
+    for (int w = cpu / 64; cpu < VLCS_MAX_CPUS; w++, cpu = w * 64) {
+        uint64_t bits = m->w[w] >> (cpu % 64);
+        if (bits)
+            return cpu + __builtin_ctzll(bits);
+    }
+    return VLCS_MAX_CPUS;
+}
+
+/* The first CPU after cpu not in m (VLCS_MAX_CPUS: none). */
+static int mask_gap(const vmask *m, int cpu)
+{
+    for (int w = cpu / 64; cpu < VLCS_MAX_CPUS; w++, cpu = w * 64) {
+        uint64_t gaps = ~m->w[w] >> (cpu % 64);
+        if (gaps)
+            return cpu + __builtin_ctzll(gaps);
+    }
+    return VLCS_MAX_CPUS;
+}
+
 int mask_format(const vmask *m, char *buf, size_t size)
 {
     size_t len = 0;
-    int n;
     if (size > 0)
         buf[0] = '\0';
-    for (int c = 0; c < VLCS_MAX_CPUS; c++) {
-        if (!mask_has(m, c))
-            continue;
-        int e = c;
-        while (e + 1 < VLCS_MAX_CPUS && mask_has(m, e + 1))
-            e++;
-        const char *sep = len ? "," : "";
-        n = e == c ? snprintf(len < size ? buf + len : NULL, len < size ? size - len : 0,
-                              "%s%d", sep, c)
-                   : snprintf(len < size ? buf + len : NULL, len < size ? size - len : 0,
-                              "%s%d-%d", sep, c, e);
+    for (int c = mask_next(m, 0); c < VLCS_MAX_CPUS; c = mask_next(m, c + 1)) {
+        int e = mask_gap(m, c) - 1;
+        char item[32]; /* "1023-1023" at most, and a comma */
+        int n = e == c ? snprintf(item, sizeof item, "%s%d", len ? "," : "", c)
+                       : snprintf(item, sizeof item, "%s%d-%d", len ? "," : "", c, e);
+        if (len + 1 < size) { /* as snprintf truncates */
+            size_t fits = len + (size_t)n < size ? (size_t)n : size - 1 - len;
+            memcpy(buf + len, item, fits);
+            buf[len + fits] = '\0';
+        }
         len += (size_t)n;
         c = e;
     }
