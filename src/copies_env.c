@@ -148,25 +148,24 @@ int copy_env_start(vlcs_ctx *c)
         return -1;
     pthread_mutex_init(&cs->lock, NULL);
     c->cp.env = cs;
-    for (char **e = environ; e && *e; e++) {
-        char *s = strdup(*e);
-        char *eq = s ? strchr(s, '=') : NULL;
-        if (s == NULL || env_own(cs, s) != 0) {
-            free(s);
-            goto fail;
-        }
-        if (eq == NULL)
-            continue;
-        *eq = '\0';
-        char name[256];
-        snprintf(name, sizeof name, "%s", s);
-        *eq = '=';
-        if (env_place(cs, name, s) != 0)
-            goto fail;
-    }
-    if (cs->env == NULL &&
-        array_grow((void **)&cs->env, &cs->capenv, 1, sizeof *cs->env) != 0)
+    /* The process's strings copied into one block, owned as one. */
+    size_t n = 0, bytes = 1;
+    for (char **e = environ; e && *e; e++, n++)
+        bytes += strlen(*e) + 1;
+    char *block = malloc(bytes);
+    if (block == NULL || env_own(cs, block) != 0) {
+        free(block);
         goto fail;
+    }
+    if (array_grow((void **)&cs->env, &cs->capenv, n, sizeof *cs->env) != 0)
+        goto fail;
+    /* as the process lists them, a name listed twice too: getenv finds
+     * the first, as glibc's does in the process's */
+    for (char **e = environ; e && *e; e++) {
+        size_t len = strlen(*e) + 1;
+        cs->env[cs->nenv++] = memcpy(block, *e, len);
+        block += len;
+    }
     cs->env[cs->nenv] = NULL;
     for (const struct envop *op = c->pending_env; op; op = op->next)
         if (copy_env_set(c, op->name, op->value, 1) != 0)

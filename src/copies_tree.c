@@ -201,7 +201,7 @@ static int tree_room(struct tree *t)
         snprintf(t->why, WHY_SIZE, "its tree holds more than %d libraries", MAX_TREE);
         return VLCS_E_LIMIT;
     }
-    size_t cap = t->cap ? 2 * t->cap : 8;
+    size_t cap = t->cap ? 2 * t->cap : 1;
     struct item *grown = realloc(t->items, cap * sizeof *grown);
     if (grown == NULL) {
         snprintf(t->why, WHY_SIZE, "out of memory");
