@@ -97,8 +97,9 @@ struct ctx_ns {
     void *ip_handle;
     int root_fd; /* the memfd of its first object, or -1; set by ns_create */
     char **environ_copy; /* the copy handed over; kept so leak checkers see it */
-    char **environ_own; /* the strings it started with, which are vlcs's to free */
+    char **environ_own; /* what vlcs allocated for it (environ_copy), NULL-terminated */
     char ***environ_slot; /* the namespace libc's __environ */
+    void *libc_map; /* its libc (struct link_map *), whose symbols object_sym finds */
     int (*libc_setenv)(const char *, const char *, int);
     int (*libc_unsetenv)(const char *);
     char *(*libc_getenv)(const char *);

@@ -20,7 +20,7 @@
 #include <sys/time.h>
 #include <sys/types.h>
 
-#define VLCS_IP_ABI_VERSION 12
+#define VLCS_IP_ABI_VERSION 13
 
 struct vlcs_ctx;
 
@@ -155,6 +155,11 @@ struct vlcs_ip_api {
     int (*sig_setitimer)(struct vlcs_ctx *, int, const struct itimerval *, struct itimerval *);
     pid_t (*sig_timer_thread)(struct vlcs_ctx *); /* 0: no instance */
     void (*sig_timer_made)(struct vlcs_ctx *, int kernel_id);
+
+    /* A function (or object) of the libc the interposer's "next" is: its
+     * namespace's, or in copy mode the process's; NULL when libc has no
+     * such name.  Found without a lookup after the first namespace. */
+    void *(*libc_sym)(struct vlcs_ctx *, const char *name);
 };
 
 /* A variable a program loaded into the namespace holds a copy of (an

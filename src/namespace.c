@@ -22,6 +22,7 @@
 #include "hooks.h"
 #include "interposer_path.h"
 #include "keys.h"
+#include "object_syms.h"
 #include "registry.h"
 #include "room.h"
 #include "service.h"
@@ -44,50 +45,61 @@ extern char **environ;
 static void *ns_noop(void *arg) { return arg; }
 
 /* A private copy of the process environment for the namespace's libc, with
- * the context's recorded changes applied: every string in it is vlcs's, so
- * all of it can be freed when the namespace goes (the namespace's libc
- * starts out pointing at the base's array, and its setenv would overwrite
- * entries of that array in place; what its setenv allocates is its own). */
-static char **environ_copy(const struct envop *ops)
+ * the context's recorded changes applied.  The namespace's libc starts out
+ * pointing at the base's array, and its setenv would overwrite entries of
+ * that array in place; what its setenv allocates is its own.  *own gets
+ * what vlcs allocated for it, NULL-terminated, to be freed with the
+ * namespace: one block holding the process's strings, then each entry the
+ * changes made (one a later change replaced included). */
+static char **environ_copy(const struct envop *ops, char ***own)
 {
-    size_t n = 0, extra = 0;
-    while (environ && environ[n])
-        n++;
+    size_t n = 0, extra = 0, bytes = 1, nown = 0;
+    for (; environ && environ[n]; n++)
+        bytes += strlen(environ[n]) + 1;
     for (const struct envop *op = ops; op; op = op->next)
         extra++;
     char **copy = calloc(n + extra + 1, sizeof *copy);
-    if (copy == NULL)
-        return NULL;
+    char **mine = calloc(extra + 2, sizeof *mine);
+    char *block = malloc(bytes);
+    if (copy == NULL || mine == NULL || block == NULL) {
+        free(block);
+        goto oom;
+    }
+    mine[nown++] = block;
     size_t k = 0;
-    for (size_t i = 0; i < n; i++)
-        if ((copy[k] = strdup(environ[i])) == NULL)
-            goto oom;
-        else
-            k++;
+    for (; k < n; k++) {
+        size_t len = strlen(environ[k]) + 1;
+        copy[k] = memcpy(block, environ[k], len);
+        block += len;
+    }
     for (const struct envop *op = ops; op; op = op->next) {
         size_t i = 0;
         while (i < k && !env_entry_is(copy[i], op->name))
             i++;
         if (i < k) { /* drop the old entry, keeping the order of the rest */
-            free(copy[i]);
             memmove(copy + i, copy + i + 1, (k - i) * sizeof *copy);
             k--;
         }
         if (op->value == NULL)
             continue;
         size_t len = strlen(op->name) + strlen(op->value) + 2;
-        if ((copy[k] = malloc(len)) == NULL)
+        if ((copy[k] = mine[nown] = malloc(len)) == NULL)
             goto oom;
+        nown++;
         snprintf(copy[k++], len, "%s=%s", op->name, op->value);
     }
     copy[k] = NULL;
+    *own = mine;
     return copy;
 oom:
-    while (k--)
-        free(copy[k]);
+    for (size_t i = 0; mine && i < nown; i++)
+        free(mine[i]);
+    free(mine);
     free(copy);
     return NULL;
 }
+
+static void *libc_sym(vlcs_ctx *c, const char *name);
 
 void ns_api_fill(vlcs_ctx *c, struct vlcs_ip_api *a)
 {
@@ -136,6 +148,7 @@ void ns_api_fill(vlcs_ctx *c, struct vlcs_ip_api *a)
     a->sig_setitimer = exec_setitimer;
     a->sig_timer_thread = exec_timer_thread;
     a->sig_timer_made = exec_timer_made;
+    a->libc_sym = libc_sym;
 }
 
 /* glibc maps a new namespace's objects where an unloaded one's were, and
@@ -203,16 +216,30 @@ static const char *base_libm(char *out, size_t size)
 /* The base's libc, by the path it loaded it from (a NOLOAD open by soname
  * asks the file system nothing): found once. */
 static char base_libc[PATH_MAX];
+static struct link_map *base_libc_map;
 static pthread_once_t base_libc_once = PTHREAD_ONCE_INIT;
 
 static void find_base_libc(void)
 {
     void *h = dlopen(LIBC_SO, RTLD_NOLOAD | RTLD_LAZY);
     struct link_map *lm = NULL;
-    if (h != NULL && dlinfo(h, RTLD_DI_LINKMAP, &lm) == 0 && lm != NULL && lm->l_name[0] == '/')
-        snprintf(base_libc, sizeof base_libc, "%s", lm->l_name);
+    if (h != NULL && dlinfo(h, RTLD_DI_LINKMAP, &lm) == 0 && lm != NULL) {
+        base_libc_map = lm; /* the base's libc is never unloaded */
+        if (lm->l_name[0] == '/')
+            snprintf(base_libc, sizeof base_libc, "%s", lm->l_name);
+    }
     if (h != NULL)
         dlclose(h);
+}
+
+/* The interposer's "next": its namespace's libc, or in copy mode the
+ * process's. */
+static void *libc_sym(vlcs_ctx *c, const char *name)
+{
+    if (c->ns.libc_map != NULL)
+        return object_sym(c->ns.lmid, c->ns.libc_map, name);
+    pthread_once(&base_libc_once, find_base_libc);
+    return object_sym(LM_ID_BASE, base_libc_map, name);
 }
 
 /* The namespace's first objects are named in its root by descriptors of
@@ -256,6 +283,35 @@ static void name_by_path(vlcs_ctx *c, void *h, const struct first_file *files, s
         }
 }
 
+/* The namespace's libc and interposer: by the paths name_by_path gave them,
+ * else (a file that could not be held) asked of ld.so by name. */
+static void first_objects(vlcs_ctx *c, void *h, struct link_map **libc, struct link_map **ip)
+{
+    struct link_map *lm = NULL;
+    if (dlinfo(h, RTLD_DI_LINKMAP, &lm) == 0 && lm != NULL) {
+        while (lm->l_prev)
+            lm = lm->l_prev;
+        for (; lm != NULL; lm = lm->l_next)
+            if (base_libc[0] != '\0' && strcmp(lm->l_name, base_libc) == 0)
+                *libc = lm;
+            else if (strcmp(lm->l_name, interposer_path()) == 0)
+                *ip = lm;
+    }
+    const char *names[2] = {"libc.so.6", interposer_path()};
+    struct link_map **found[2] = {libc, ip};
+    for (int i = 0; i < 2; i++) {
+        if (*found[i] != NULL)
+            continue;
+        /* the root h holds it: this reference goes at once, or it would
+         * keep the namespace from ever being taken back */
+        void *o = dlmopen(c->ns.lmid, names[i], RTLD_NOLOAD | RTLD_LAZY);
+        if (o != NULL && dlinfo(o, RTLD_DI_LINKMAP, &lm) == 0)
+            *found[i] = lm;
+        if (o != NULL)
+            dlclose(o);
+    }
+}
+
 int ns_create(vlcs_ctx *c)
 {
     /* The first object is a generated root whose DT_NEEDED entries are the
@@ -294,7 +350,6 @@ int ns_create(vlcs_ctx *c)
     }
     if (root >= 0)
         fd_path(rootpath, sizeof rootpath, root);
-    dlerror();
     void *h = dlmopen(LM_ID_NEWLM, root >= 0 ? rootpath : interposer_path(),
                       RTLD_NOW | RTLD_LOCAL);
     /* The root is named by its descriptor's number in the namespace's link
@@ -311,42 +366,34 @@ int ns_create(vlcs_ctx *c)
     }
     ns_handed_over();
     name_by_path(c, h, files, nfiles);
-    /* libc's own symbols, and the interposer's, looked up in those objects:
-     * a service might export a name libc has. */
-    void *libc = NULL, *ip = NULL;
-    if (dlinfo(h, RTLD_DI_LMID, &c->ns.lmid) == 0) {
-        libc = dlmopen(c->ns.lmid, "libc.so.6", RTLD_NOLOAD | RTLD_LAZY);
-        ip = dlmopen(c->ns.lmid, interposer_path(), RTLD_NOLOAD | RTLD_LAZY);
-    }
-    vlcs_ip_bind_fn bind = ip ? (vlcs_ip_bind_fn)dlsym(ip, "vlcs_ip_bind") : NULL;
-    char ***ns_environ = libc ? dlsym(libc, "__environ") : NULL;
-    FILE **ns_stdin = libc ? dlsym(libc, "stdin") : NULL;
-    FILE **ns_stdout = libc ? dlsym(libc, "stdout") : NULL;
-    FILE **ns_stderr = libc ? dlsym(libc, "stderr") : NULL;
+    /* libc's own symbols, and the interposer's, looked up in those objects
+     * (a service might export a name libc has), each name once for every
+     * namespace (object_syms.c). */
+    struct link_map *libc = NULL, *ip = NULL;
+    if (dlinfo(h, RTLD_DI_LMID, &c->ns.lmid) == 0)
+        first_objects(c, h, &libc, &ip);
+    vlcs_ip_bind_fn bind = (vlcs_ip_bind_fn)object_sym(c->ns.lmid, ip, "vlcs_ip_bind");
+    char ***ns_environ = object_sym(c->ns.lmid, libc, "__environ");
+    FILE **ns_stdin = object_sym(c->ns.lmid, libc, "stdin");
+    FILE **ns_stdout = object_sym(c->ns.lmid, libc, "stdout");
+    FILE **ns_stderr = object_sym(c->ns.lmid, libc, "stderr");
     /* The namespace's libc itself, past the interposer: its pthread_create
      * must not register a thread of the context while we hold its lock. */
     int (*ns_pthread_create)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *) =
-        libc ? (int (*)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *))dlsym(
-                   libc, "pthread_create")
-             : NULL;
+        (int (*)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *))object_sym(
+            c->ns.lmid, libc, "pthread_create");
     int (*ns_pthread_join)(pthread_t, void **) =
-        libc ? (int (*)(pthread_t, void **))dlsym(libc, "pthread_join") : NULL;
-    c->ns.libc_setenv = libc ? (int (*)(const char *, const char *, int))dlsym(libc, "setenv") : NULL;
-    c->ns.libc_unsetenv = libc ? (int (*)(const char *))dlsym(libc, "unsetenv") : NULL;
-    c->ns.libc_getenv = libc ? (char *(*)(const char *))dlsym(libc, "getenv") : NULL;
-    c->ns.libc_fflush = libc ? (int (*)(void *))dlsym(libc, "fflush") : NULL;
-    void (*ctype_init)(void) = libc ? (void (*)(void))dlsym(libc, "__ctype_init") : NULL;
-    void (*enable_locks)(void) = libc ? (void (*)(void))dlsym(libc, "_IO_enable_locks") : NULL;
-    /* The root h holds both: extra references would keep the namespace
-     * from ever being taken back. */
-    if (ip)
-        dlclose(ip);
-    if (libc)
-        dlclose(libc);
+        (int (*)(pthread_t, void **))object_sym(c->ns.lmid, libc, "pthread_join");
+    c->ns.libc_setenv = (int (*)(const char *, const char *, int))object_sym(c->ns.lmid, libc, "setenv");
+    c->ns.libc_unsetenv = (int (*)(const char *))object_sym(c->ns.lmid, libc, "unsetenv");
+    c->ns.libc_getenv = (char *(*)(const char *))object_sym(c->ns.lmid, libc, "getenv");
+    c->ns.libc_fflush = (int (*)(void *))object_sym(c->ns.lmid, libc, "fflush");
+    void (*ctype_init)(void) = (void (*)(void))object_sym(c->ns.lmid, libc, "__ctype_init");
+    void (*enable_locks)(void) = (void (*)(void))object_sym(c->ns.lmid, libc, "_IO_enable_locks");
     if (libc == NULL) {
         set_error(VLCS_E_NOT_FOUND,
-                  "Error creating the namespace of context '%s': its libc cannot be found: %s",
-                  c->name, dlerror());
+                  "Error creating the namespace of context '%s': its libc cannot be found",
+                  c->name);
         goto fail;
     }
     if (!bind || !ns_environ || !ns_stdin || !ns_stdout || !ns_stderr || !ns_pthread_create ||
@@ -357,6 +404,7 @@ int ns_create(vlcs_ctx *c)
                   c->name, interposer_path());
         goto fail;
     }
+    c->ns.libc_map = libc;
     ns_api_fill(c, &c->api);
     if (bind(&c->api) != 0) {
         /* The right interposer is not where it was looked for. */
@@ -391,25 +439,12 @@ int ns_create(vlcs_ctx *c)
             setvbuf(f, NULL, _IOLBF, 0);
         c->ns.stdio_file[i] = f;
     }
-    char **env = environ_copy(c->pending_env);
+    char **own = NULL, **env = environ_copy(c->pending_env, &own);
     if (env == NULL) {
         set_error(VLCS_E_SYSTEM, "Error creating the namespace of context '%s': out of memory",
                   c->name);
         goto fail;
     }
-    size_t nenv = 0;
-    while (env[nenv])
-        nenv++;
-    char **own = malloc((nenv + 1) * sizeof *own);
-    if (own == NULL) {
-        for (char **e = env; *e; e++)
-            free(*e);
-        free(env);
-        set_error(VLCS_E_SYSTEM, "Error creating the namespace of context '%s': out of memory",
-                  c->name);
-        goto fail;
-    }
-    memcpy(own, env, (nenv + 1) * sizeof *own);
     *ns_environ = env;
     c->ns.environ_copy = env;
     c->ns.environ_own = own;
@@ -460,6 +495,7 @@ int ns_create(vlcs_ctx *c)
     return 0;
 fail:
     /* Nothing of the user's is loaded yet: the namespace can go. */
+    c->ns.libc_map = NULL;
     ns_handed_back();
     dlclose(h);
     if (c->ns.root_fd >= 0)
@@ -502,6 +538,7 @@ void ns_teardown(vlcs_ctx *c)
     c->ns.environ_copy = NULL;
     c->ns.environ_own = NULL;
     c->ns.environ_slot = NULL;
+    c->ns.libc_map = NULL;
     c->ns.ip_handle = NULL;
     fork_forget(c);
     ns_forget_given(c);

@@ -23,18 +23,27 @@
 IP_HIDDEN const struct vlcs_ip_api *vlcs_ip;
 static struct vlcs_ip_api bound_api;
 
-IP_HIDDEN void *ip_next(const char *name) { return dlsym(RTLD_NEXT, name); }
-
 static const struct vlcs_ip_api *api(void) { return __atomic_load_n(&vlcs_ip, __ATOMIC_ACQUIRE); }
+
+/* Once bound, libvlcs finds libc's functions without a lookup (a lookup by
+ * RTLD_NEXT first walks every object of every namespace). */
+IP_HIDDEN void *ip_next(const char *name)
+{
+    const struct vlcs_ip_api *a = api();
+    void *fn = a != NULL ? a->libc_sym(a->ctx, name) : NULL;
+    return fn != NULL ? fn : dlsym(RTLD_NEXT, name);
+}
 
 IP_EXPORT int vlcs_ip_bind(const struct vlcs_ip_api *api)
 {
     if (api == NULL || api->abi_version != VLCS_IP_ABI_VERSION)
         return -1;
     bound_api = *api;
+    __atomic_store_n(&vlcs_ip, &bound_api, __ATOMIC_RELEASE);
+    /* after: their lookups go through libc_sym; nothing of the namespace
+     * runs before ns_create returns, and each looks up what it lacks */
     ip_signal_bind();
     ip_end_bind();
-    __atomic_store_n(&vlcs_ip, &bound_api, __ATOMIC_RELEASE);
     return 0;
 }
 

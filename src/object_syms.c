@@ -1,0 +1,116 @@
+/*
+ * object_syms.c - a symbol of one loaded object, read from its own hash
+ * table.
+ *
+ * Every namespace loads its own libc and its own interposer, and vlcs needs
+ * a few dozen of their symbols each time (environ, stdio, the functions the
+ * interposer calls "next").  dlsym needs a handle of the object (a
+ * dlmopen by name, which compares names with every loaded object), takes
+ * the loader's lock, and by RTLD_NEXT first walks every object of every
+ * namespace to find its caller: a thousand copy-mode contexts made that
+ * quadratic, and a child forked while another thread held the lock could
+ * never look anything up.  Here the object's GNU hash table is read as ld.so
+ * reads it, without a lock; what it cannot answer plainly (an IFUNC, TLS,
+ * an object without a GNU hash table) is left to dlsym.
+ */
+#define _GNU_SOURCE
+#include "common.h"
+#include "object_syms.h"
+
+#include <elf.h>
+#include <link.h>
+#include <string.h>
+
+struct tables {
+    const ElfW(Sym) *symtab;
+    const char *strtab;
+    const uint32_t *gnu_hash;
+    const ElfW(Half) *versym;
+};
+
+/* Where the dynamic section points: glibc has added the load address on
+ * most machines, not where the section is read-only (RISC-V, MIPS). */
+static const void *at(const struct link_map *lm, ElfW(Addr) p)
+{
+    return (const void *)(p < lm->l_addr ? p + lm->l_addr : p);
+}
+
+static bool tables_of(const struct link_map *lm, struct tables *t)
+{
+    memset(t, 0, sizeof *t);
+    for (const ElfW(Dyn) *d = lm->l_ld; d != NULL && d->d_tag != DT_NULL; d++)
+        switch (d->d_tag) {
+        case DT_SYMTAB:
+            t->symtab = at(lm, d->d_un.d_ptr);
+            break;
+        case DT_STRTAB:
+            t->strtab = at(lm, d->d_un.d_ptr);
+            break;
+        case DT_GNU_HASH:
+            t->gnu_hash = at(lm, d->d_un.d_ptr);
+            break;
+        case DT_VERSYM:
+            t->versym = at(lm, d->d_un.d_ptr);
+            break;
+        }
+    return t->symtab != NULL && t->strtab != NULL && t->gnu_hash != NULL;
+}
+
+static uint32_t gnu_hash(const char *s)
+{
+    uint32_t h = 5381;
+    for (; *s; s++)
+        h = h * 33 + (unsigned char)*s;
+    return h;
+}
+
+/* name's symbol defined in lm, its default version (as dlsym finds it);
+ * NULL when it has none.  *plain: whether its address is its value. */
+static const ElfW(Sym) *find(const struct tables *t, const char *name, bool *plain)
+{
+    const uint32_t nbuckets = t->gnu_hash[0], symoffset = t->gnu_hash[1];
+    const uint32_t bloom_size = t->gnu_hash[2], bloom_shift = t->gnu_hash[3];
+    const ElfW(Addr) *bloom = (const ElfW(Addr) *)(t->gnu_hash + 4);
+    const uint32_t *buckets = (const uint32_t *)(bloom + bloom_size);
+    const uint32_t *chain = buckets + nbuckets - symoffset;
+    const unsigned bits = sizeof(ElfW(Addr)) * 8;
+    uint32_t h = gnu_hash(name);
+    if (nbuckets == 0 || bloom_size == 0)
+        return NULL;
+    ElfW(Addr) word = bloom[(h / bits) & (bloom_size - 1)];
+    if (!((word >> (h % bits)) & (word >> ((h >> bloom_shift) % bits)) & 1))
+        return NULL;
+    for (uint32_t i = buckets[h % nbuckets]; i >= symoffset && i != 0; i++) {
+        const ElfW(Sym) *s = &t->symtab[i];
+        if ((chain[i] | 1) == (h | 1) && strcmp(t->strtab + s->st_name, name) == 0 &&
+            s->st_shndx != SHN_UNDEF && ELF64_ST_BIND(s->st_info) != STB_LOCAL &&
+            (t->versym == NULL || (t->versym[i] & 0x8000) == 0)) {
+            unsigned type = ELF64_ST_TYPE(s->st_info);
+            *plain = type != STT_GNU_IFUNC && type != STT_TLS && s->st_shndx != SHN_ABS;
+            return s;
+        }
+        if (chain[i] & 1)
+            break;
+    }
+    return NULL;
+}
+
+void *object_sym(Lmid_t lmid, struct link_map *lm, const char *name)
+{
+    if (lm == NULL || name == NULL)
+        return NULL;
+    struct tables t;
+    bool plain = false;
+    const ElfW(Sym) *s = tables_of(lm, &t) ? find(&t, name, &plain) : NULL;
+    if (s != NULL && plain)
+        return (void *)(lm->l_addr + s->st_value);
+    if (s == NULL && t.gnu_hash != NULL)
+        return NULL;
+    /* dlsym's answer: a handle of the object's own (one that ld.so loaded
+     * as a dependency has no scope for dlsym), given back at once */
+    void *o = dlmopen(lmid, lm->l_name, RTLD_NOLOAD | RTLD_LAZY);
+    void *p = o != NULL ? dlsym(o, name) : NULL;
+    if (o != NULL)
+        dlclose(o);
+    return p;
+}
