@@ -350,8 +350,11 @@ int ns_create(vlcs_ctx *c)
     }
     if (root >= 0)
         fd_path(rootpath, sizeof rootpath, root);
+    /* Lazily bound, as a program's own libraries are (what was built
+     * with -z now binds at once all the same): of the interposer's and an
+     * own libpython's calls (1,400), few run in a given context. */
     void *h = dlmopen(LM_ID_NEWLM, root >= 0 ? rootpath : interposer_path(),
-                      RTLD_NOW | RTLD_LOCAL);
+                      RTLD_LAZY | RTLD_LOCAL);
     /* The root is named by its descriptor's number in the namespace's link
      * map, and ld.so takes a later load of that name for it: the number
      * stays taken while the namespace lives, so that no forwarder made
