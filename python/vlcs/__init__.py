@@ -14,7 +14,6 @@ True
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from vlcs._context import VLC, Context, NamespaceKeptWarning, current, info
 from vlcs._errors import (
     ContextBusyError,
     ContextDestroyedError,
@@ -27,37 +26,57 @@ from vlcs._errors import (
     VlcsError,
     VlcsLimitError,
 )
-from vlcs._exec import exec_instances
-from vlcs._isolation.imports import share
-from vlcs._isolation.threads import base_thread
-from vlcs._lib import (
-    auto_service,
-    auto_services,
-    init,
-    node_ledger,
-    room,
-    service,
-    strict_active,
-)
 from vlcs._paths import include_dir, library_path, native_dir, program_path
 from vlcs._pools import joblib_backend as _joblib
-from vlcs._trace import trace
 from vlcs._version import __version__
-from vlcs.libraries import LibraryController, register
 
 if TYPE_CHECKING:
+    from vlcs._context import VLC, Context, NamespaceKeptWarning, current, info
+    from vlcs._exec import exec_instances
+    from vlcs._isolation.imports import share
+    from vlcs._isolation.threads import base_thread
+    from vlcs._lib import (
+        auto_service,
+        auto_services,
+        init,
+        node_ledger,
+        room,
+        service,
+        strict_active,
+    )
     from vlcs._pools.executor import BrokenContextPool, ContextPoolExecutor
     from vlcs._pools.pool import ContextPool
     from vlcs._pools.reusable import get_reusable_executor
+    from vlcs._trace import trace
     from vlcs._tune import Task, TuneError, tune
+    from vlcs.libraries import LibraryController, register
 
 _joblib.install()  # joblib's backend "vlcs", now or when joblib is imported
 
-# Imported at first use: the pools' module needs concurrent.futures.process
-# (multiprocessing, tempfile, ...) and the tuner statistics and hashlib,
-# together most of what `import vlcs` took; `vlcs exec` and a script that
-# only makes contexts need neither.
+# Everything else is imported at first use: contexts bring ctypes, the
+# import machinery and the Python runtimes, the pools
+# concurrent.futures.process (multiprocessing, tempfile, ...), the tuner
+# statistics and hashlib; `vlcs exec`, `vlcs --help` and a script that only
+# reads vlcs.__version__ need none of them.
 _LAZY = {
+    "VLC": "vlcs._context",
+    "Context": "vlcs._context",
+    "NamespaceKeptWarning": "vlcs._context",
+    "current": "vlcs._context",
+    "info": "vlcs._context",
+    "exec_instances": "vlcs._exec",
+    "share": "vlcs._isolation.imports",
+    "base_thread": "vlcs._isolation.threads",
+    "auto_service": "vlcs._lib",
+    "auto_services": "vlcs._lib",
+    "init": "vlcs._lib",
+    "node_ledger": "vlcs._lib",
+    "room": "vlcs._lib",
+    "service": "vlcs._lib",
+    "strict_active": "vlcs._lib",
+    "trace": "vlcs._trace",
+    "LibraryController": "vlcs.libraries",
+    "register": "vlcs.libraries",
     "BrokenContextPool": "vlcs._pools.executor",
     "ContextPoolExecutor": "vlcs._pools.executor",
     "ContextPool": "vlcs._pools.pool",
@@ -71,7 +90,15 @@ _LAZY = {
 def __getattr__(name: str) -> Any:
     module = _LAZY.get(name)
     if module is None:
-        raise AttributeError(f"module 'vlcs' has no attribute {name!r}")
+        # a submodule (vlcs.shim, vlcs._lib...), each at first use as well
+        if name.startswith("__"):
+            raise AttributeError(f"module 'vlcs' has no attribute {name!r}")
+        try:
+            return importlib.import_module(f"vlcs.{name}")
+        except ModuleNotFoundError as e:
+            if e.name != f"vlcs.{name}":
+                raise
+            raise AttributeError(f"module 'vlcs' has no attribute {name!r}") from None
     value = getattr(importlib.import_module(module), name)
     globals()[name] = value
     return value

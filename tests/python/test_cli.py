@@ -137,10 +137,12 @@ def test_bench_without_its_package_says_how_to_get_it():
 
 
 def test_import_vlcs_leaves_what_it_does_not_need_yet_for_its_first_use():
-    # vlcs exec's start-up, and every script's `import vlcs`: the thread
-    # pools (concurrent.futures, and logging with it), paths as objects,
-    # subprocess and the tuner are imported when first used, and a context's
-    # executor then works.
+    # vlcs exec's start-up, and every script's `import vlcs`: contexts
+    # (ctypes and the import machinery), the thread pools
+    # (concurrent.futures, and logging with it), paths as objects,
+    # subprocess and the tuner are imported when first used; a context's
+    # executor then works, and so do the names and submodules the package
+    # had before (vlcs.shim, a private vlcs._lib).
     code = (
         "import json, sys\n"
         "before = set(sys.modules)\n"
@@ -148,11 +150,34 @@ def test_import_vlcs_leaves_what_it_does_not_need_yet_for_its_first_use():
         "new = sorted(set(sys.modules) - before)\n"
         "ctx = vlcs.VLC(cpus='0')\n"
         "ran = ctx.submit(lambda: vlcs.current() is ctx).result()\n"
-        "print(json.dumps({'new': new, 'ran': ran, 'lib': vlcs.library_path().exists()}))\n"
+        "names = all(hasattr(vlcs, n) for n in vlcs.__all__) and not hasattr(vlcs, 'nope')\n"
+        "subs = callable(vlcs.shim.generate) and callable(vlcs._lib.lib)\n"
+        "print(json.dumps({'new': new, 'ran': ran, 'lib': vlcs.library_path().exists(),\n"
+        "                  'names': names, 'subs': subs}))\n"
     )
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert p.returncode == 0, p.stderr[-3000:]
     r = json.loads(p.stdout.strip().splitlines()[-1])
     heavy = {"concurrent.futures", "logging", "pathlib", "subprocess", "platform", "vlcs._tune"}
+    heavy |= {"ctypes", "vlcs._context", "vlcs._isolation.imports", "vlcs._own"}
     assert not heavy & set(r["new"]), sorted(heavy & set(r["new"]))
-    assert r["ran"] and r["lib"], r
+    assert r["ran"] and r["lib"] and r["names"] and r["subs"], r
+
+
+def test_vlcs_exec_starts_without_what_only_python_contexts_use(tmp_path):
+    # A Python of its own (pickle, queue), library controllers, the
+    # interpreter's report (sysconfig), subprocess and shutil (argparse's
+    # terminal width) are not vlcs exec's: its start-up imports none.
+    code = (
+        "import json, sys\n"
+        "sys.argv = ['vlcs', 'exec', '-n', '2', '--', 'true']\n"
+        "from vlcs.cli import main\n"
+        "rc = main()\n"
+        "print(json.dumps({'rc': rc, 'modules': sorted(sys.modules)}))\n"
+    )
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr[-3000:]
+    r = json.loads(p.stdout.strip().splitlines()[-1])
+    unused = {"pickle", "vlcs._own", "vlcs.libraries", "vlcs._interpreter", "sysconfig"}
+    unused |= {"subprocess", "shutil", "concurrent.futures", "vlcs._fault"}
+    assert r["rc"] == 0 and not unused & set(r["modules"]), sorted(unused & set(r["modules"]))

@@ -261,13 +261,14 @@ def test_a_probe_for_a_library_the_context_has_not_loaded_fails_in_the_context()
         """
         import ctypes, json, os, vlcs
         import numpy
-        blas = [p for p in vlcs._isolation.linkmap.namespace_objects(ctypes.CDLL(None)._handle)
+        from vlcs._isolation import linkmap
+        blas = [p for p in linkmap.namespace_objects(ctypes.CDLL(None)._handle)
                 if "openblas" in p][0]
         a = vlcs.VLC(cpus="0", name="a")
         with a:
             import json as _  # the namespace exists
         a._load_handle("libc.so.6")
-        fd_names = [p for p in a.libraries() if vlcs._isolation.linkmap.made_in_memory(p)]
+        fd_names = [p for p in a.libraries() if linkmap.made_in_memory(p)]
         held, want = [], {int(p.rsplit("/", 1)[1]) for p in fd_names}
         while want and not (want & set(held)) and len(held) < 256:
             held.append(os.open(blas, os.O_RDONLY))
