@@ -35,9 +35,8 @@ import weakref
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from vlcs import _cpus, _interpreter, _own, libraries
+from vlcs import _cpus
 from vlcs._errors import ContextDestroyedError, InvalidArgumentError
-from vlcs._fault import call_guarded
 from vlcs._isolation import dlopen as _dlopen
 from vlcs._isolation import imports as _imports
 from vlcs._isolation import registries as _registries
@@ -49,6 +48,13 @@ from vlcs._lib import c_string, check, enter_binding, fail, forged_files, last_e
 
 if TYPE_CHECKING:
     import concurrent.futures
+
+    from vlcs import _own, libraries
+
+# The Python runtimes a context may have.  What only some contexts use (a
+# Python of their own, library controllers, fault reports) is imported at
+# first use: vlcs exec's contexts run programs alone.
+PYTHONS = ("shared", "own")
 
 # vlcs_mode (vlcs.h)
 _MODE_NAMESPACE = 1
@@ -152,8 +158,8 @@ class VLC:
         gpus: str | Iterable[int] | None = None,
         _programs_only: bool = False,
     ) -> None:
-        if python not in _own.PYTHONS:
-            raise ValueError(f"python must be one of {', '.join(_own.PYTHONS)}; got {python!r}")
+        if python not in PYTHONS:
+            raise ValueError(f"python must be one of {', '.join(PYTHONS)}; got {python!r}")
         self._own: _own.Runtime | None = None
         # Before the namespace exists, so that libpython's forwarder is in
         # its global scope (extension modules look for the C API there).
@@ -194,7 +200,9 @@ class VLC:
             for key, value in (env or {}).items():
                 self.setenv(key, value)
             if python == "own":
-                self._own = _own.Runtime(self)
+                from vlcs._own import Runtime
+
+                self._own = Runtime(self)
         except BaseException:
             # a refused argument leaves no context behind
             self._handle = None
@@ -548,6 +556,8 @@ class VLC:
         """
         if self._own is not None:
             return self._own.call(fn, args, kwargs)
+        from vlcs._fault import call_guarded
+
         return call_guarded(self, functools.partial(fn, *args, **kwargs))
 
     @property
@@ -581,6 +591,8 @@ class VLC:
 
     def _controllers(self, user_api: str | None = None) -> list[libraries.LibraryController]:
         """A controller for each known library copy in the context (call inside it)."""
+        from vlcs import libraries
+
         out: list[libraries.LibraryController] = []
         for path in self.libraries():
             for cls in libraries.controllers():
@@ -831,6 +843,7 @@ def info() -> dict[str, Any]:
     >>> import json, vlcs
     >>> _ = json.dumps(vlcs.info())
     """
+    from vlcs._interpreter import report
     from vlcs._lib import auto_services, node_ledger, room, strict_active
     from vlcs._version import __version__
 
@@ -839,7 +852,7 @@ def info() -> dict[str, Any]:
         "strict": strict_active(),
         "node_ledger": node_ledger(),
         "cpus_usable": sorted(_views.real_sched_getaffinity(0)),
-        "python": _interpreter.report(),
+        "python": report(),
         "auto_services": auto_services(),
         "room": room(),
         "contexts": [c.info() for c in list(_contexts.values())],

@@ -59,9 +59,6 @@ class _Context(Protocol):
     def unsetenv(self, name: str) -> None: ...
 
 
-PYTHONS = ("shared", "own")
-
-
 @functools.cache
 def _bootstrap_code() -> bytes:
     """The runtime's bootstrap, the text of vlcs._own_views then of

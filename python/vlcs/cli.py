@@ -20,10 +20,34 @@ vlcs demo [python|gemm]                                       (package vlcs-benc
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 from vlcs import _cli
 from vlcs._version import __version__
+
+
+def _columns() -> int:
+    """The terminal's width as shutil.get_terminal_size finds it, without
+    importing shutil (with bz2 and lzma: a tenth of vlcs exec's start-up)."""
+    try:
+        columns = int(os.environ["COLUMNS"])
+    except (KeyError, ValueError):
+        columns = 0
+    if columns <= 0:
+        try:
+            columns = os.get_terminal_size(sys.__stdout__.fileno()).columns  # type: ignore[union-attr]
+        except (AttributeError, ValueError, OSError):
+            columns = 0
+    return columns or 80
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse's, its help as wide as argparse makes it (subcommands'
+    parsers are of this class too)."""
+
+    def _get_formatter(self) -> argparse.HelpFormatter:
+        return self.formatter_class(prog=self.prog, width=_columns() - 2)
 
 
 def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
@@ -32,7 +56,7 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     that is none)."""
     args = sys.argv[1:] if argv is None else argv
     named = next((a for a in args if not a.startswith("-")), None)
-    p = argparse.ArgumentParser(prog="vlcs", description="Virtual Library Contexts for Linux.")
+    p = _Parser(prog="vlcs", description="Virtual Library Contexts for Linux.")
     p.add_argument("--version", action="version", version=f"vlcs {__version__}")
     sub = p.add_subparsers(dest="cmd", required=True)
     for command in _cli.modules(named):

@@ -31,8 +31,8 @@ owner, so that nothing a context did changes what base code gets.
 from __future__ import annotations
 
 import builtins
-import dis
 import importlib
+import opcode
 import sys
 from collections.abc import Iterable, Sequence
 from types import TracebackType
@@ -53,7 +53,7 @@ _bootstrap: Any = sys.modules["_frozen_importlib"]
 _orig_import = builtins.__import__
 _orig_import_module = importlib.import_module
 _orig_find_and_load = _bootstrap._find_and_load
-_IMPORT_NAME = dis.opmap["IMPORT_NAME"]
+_IMPORT_NAME = opcode.opmap["IMPORT_NAME"]
 _installed = False
 
 
@@ -299,7 +299,7 @@ def _op_kinds() -> bytes:
 def _opcodes(*names: str) -> bytes:
     """A 256-byte table: 1 at each of names' opcodes and their specialised
     forms (what the interpreter's frame shows while it runs one)."""
-    import opcode
+    import dis  # 3.11's specialised forms are only in dis
 
     numbers = {
         **opcode.opmap,

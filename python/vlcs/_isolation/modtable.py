@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import atexit
 import ctypes
-import dis
+import opcode
 import sys
 from collections.abc import Iterator
 from typing import Any
@@ -43,9 +43,9 @@ from vlcs._lib import pythonapi as _api
 # (PyImport_GetModule and friends) reaches __getitem__ from inside a call,
 # and only then is the native stack worth asking whose lookup it is.
 _SUBSCRIPT = frozenset(
-    dis.opmap[n]
+    opcode.opmap[n]
     for n in ("BINARY_SUBSCR", "STORE_SUBSCR", "DELETE_SUBSCR", "CONTAINS_OP")
-    if n in dis.opmap
+    if n in opcode.opmap
 )
 
 _dget = dict.__getitem__

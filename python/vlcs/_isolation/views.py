@@ -29,6 +29,7 @@ import threading
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from vlcs._after_import import when_imported
 from vlcs._isolation import owners as _owners
 
 real_cpu_count = os.cpu_count
@@ -215,11 +216,18 @@ def context_environ(c: Any) -> dict[str, str]:
 
 # --- child processes: they get the context's environment ----------------------------
 
-# subprocess's own, taken by install() (importing subprocess costs vlcs's
-# import a tenth)
+# subprocess's own, taken once subprocess is imported (importing it costs
+# the first context a tenth of vlcs exec's start-up)
 _real_execute_child: Callable[..., Any] = lambda self, *args: None  # noqa: E731
 _real_system = os.system
 _ENV_ARG = 6  # env's place among _execute_child's arguments (3.10-3.13)
+
+
+def _route_subprocess(subprocess: Any) -> None:
+    global _real_execute_child
+    _real_execute_child = subprocess.Popen._execute_child
+    routed = _owners.routed(_real_execute_child, _execute_child, method=True)
+    subprocess.Popen._execute_child = routed
 
 
 def _execute_child(self: Any, *args: Any) -> Any:
@@ -279,7 +287,7 @@ def install(view_open: Callable[[Any, str, int], int], forged_prefixes: tuple[st
     """Make os's CPU counts, environment and the forged files (those whose
     paths start with forged_prefixes) answer for the caller's context
     (idempotent)."""
-    global _installed, _view_open, _forged_prefixes, _real_execute_child
+    global _installed, _view_open, _forged_prefixes
     _view_open, _forged_prefixes = view_open, forged_prefixes
     if _installed:
         return
@@ -294,10 +302,7 @@ def install(view_open: Callable[[Any, str, int], int], forged_prefixes: tuple[st
     os.unsetenv = route(_real_unsetenv, _unsetenv)
     os.environ.__class__ = _ContextEnviron
     os.environb.__class__ = _ContextEnvironb
-    import subprocess
-
-    _real_execute_child = subprocess.Popen._execute_child  # type: ignore[attr-defined]
-    subprocess.Popen._execute_child = route(_real_execute_child, _execute_child, method=True)  # type: ignore[attr-defined]
+    when_imported("subprocess", _route_subprocess)
     os.system = route(_real_system, _system)
     builtins.open = io.open = route(_real_open, _open)
     # pathlib up to 3.10 keeps its own reference to io.open, taken when it

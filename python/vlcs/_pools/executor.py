@@ -56,14 +56,13 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures.process import BrokenProcessPool
 from typing import Any, NamedTuple
 
-from vlcs._context import _MODE_COPIES, VLC
+from vlcs._context import _MODE_COPIES, PYTHONS, VLC
 from vlcs._cpus import CpuList, split_gpus
 from vlcs._errors import RemoteTraceback as _RemoteTraceback
 from vlcs._errors import VlcsLimitError
 from vlcs._isolation.imports import share as _share
 from vlcs._isolation.threads import base_thread
 from vlcs._lib import check, lib
-from vlcs._own import PYTHONS
 from vlcs._topo import worker_homes
 from vlcs._trace import mark as _mark
 

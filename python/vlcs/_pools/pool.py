@@ -28,11 +28,10 @@ import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
-from vlcs._context import VLC, current
+from vlcs._context import PYTHONS, VLC, current
 from vlcs._cpus import CpuList, resolve, split_gpus
 from vlcs._errors import ContextBusyError, ContextDestroyedError
 from vlcs._isolation.threads import starting_in_base
-from vlcs._own import PYTHONS
 from vlcs._topo import worker_homes
 
 
