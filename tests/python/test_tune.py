@@ -629,20 +629,28 @@ def test_check_identical_names_the_machines_that_differ():
     importlib.util.find_spec("distributed") is None, reason="pip install distributed"
 )
 def test_dask_runs_the_trials_on_the_clusters_workers(kernels, data_on_path, tmp_path):
-    from distributed import Client, LocalCluster
+    # distributed's nanny writes its workers' variables (OMP_NUM_THREADS=1,
+    # OPENBLAS_NUM_THREADS=1, ...) into this process's environment, which
+    # later tests' contexts would inherit
+    saved = dict(os.environ)
+    try:
+        from distributed import Client, LocalCluster
 
-    with LocalCluster(
-        n_workers=1, threads_per_worker=1, processes=True, dashboard_address=None
-    ) as cluster:
-        with Client(cluster) as client:
-            worker_pids = set(client.run(os.getpid).values())
-            plan = vlcs.tune(
-                _tasks(kernels),
-                method="grid",
-                dask=cluster.scheduler_address,
-                out=tmp_path,
-                progress=False,
-            )
+        with LocalCluster(
+            n_workers=1, threads_per_worker=1, processes=True, dashboard_address=None
+        ) as cluster:
+            with Client(cluster) as client:
+                worker_pids = set(client.run(os.getpid).values())
+                plan = vlcs.tune(
+                    _tasks(kernels),
+                    method="grid",
+                    dask=cluster.scheduler_address,
+                    out=tmp_path,
+                    progress=False,
+                )
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
     assert plan["dask"]["hosts"] and [t["cpus"] for t in plan["tasks"]] == ["0", "1"]
     assert not plan["failures"]
     # every trial was started by the worker process, none by this one
