@@ -77,7 +77,7 @@ _OPS = {
 # is one read.  Other evals at import time dump too: the measured ones are
 # the last dumps.
 _CHILD = r'''
-import json, os, sys, tempfile, timeit
+import atexit, json, os, shutil, sys, tempfile, timeit
 N, R, MODE = {number}, {repeat}, {mode!r}
 MISSING = "vlcs_bench_not_a_module"
 SRC = """
@@ -112,6 +112,7 @@ def count(ops, n):
             eval(compile("for _ in range(%d):\\n    %s\\n" % (n, body), "<read>", "exec"), g)
 """
 folder = tempfile.mkdtemp()
+atexit.register(shutil.rmtree, folder, True)
 with open(os.path.join(folder, "vlcs_bench_reads.py"), "w") as f:
     f.write(SRC)
 with open(os.path.join(folder, "vlcs_bench_base_only.py"), "w") as f:

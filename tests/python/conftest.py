@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -32,6 +33,16 @@ def run_hiding(files: list[str], argv: list[str], **kw) -> subprocess.CompletedP
         text=True,
         **kw,
     )
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _temporary_files_in_pytests_folder(tmp_path_factory):
+    """What the tests and the processes they start make with tempfile goes
+    under pytest's own temporary folder, which pytest prunes (a run used to
+    leave a hundred folders in /tmp)."""
+    folder = str(tmp_path_factory.mktemp("tmp"))
+    os.environ["TMPDIR"] = tempfile.tempdir = folder
+    yield
 
 
 @pytest.fixture(scope="session")
