@@ -95,13 +95,30 @@ static const ElfW(Sym) *find(const struct tables *t, const char *name, bool *pla
     return NULL;
 }
 
+/* The tables of the object this thread asked about last: lookups come in
+ * runs on one object (a namespace's libc), and finding them walks its
+ * dynamic section. */
+static __thread struct {
+    const struct link_map *lm;
+    ElfW(Addr) addr;
+    const ElfW(Dyn) *ld;
+    struct tables t;
+    bool ok;
+} last;
+
 void *object_sym(Lmid_t lmid, struct link_map *lm, const char *name)
 {
     if (lm == NULL || name == NULL)
         return NULL;
-    struct tables t;
+    if (last.lm != lm || last.addr != lm->l_addr || last.ld != lm->l_ld) {
+        last.ok = tables_of(lm, &last.t);
+        last.lm = lm;
+        last.addr = lm->l_addr;
+        last.ld = lm->l_ld;
+    }
+    struct tables t = last.t;
     bool plain = false;
-    const ElfW(Sym) *s = tables_of(lm, &t) ? find(&t, name, &plain) : NULL;
+    const ElfW(Sym) *s = last.ok ? find(&t, name, &plain) : NULL;
     if (s != NULL && plain)
         return (void *)(lm->l_addr + s->st_value);
     if (s == NULL && t.gnu_hash != NULL)

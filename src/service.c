@@ -102,12 +102,37 @@ static _Atomic pid_t fd_pid; /* 0: to be asked (again in a child of fork) */
 
 void fd_path_after_fork(void) { atomic_store(&fd_pid, 0); }
 
+/* n's decimal digits at p; past them */
+static char *decimal(char *p, unsigned n)
+{
+    char digits[10];
+    int k = 0;
+    do
+        digits[k++] = (char)('0' + n % 10);
+    while ((n /= 10) != 0);
+    while (k > 0)
+        *p++ = digits[--k];
+    return p;
+}
+
+/* Written by hand: a load names several of them, and snprintf took a
+ * tenth of a copy-mode context's instructions. */
 void fd_path(char *buf, size_t size, int fd)
 {
     pid_t pid = atomic_load(&fd_pid);
     if (pid == 0)
         atomic_store(&fd_pid, pid = getpid());
-    snprintf(buf, size, "/proc/%d/fd/%d", (int)pid, fd);
+    char path[FD_PATH_SIZE], *p = path; /* 30 characters at most */
+    memcpy(p, "/proc/", 6);
+    p = decimal(p + 6, (unsigned)pid);
+    memcpy(p, "/fd/", 4);
+    p = decimal(p + 4, (unsigned)fd);
+    size_t len = (size_t)(p - path);
+    if (size == 0)
+        return;
+    len = len < size ? len : size - 1; /* cut as snprintf would */
+    memcpy(buf, path, len);
+    buf[len] = '\0';
 }
 
 /* The forwarder of s loaded into c's namespace, or NULL with code and why set. */
