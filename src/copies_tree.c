@@ -423,21 +423,43 @@ static void tree_unjoin(struct copyset *cs, size_t first)
     }
 }
 
+/* The link map of the copy loaded from path: among the `made` objects
+ * after root's in the list (ld.so appends a load's new objects together,
+ * under its lock, and root holds them; past them the list may be
+ * changing), else asked of ld.so by name, which compares it with every
+ * object of the process (thousands in copy mode) and closes again. */
+static struct link_map *loaded_map(struct link_map *root, size_t made, const char *path)
+{
+    struct link_map *lm = root != NULL ? root->l_next : NULL;
+    for (size_t n = 0; lm != NULL && n < made; n++, lm = n < made ? lm->l_next : NULL)
+        if (strcmp(lm->l_name, path) == 0)
+            return lm;
+    void *h = dlopen(path, RTLD_LAZY | RTLD_NOLOAD);
+    lm = NULL;
+    if (h != NULL && dlinfo(h, RTLD_DI_LINKMAP, &lm) != 0)
+        lm = NULL;
+    if (h != NULL)
+        dlclose(h); /* root holds it */
+    return lm;
+}
+
 /* Stage 5: once loaded, the new copies' read-only pages are the original
  * file's, as a namespace's would be, and each is named after it.  Whether
  * every copy's code is in place. */
-static bool tree_place(struct tree *t, size_t first)
+static bool tree_place(struct tree *t, size_t first, void *rh)
 {
     struct copyset *cs = t->cs;
     bool placed = true;
+    struct link_map *root = NULL;
+    if (dlinfo(rh, RTLD_DI_LINKMAP, &root) != 0)
+        root = NULL;
     for (size_t i = 0, k = first; i < t->n && k < cs->ncopies; i++) {
         struct item *it = &t->items[i];
         if (it->existing >= 0 || it->names.strtab == NULL)
             continue;
         struct copy *cp = &cs->copies[k++];
-        void *ch = dlopen(cp->path, RTLD_LAZY | RTLD_NOLOAD);
-        struct link_map *lm = NULL;
-        if (ch != NULL && dlinfo(ch, RTLD_DI_LINKMAP, &lm) == 0 && lm != NULL) {
+        struct link_map *lm = loaded_map(root, t->made, cp->path);
+        if (lm != NULL) {
             cp->addr = it->base = lm->l_addr;
             owners_loaded(cp->path, lm);
             bool ok;
@@ -447,8 +469,6 @@ static bool tree_place(struct tree *t, size_t first)
         } else {
             placed = false;
         }
-        if (ch != NULL)
-            dlclose(ch);
         cp->lm = lm;
     }
     return placed;
@@ -497,7 +517,7 @@ static void *tree_open(struct tree *t, int root, size_t first)
         return NULL;
     }
     cs->root_fds[cs->nroots++] = root; /* open while the copies are loaded */
-    if (!tree_place(t, first) && t->lazy) {
+    if (!tree_place(t, first, rh) && t->lazy) {
         set_error(VLCS_E_SYSTEM, "Error loading %s into context '%s': its code could not be "
                   "mapped (out of memory?)", t->shown, c->name);
         return NULL;
