@@ -11,7 +11,7 @@
  * quadratic, and a child forked while another thread held the lock could
  * never look anything up.  Here the object's GNU hash table is read as ld.so
  * reads it, without a lock; what it cannot answer plainly (an IFUNC, TLS,
- * an object without a GNU hash table) is left to dlsym.
+ * a unique symbol, an object without a GNU hash table) is left to dlsym.
  */
 #define _GNU_SOURCE
 #include "common.h"
@@ -86,7 +86,10 @@ static const ElfW(Sym) *find(const struct tables *t, const char *name, bool *pla
             s->st_shndx != SHN_UNDEF && ELF64_ST_BIND(s->st_info) != STB_LOCAL &&
             (t->versym == NULL || (t->versym[i] & 0x8000) == 0)) {
             unsigned type = ELF64_ST_TYPE(s->st_info);
-            *plain = type != STT_GNU_IFUNC && type != STT_TLS && s->st_shndx != SHN_ABS;
+            /* a unique symbol is the namespace's first definition, not
+             * necessarily this one */
+            *plain = type != STT_GNU_IFUNC && type != STT_TLS && s->st_shndx != SHN_ABS &&
+                     ELF64_ST_BIND(s->st_info) != STB_GNU_UNIQUE;
             return s;
         }
         if (chain[i] & 1)

@@ -1,7 +1,7 @@
 /* object_syms.c, compiled in: a symbol read from one object's own hash
  * table must be what dlsym finds in that object, for every kind of symbol
  * glibc exports (functions, data, several versions of one name, IFUNCs,
- * TLS), in the base and in a namespace of its own, and an object without a
+ * TLS) and C++'s unique symbols, in the base and in a namespace of its own, and an object without a
  * GNU hash table must still be answered. */
 #define _GNU_SOURCE
 #include "check.h"
@@ -60,6 +60,14 @@ int main(void)
     CHECK(ns_libc != NULL && map_of(ns_libc)->l_addr != map_of(libc)->l_addr, "a libc of its own");
     compare(lmid, ns_libc, "in a namespace");
     CHECK(object_sym(lmid, map_of(ns_libc), "getenv") != dlsym(libc, "getenv"), "not the base's");
+
+    /* a unique symbol of C++'s (one definition per namespace): dlsym's */
+    void *cxx = dlopen("libstdc++.so.6", RTLD_NOW);
+    CHECK(cxx != NULL, "%s", dlerror());
+    const char *unique = "_ZNSs4_Rep11_S_max_sizeE";
+    CHECK(dlsym(cxx, unique) != NULL &&
+              object_sym(LM_ID_BASE, map_of(cxx), unique) == dlsym(cxx, unique),
+          "a unique symbol");
 
     /* without a GNU hash table: answered by dlsym */
     void *sysv = dlopen(SYSV_HASH_LIB, RTLD_NOW);
