@@ -1,8 +1,8 @@
 /* object_syms.c, compiled in: a symbol read from one object's own hash
  * table must be what dlsym finds in that object, for every kind of symbol
  * glibc exports (functions, data, several versions of one name, IFUNCs,
- * TLS) and C++'s unique symbols, in the base and in a namespace of its own, and an object without a
- * GNU hash table must still be answered. */
+ * TLS) and C++'s unique symbols, in the base and in a namespace of its
+ * own, and an object without a GNU hash table must still be answered. */
 #define _GNU_SOURCE
 #include "check.h"
 #include "object_syms.h"
