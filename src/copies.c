@@ -159,6 +159,7 @@ int copies_create(vlcs_ctx *c)
     char path[FD_PATH_SIZE];
     fd_path(path, sizeof path, cs->ip_fd);
     dlerror();
+    ns_handed_over(); /* it may be mapped where an unloaded object was */
     cs->ip = deep_open(path);
     struct link_map *lm = NULL;
     bool placed; /* a full copy: its own pages stay where they are not */
@@ -221,6 +222,7 @@ static void *copies_load(vlcs_ctx *c, const char *path, bool fresh)
                   base_name(path), c->name);
         return NULL;
     }
+    ns_handed_over(); /* its copies may be mapped where unloaded objects were */
     char *real = malloc(PATH_MAX); /* on the heap: see copies_tree.c's struct tree */
     if (real == NULL) {
         set_error(VLCS_E_SYSTEM, "Error loading %s into context '%s': out of memory",
@@ -241,6 +243,8 @@ static void *copies_load(vlcs_ctx *c, const char *path, bool fresh)
     pthread_mutex_lock(&c->cp.set->lock);
     h = copies_load_tree(c, real, base_name(path));
     pthread_mutex_unlock(&c->cp.set->lock);
+    if (h == NULL)
+        ns_handed_back(); /* what it mapped is gone again */
     free(real);
     /* the caller's reference, closed with the context as a namespace's */
     if (h != NULL && ns_note_handle(c, h) != 0) {
@@ -305,9 +309,12 @@ static void *copy_dlopen(vlcs_ctx *c, const char *file, int mode, const void *ca
     void *h = NULL;
     struct elf_from chain = {&b->from, from_path};
     if (elf_resolve(file, &chain, have_from ? 1 : 0, b->real) == 0) {
+        ns_handed_over(); /* its copies may be mapped where unloaded objects were */
         h = copies_load_tree(c, b->real, base_name(file));
-        if (h == NULL)
+        if (h == NULL) {
+            ns_handed_back(); /* what it mapped is gone again */
             dlerror_set(vlcs_error());
+        }
     } else {
         snprintf(b->msg, sizeof b->msg,
                  "%s: cannot open shared object file: No such file or directory", file);
@@ -482,6 +489,7 @@ static void *reopen_copy(vlcs_ctx *c, const char *path)
 static int copies_unload(vlcs_ctx *c, char *why, size_t size)
 {
     struct copyset *cs = c->cp.set;
+    ns_handed_back(); /* before: another load may map here as soon as they go */
     if (ctx_close_libraries(c, why, size) != 0)
         return -1;
     if (c->drop_opens) /* the last made first: it may hold those before */

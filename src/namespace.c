@@ -151,11 +151,13 @@ void ns_api_fill(vlcs_ctx *c, struct vlcs_ip_api *a)
     a->libc_sym = libc_sym;
 }
 
-/* glibc maps a new namespace's objects where an unloaded one's were, and
- * orders the two under ld.so's own lock, which ThreadSanitizer cannot see:
- * this release/acquire pair states that order, so that writes to a new
- * namespace's libc data (its environ, its stdio pointers) are not reported
- * as racing with writes to the old one's at the same addresses. */
+/* glibc maps a new namespace's objects (or copy mode's copies) where
+ * unloaded ones were, and orders the two under ld.so's own lock, which
+ * ThreadSanitizer cannot see: this release/acquire pair states that order,
+ * so that vlcs's reads and writes of new objects (a libc's environ and
+ * stdio pointers, the symbol tables object_syms.c reads, a copy's pages
+ * mapped again) are not reported as racing with those of the old ones at
+ * the same addresses.  Every unload hands back, every load takes over. */
 static atomic_uint ns_handover;
 void ns_handed_back(void) { atomic_fetch_add_explicit(&ns_handover, 1, memory_order_release); }
 void ns_handed_over(void) { (void)atomic_load_explicit(&ns_handover, memory_order_acquire); }
