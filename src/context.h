@@ -100,6 +100,13 @@ struct ctx_ns {
     char **environ_own; /* what vlcs allocated for it (environ_copy), NULL-terminated */
     char ***environ_slot; /* the namespace libc's __environ */
     void *libc_map; /* its libc (struct link_map *), whose symbols object_sym finds */
+    /* its libc's thread-local data, for a thread glibc's dlmopen missed
+     * (thread.c): where the calling thread's errno is, errno's offset in
+     * the block, and the initialised part ld.so copies to each thread */
+    int *(*errno_location)(void);
+    size_t tls_errno;
+    const void *tls_image;
+    size_t tls_image_size;
     int (*libc_setenv)(const char *, const char *, int);
     int (*libc_unsetenv)(const char *);
     char *(*libc_getenv)(const char *);

@@ -219,7 +219,19 @@ static const char *base_libm(char *out, size_t size)
  * asks the file system nothing): found once. */
 static char base_libc[PATH_MAX];
 static struct link_map *base_libc_map;
+static ElfW(Phdr) base_libc_tls; /* its PT_TLS (p_memsz 0: none found) */
 static pthread_once_t base_libc_once = PTHREAD_ONCE_INIT;
+
+static int find_tls(struct dl_phdr_info *info, size_t size, void *data)
+{
+    (void)size;
+    if (info->dlpi_addr != base_libc_map->l_addr)
+        return 0;
+    for (size_t i = 0; i < info->dlpi_phnum; i++)
+        if (info->dlpi_phdr[i].p_type == PT_TLS)
+            *(ElfW(Phdr) *)data = info->dlpi_phdr[i];
+    return 1;
+}
 
 static void find_base_libc(void)
 {
@@ -229,6 +241,7 @@ static void find_base_libc(void)
         base_libc_map = lm; /* the base's libc is never unloaded */
         if (lm->l_name[0] == '/')
             snprintf(base_libc, sizeof base_libc, "%s", lm->l_name);
+        dl_iterate_phdr(find_tls, &base_libc_tls);
     }
     if (h != NULL)
         dlclose(h);
@@ -410,6 +423,14 @@ int ns_create(vlcs_ctx *c)
         goto fail;
     }
     c->ns.libc_map = libc;
+    /* a namespace's libc is the base's file (by its held descriptor) */
+    if (base_libc[0] != '\0' && strcmp(libc->l_name, base_libc) == 0 &&
+        object_tls_offset(libc, "errno", &c->ns.tls_errno) &&
+        base_libc_tls.p_filesz <= base_libc_tls.p_memsz) {
+        c->ns.errno_location = (int *(*)(void))object_sym(c->ns.lmid, libc, "__errno_location");
+        c->ns.tls_image = (const char *)libc->l_addr + base_libc_tls.p_vaddr;
+        c->ns.tls_image_size = base_libc_tls.p_filesz;
+    }
     ns_api_fill(c, &c->api);
     if (bind(&c->api) != 0) {
         /* The right interposer is not where it was looked for. */
@@ -501,6 +522,8 @@ int ns_create(vlcs_ctx *c)
 fail:
     /* Nothing of the user's is loaded yet: the namespace can go. */
     c->ns.libc_map = NULL;
+    c->ns.errno_location = NULL;
+    c->ns.tls_image_size = 0;
     ns_handed_back();
     dlclose(h);
     if (c->ns.root_fd >= 0)
@@ -544,6 +567,9 @@ void ns_teardown(vlcs_ctx *c)
     c->ns.environ_own = NULL;
     c->ns.environ_slot = NULL;
     c->ns.libc_map = NULL;
+    c->ns.errno_location = NULL;
+    c->ns.tls_image = NULL;
+    c->ns.tls_image_size = 0;
     c->ns.ip_handle = NULL;
     fork_forget(c);
     ns_forget_given(c);

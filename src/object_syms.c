@@ -109,19 +109,36 @@ static __thread struct {
     bool ok;
 } last;
 
-void *object_sym(Lmid_t lmid, struct link_map *lm, const char *name)
+/* lm's tables, in `last`; false when it has no GNU hash table. */
+static bool tables_cached(const struct link_map *lm)
 {
-    if (lm == NULL || name == NULL)
-        return NULL;
     if (last.lm != lm || last.addr != lm->l_addr || last.ld != lm->l_ld) {
         last.ok = tables_of(lm, &last.t);
         last.lm = lm;
         last.addr = lm->l_addr;
         last.ld = lm->l_ld;
     }
+    return last.ok;
+}
+
+bool object_tls_offset(struct link_map *lm, const char *name, size_t *offset)
+{
+    bool plain = false;
+    const ElfW(Sym) *s = lm != NULL && tables_cached(lm) ? find(&last.t, name, &plain) : NULL;
+    if (s == NULL || ELF64_ST_TYPE(s->st_info) != STT_TLS)
+        return false;
+    *offset = s->st_value;
+    return true;
+}
+
+void *object_sym(Lmid_t lmid, struct link_map *lm, const char *name)
+{
+    if (lm == NULL || name == NULL)
+        return NULL;
+    bool ok = tables_cached(lm);
     struct tables t = last.t;
     bool plain = false;
-    const ElfW(Sym) *s = last.ok ? find(&t, name, &plain) : NULL;
+    const ElfW(Sym) *s = ok ? find(&t, name, &plain) : NULL;
     if (s != NULL && plain)
         return (void *)(lm->l_addr + s->st_value);
     if (s == NULL && t.gnu_hash != NULL)

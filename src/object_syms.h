@@ -14,5 +14,8 @@ struct link_map;
 /* name as dlsym finds it in lm, loaded in namespace lmid (its default
  * version), or NULL. */
 HIDDEN void *object_sym(Lmid_t lmid, struct link_map *lm, const char *name);
+/* A thread-local variable's offset in lm's TLS block: true, or false when
+ * lm defines no such TLS symbol (or has no GNU hash table). */
+HIDDEN bool object_tls_offset(struct link_map *lm, const char *name, size_t *offset);
 
 #endif

@@ -163,6 +163,28 @@ static unsigned ns_current(int slot)
     return __atomic_load_n(&ns_generation[slot], __ATOMIC_ACQUIRE) + 1;
 }
 
+/* A thread that pthread_create made while another thread's dlmopen loaded
+ * the namespace's libc may miss glibc's copy of that libc's thread-local
+ * data into it (its block left zero, the locale pointer NULL: the first
+ * ctype call, __ctype_init's own, crashes).  Such a block is given the
+ * data here; one glibc filled never reads all zero (the locale pointer is
+ * never NULL). */
+static void ns_tls_fill(vlcs_ctx *c)
+{
+    size_t size = c->ns.tls_image_size;
+    if (c->ns.errno_location == NULL || size == 0)
+        return;
+    unsigned char *block = (unsigned char *)c->ns.errno_location() - c->ns.tls_errno;
+    const unsigned char *image = c->ns.tls_image;
+    size_t zero = 0, set = 0;
+    for (size_t i = 0; i < size; i++) {
+        zero |= block[i];
+        set |= image[i];
+    }
+    if (zero == 0 && set != 0)
+        memcpy(block, image, size);
+}
+
 static void ns_thread_ready(vlcs_ctx *c, struct tstate *ts)
 {
     void (*init)(void) = __atomic_load_n(&c->ns.thread_init, __ATOMIC_ACQUIRE);
@@ -173,6 +195,7 @@ static void ns_thread_ready(vlcs_ctx *c, struct tstate *ts)
     if (ts->ns_ready[slot] == gen)
         return;
     ts->ns_ready[slot] = gen;
+    ns_tls_fill(c);
     init();
 }
 
