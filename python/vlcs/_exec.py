@@ -230,6 +230,7 @@ def exec_instances(
     devnull = os.open(os.devnull, os.O_RDONLY)
     contexts: list[VLC] = []
     ends: list[int] = []  # the instances' write ends, closed once they are given
+    threads: list[threading.Thread] = []
     interrupted = False
     try:
         for i in range(n):
@@ -269,18 +270,18 @@ def exec_instances(
             tagger.start()
         if feed is not None:
             feed.start()
-        try:
-            for t in threads:
-                # in steps: a Ctrl-C taken by an instance's thread (the
-                # kernel picks any) runs Python's handler only when this
-                # thread wakes
-                while t.is_alive():
-                    t.join(0.1)
-        except KeyboardInterrupt:
-            # The instances run native code nothing stops from here: they
-            # end with the process (the caller's to end), their contexts busy.
-            interrupted = True
-            raise
+        for t in threads:
+            # in steps: a Ctrl-C taken by an instance's thread (the kernel
+            # picks any) runs Python's handler only when this thread wakes
+            while t.is_alive():
+                t.join(0.1)
+    except KeyboardInterrupt:
+        # From the first instance's start on (a Ctrl-C may land while the
+        # others start): the instances run native code nothing stops from
+        # here; they end with the process (the caller's to end), their
+        # contexts busy.
+        interrupted = any(t.is_alive() for t in threads)
+        raise
     finally:
         for ctx in [] if interrupted else contexts:
             ctx._close(warn=False)  # its streams' last descriptors go with its namespace
