@@ -365,11 +365,12 @@ int ns_create(vlcs_ctx *c)
     }
     if (root >= 0)
         fd_path(rootpath, sizeof rootpath, root);
-    /* Lazily bound, as a program's own libraries are (what was built
-     * with -z now binds at once all the same): of the interposer's and an
-     * own libpython's calls (1,400), few run in a given context. */
+    /* Bound at once (RTLD_NOW): a lazily bound call of libc's that finds
+     * the interposer's function (malloc) takes ld.so's lock to note the
+     * new dependency, and a child of fork, or a signal handler, whose
+     * parent thread held that lock, would wait for ever. */
     void *h = dlmopen(LM_ID_NEWLM, root >= 0 ? rootpath : interposer_path(),
-                      RTLD_LAZY | RTLD_LOCAL);
+                      RTLD_NOW | RTLD_LOCAL);
     /* The root is named by its descriptor's number in the namespace's link
      * map, and ld.so takes a later load of that name for it: the number
      * stays taken while the namespace lives, so that no forwarder made
