@@ -35,8 +35,9 @@ import weakref
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from vlcs import _cpus
+from vlcs import _cpus, _interpreter, _own, libraries
 from vlcs._errors import ContextDestroyedError, InvalidArgumentError
+from vlcs._fault import call_guarded
 from vlcs._isolation import dlopen as _dlopen
 from vlcs._isolation import imports as _imports
 from vlcs._isolation import registries as _registries
@@ -49,11 +50,10 @@ from vlcs._lib import c_string, check, enter_binding, fail, forged_files, last_e
 if TYPE_CHECKING:
     import concurrent.futures
 
-    from vlcs import _own, libraries
-
-# The Python runtimes a context may have.  What only some contexts use (a
-# Python of their own, library controllers, fault reports) is imported at
-# first use: vlcs exec's contexts run programs alone.
+# The Python runtimes a context may have.  Everything a context's methods
+# use is imported here, not at first use: a first import in one thread
+# while another forks leaves the child that module's lock held for ever
+# (a pool's worker calling into its context, the parent forking).
 PYTHONS = ("shared", "own")
 
 # vlcs_mode (vlcs.h)
@@ -200,9 +200,7 @@ class VLC:
             for key, value in (env or {}).items():
                 self.setenv(key, value)
             if python == "own":
-                from vlcs._own import Runtime
-
-                self._own = Runtime(self)
+                self._own = _own.Runtime(self)
         except BaseException:
             # a refused argument leaves no context behind
             self._handle = None
@@ -556,8 +554,6 @@ class VLC:
         """
         if self._own is not None:
             return self._own.call(fn, args, kwargs)
-        from vlcs._fault import call_guarded
-
         return call_guarded(self, functools.partial(fn, *args, **kwargs))
 
     @property
@@ -591,8 +587,6 @@ class VLC:
 
     def _controllers(self, user_api: str | None = None) -> list[libraries.LibraryController]:
         """A controller for each known library copy in the context (call inside it)."""
-        from vlcs import libraries
-
         out: list[libraries.LibraryController] = []
         for path in self.libraries():
             for cls in libraries.controllers():
@@ -843,7 +837,6 @@ def info() -> dict[str, Any]:
     >>> import json, vlcs
     >>> _ = json.dumps(vlcs.info())
     """
-    from vlcs._interpreter import report
     from vlcs._lib import auto_services, node_ledger, room, strict_active
     from vlcs._version import __version__
 
@@ -852,7 +845,7 @@ def info() -> dict[str, Any]:
         "strict": strict_active(),
         "node_ledger": node_ledger(),
         "cpus_usable": sorted(_views.real_sched_getaffinity(0)),
-        "python": report(),
+        "python": _interpreter.report(),
         "auto_services": auto_services(),
         "room": room(),
         "contexts": [c.info() for c in list(_contexts.values())],

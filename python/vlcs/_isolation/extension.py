@@ -22,6 +22,8 @@ from importlib.machinery import ModuleSpec
 from types import ModuleType
 from typing import Any
 
+from vlcs import libraries
+from vlcs._interpreter import C_API_PREFIXES, c_api
 from vlcs._lib import check, lib
 from vlcs._lib import pythonapi as _api
 
@@ -55,10 +57,8 @@ def own_registries(saved: dict[str, Any]) -> Iterator[None]:
     of the current ones."""
     import builtins
 
-    from vlcs.libraries import registry_keys
-
     d = builtins.__dict__
-    keys = registry_keys()
+    keys = libraries.registry_keys()
 
     def take() -> dict[str, Any]:
         return {k: d.pop(k) for k in [k for k in d if isinstance(k, str) and k.startswith(keys)]}
@@ -86,8 +86,6 @@ def python_service() -> None:
     global _service_ready
     if _service_ready:
         return
-    from vlcs._interpreter import C_API_PREFIXES, c_api
-
     api = c_api()
     if api.linkage == "static":
         check(lib().vlcs_service_add_program(api.soname.encode(), C_API_PREFIXES.encode()))
