@@ -136,6 +136,13 @@ def test_bench_without_its_package_says_how_to_get_it():
         assert "pip install ./bench" in r.stderr
 
 
+def _json_of(code: str) -> dict:
+    """What a fresh interpreter running code printed last, as JSON."""
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr[-3000:]
+    return json.loads(p.stdout.strip().splitlines()[-1])
+
+
 def test_import_vlcs_leaves_what_it_does_not_need_yet_for_its_first_use():
     # vlcs exec's start-up, and every script's `import vlcs`: contexts
     # (ctypes and the import machinery), the thread pools
@@ -155,16 +162,14 @@ def test_import_vlcs_leaves_what_it_does_not_need_yet_for_its_first_use():
         "print(json.dumps({'new': new, 'ran': ran, 'lib': vlcs.library_path().exists(),\n"
         "                  'names': names, 'subs': subs}))\n"
     )
-    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
-    assert p.returncode == 0, p.stderr[-3000:]
-    r = json.loads(p.stdout.strip().splitlines()[-1])
+    r = _json_of(code)
     heavy = {"concurrent.futures", "logging", "pathlib", "subprocess", "platform", "vlcs._tune"}
     heavy |= {"ctypes", "vlcs._context", "vlcs._isolation.imports", "vlcs._own"}
     assert not heavy & set(r["new"]), sorted(heavy & set(r["new"]))
     assert r["ran"] and r["lib"] and r["names"] and r["subs"], r
 
 
-def test_vlcs_exec_starts_without_what_it_does_not_use(tmp_path):
+def test_vlcs_exec_starts_without_what_it_does_not_use():
     # subprocess and shutil (argparse's terminal width) are not vlcs exec's:
     # its start-up imports neither.
     code = (
@@ -174,8 +179,6 @@ def test_vlcs_exec_starts_without_what_it_does_not_use(tmp_path):
         "rc = main()\n"
         "print(json.dumps({'rc': rc, 'modules': sorted(sys.modules)}))\n"
     )
-    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
-    assert p.returncode == 0, p.stderr[-3000:]
-    r = json.loads(p.stdout.strip().splitlines()[-1])
+    r = _json_of(code)
     unused = {"subprocess", "shutil", "concurrent.futures"}
     assert r["rc"] == 0 and not unused & set(r["modules"]), sorted(unused & set(r["modules"]))
