@@ -176,12 +176,12 @@ static void ns_tls_fill(vlcs_ctx *c)
         return;
     unsigned char *block = (unsigned char *)c->ns.errno_location() - c->ns.tls_errno;
     const unsigned char *image = c->ns.tls_image;
-    size_t zero = 0, set = 0;
+    unsigned in_block = 0, in_image = 0; /* any bit set in either */
     for (size_t i = 0; i < size; i++) {
-        zero |= block[i];
-        set |= image[i];
+        in_block |= block[i];
+        in_image |= image[i];
     }
-    if (zero == 0 && set != 0)
+    if (in_block == 0 && in_image != 0)
         memcpy(block, image, size);
 }
 
