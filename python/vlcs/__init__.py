@@ -11,8 +11,9 @@ This package ships the native runtime (``libvlcs.so``, its headers, the
 True
 """
 
+from __future__ import annotations
+
 import importlib
-from typing import TYPE_CHECKING, Any
 
 from vlcs._errors import (
     ContextBusyError,
@@ -30,7 +31,13 @@ from vlcs._paths import include_dir, library_path, native_dir, program_path
 from vlcs._pools import joblib_backend as _joblib
 from vlcs._version import __version__
 
+# typing is imported by type checkers only: at run time it is a tenth of
+# `vlcs exec`'s start-up, and the modules `import vlcs` and `vlcs exec`
+# load name it under this guard too.
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
+
     from vlcs._context import VLC, Context, NamespaceKeptWarning, current, info
     from vlcs._exec import exec_instances
     from vlcs._isolation.imports import share

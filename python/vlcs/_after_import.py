@@ -18,9 +18,12 @@ from __future__ import annotations
 import sys
 import threading
 from collections.abc import Callable
-from typing import Any
 
-Callback = Callable[[Any], None]
+TYPE_CHECKING = False  # typing is not imported at run time (see vlcs/__init__.py)
+if TYPE_CHECKING:
+    from typing import Any
+
+Callback = Callable[[object], None]  # given the module
 
 _lock = threading.Lock()
 _waiting: dict[str, list[Callback]] = {}

@@ -156,17 +156,13 @@ class VLC:
         weight: int = 0,
         python: str = "shared",
         gpus: str | Iterable[int] | None = None,
-        _programs_only: bool = False,
     ) -> None:
         if python not in PYTHONS:
             raise ValueError(f"python must be one of {', '.join(PYTHONS)}; got {python!r}")
         self._own: _own.Runtime | None = None
         # Before the namespace exists, so that libpython's forwarder is in
         # its global scope (extension modules look for the C API there).
-        # vlcs exec's contexts (_programs_only) run programs that are not
-        # Python (it refuses those), and skip the forwarder's first build.
-        if not _programs_only:
-            python_service()
+        python_service()
         handle = lib().vlcs_ctx_create(c_string(name, "name") if name is not None else None)
         if not handle:
             fail()

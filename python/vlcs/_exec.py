@@ -20,12 +20,15 @@ import selectors
 import sys
 import threading
 from collections.abc import Mapping, Sequence
-from typing import BinaryIO
 
-from vlcs._context import VLC
 from vlcs._cpus import CpuList, resolve
 from vlcs._isolation.threads import base_thread
+from vlcs._program_context import ProgramContext
 from vlcs._topo import worker_homes
+
+TYPE_CHECKING = False  # typing is not imported at run time (see vlcs/__init__.py)
+if TYPE_CHECKING:
+    from typing import BinaryIO
 
 OUTPUTS = ("tag", "plain")
 # glibc's linker namespaces (16) less the base's
@@ -228,13 +231,13 @@ def exec_instances(
     tagger = _Tagger() if output == "tag" else None
     feed = _Feed(n) if stdin == "all" else None
     devnull = os.open(os.devnull, os.O_RDONLY)
-    contexts: list[VLC] = []
+    contexts: list[ProgramContext] = []
     ends: list[int] = []  # the instances' write ends, closed once they are given
     threads: list[threading.Thread] = []
     interrupted = False
     try:
         for i in range(n):
-            ctx = VLC(name=f"instance-{i}", cpus=homes[i], _programs_only=True)
+            ctx = ProgramContext(f"instance-{i}", homes[i])
             contexts.append(ctx)
             for key, value in {
                 **(env or {}),
@@ -284,7 +287,7 @@ def exec_instances(
         raise
     finally:
         for ctx in [] if interrupted else contexts:
-            ctx._close(warn=False)  # its streams' last descriptors go with its namespace
+            ctx.close()  # its streams' last descriptors go with its namespace
         if feed is not None:
             feed.stop()
         for fd in ends:

@@ -7,11 +7,14 @@ import ctypes
 import functools
 import os
 import threading
-from typing import Any, NoReturn
 
 from vlcs import _errors
 from vlcs._errors import ContextFaultError, Limit, VlcsError, error_for
 from vlcs._paths import library_file
+
+TYPE_CHECKING = False  # typing is not imported at run time (see vlcs/__init__.py)
+if TYPE_CHECKING:
+    from typing import Any, NoReturn
 
 # libpython, through a handle of vlcs's own: prototypes set on
 # ctypes.pythonapi's functions are everyone's, and a user's restype there

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING, Any
 
 from vlcs._version import __version__
+
+TYPE_CHECKING = False  # typing is not imported at run time (see vlcs/__init__.py)
+if TYPE_CHECKING:
+    from typing import Any
 
 if TYPE_CHECKING:
     from pathlib import Path

@@ -147,7 +147,7 @@ def test_import_vlcs_leaves_what_it_does_not_need_yet_for_its_first_use():
     # vlcs exec's start-up, and every script's `import vlcs`: contexts
     # (ctypes and the import machinery), the thread pools
     # (concurrent.futures, and logging with it), paths as objects,
-    # subprocess and the tuner are imported when first used; a context's
+    # subprocess, typing and the tuner are imported when first used; a context's
     # executor then works, and so do the names and submodules the package
     # had before (vlcs.shim, a private vlcs._lib).
     code = (
@@ -164,14 +164,17 @@ def test_import_vlcs_leaves_what_it_does_not_need_yet_for_its_first_use():
     )
     r = _json_of(code)
     heavy = {"concurrent.futures", "logging", "pathlib", "subprocess", "platform", "vlcs._tune"}
+    heavy |= {"typing"}
     heavy |= {"ctypes", "vlcs._context", "vlcs._isolation.imports", "vlcs._own"}
     assert not heavy & set(r["new"]), sorted(heavy & set(r["new"]))
     assert r["ran"] and r["lib"] and r["names"] and r["subs"], r
 
 
 def test_vlcs_exec_starts_without_what_it_does_not_use():
-    # subprocess and shutil (argparse's terminal width) are not vlcs exec's:
-    # its start-up imports neither.
+    # subprocess and shutil (argparse's terminal width) are not vlcs exec's,
+    # nor what makes a context a home for Python code (the import
+    # machinery, pickle for the own runtimes) or typing: its start-up
+    # imports none of them, and its instances still run.
     code = (
         "import json, sys\n"
         "sys.argv = ['vlcs', 'exec', '-n', '2', '--', 'true']\n"
@@ -180,5 +183,6 @@ def test_vlcs_exec_starts_without_what_it_does_not_use():
         "print(json.dumps({'rc': rc, 'modules': sorted(sys.modules)}))\n"
     )
     r = _json_of(code)
-    unused = {"subprocess", "shutil", "concurrent.futures"}
+    unused = {"subprocess", "shutil", "concurrent.futures", "typing", "pickle"}
+    unused |= {"vlcs._context", "vlcs._isolation.imports", "vlcs._own"}
     assert r["rc"] == 0 and not unused & set(r["modules"]), sorted(unused & set(r["modules"]))

@@ -21,7 +21,10 @@ from __future__ import annotations
 import contextlib
 import threading
 from collections.abc import Callable, Iterator
-from typing import Any
+
+TYPE_CHECKING = False  # typing is not imported at run time (see vlcs/__init__.py)
+if TYPE_CHECKING:
+    from typing import Any
 
 _real_start = threading.Thread.start
 _real_bootstrap_inner = threading.Thread._bootstrap_inner  # type: ignore[attr-defined]

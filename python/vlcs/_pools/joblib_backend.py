@@ -22,9 +22,12 @@ from __future__ import annotations
 
 import sys
 import threading
-from typing import Any
 
 from vlcs._after_import import when_imported
+
+TYPE_CHECKING = False  # typing is not imported at run time (see vlcs/__init__.py)
+if TYPE_CHECKING:
+    from typing import Any
 
 BACKEND = "vlcs"
 # what parallel_config(backend="vlcs", ...) passes on to ContextPoolExecutor
