@@ -21,6 +21,7 @@ import sys
 import threading
 from collections.abc import Mapping, Sequence
 
+from vlcs._choices import OUTPUTS, STDINS
 from vlcs._cpus import CpuList, resolve
 from vlcs._isolation.threads import base_thread
 from vlcs._program_context import ProgramContext
@@ -30,10 +31,8 @@ TYPE_CHECKING = False  # typing is not imported at run time (see vlcs/__init__.p
 if TYPE_CHECKING:
     from typing import BinaryIO
 
-OUTPUTS = ("tag", "plain")
 # glibc's linker namespaces (16) less the base's
 MAX_INSTANCES = 15
-STDINS = ("first", "all")
 
 
 class _Feed:

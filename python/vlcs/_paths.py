@@ -8,10 +8,8 @@ from vlcs._version import __version__
 
 TYPE_CHECKING = False  # typing is not imported at run time (see vlcs/__init__.py)
 if TYPE_CHECKING:
-    from typing import Any
-
-if TYPE_CHECKING:
     from pathlib import Path
+    from typing import Any
 
 # a str, not a Path: pathlib (and urllib.parse with it) is imported when a
 # path is asked for, not by ``import vlcs``
@@ -52,8 +50,15 @@ def program_path(name: str) -> Path:
 
     Raises FileNotFoundError with the folder searched when it is missing.
     """
-    path = native_dir() / name
-    if not path.exists():
+    from pathlib import Path
+
+    return Path(program_file(name))
+
+
+def program_file(name: str) -> str:
+    """program_path's path as a str, without importing pathlib."""
+    path = os.path.join(_NATIVE, name)
+    if not os.path.exists(path):
         raise FileNotFoundError(
             f"{name} is not installed in {_NATIVE}; reinstall vlcs (pip install .)"
         )

@@ -14,12 +14,12 @@ import ctypes
 import os
 from collections.abc import Iterable, Sequence
 
+from vlcs._choices import PLACES
 from vlcs._cpus import CpuList, parse_list, resolve
 from vlcs._cpus import split as split_ids
 from vlcs._lib import c_string, check, lib
 
 # the domains a split can follow, in hwloc's names, widest first
-PLACES = ("package", "numa", "l3", "l2", "core", "pu")
 
 
 def objects(kind: str) -> list[list[int]]:

@@ -6,9 +6,14 @@ import argparse
 import os
 import sys
 
-from vlcs._exec import OUTPUTS, STDINS
-from vlcs._paths import program_path
-from vlcs._topo import PLACES
+from vlcs._choices import OUTPUTS, PLACES, STDINS
+from vlcs._paths import program_file
+
+# The command line once more, under the launcher: without site (`-S`: the
+# .pth files of an environment cost a venv's Python up to half its start),
+# vlcs found where it is (its instances are programs, never Python code,
+# and vlcs needs no other package); not `-m vlcs`, which imports runpy.
+_AGAIN = "import sys; sys.path.insert(0, {!r}); from vlcs.cli import main; sys.exit(main())"
 
 
 def _exec(args: argparse.Namespace) -> int:
@@ -34,8 +39,10 @@ def _exec(args: argparse.Namespace) -> int:
         # few, start again under the launcher, which raises glibc's
         # namespaces and static TLS to what 15 contexts need (a few fit
         # without, and skip the second start of Python).
-        launcher = str(program_path("vlcs-run"))
-        os.execv(launcher, [launcher, "--", sys.executable, "-m", "vlcs", *args.raw_argv])
+        launcher = program_file("vlcs-run")
+        package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        again = _AGAIN.format(os.path.dirname(package))
+        os.execv(launcher, [launcher, "--", sys.executable, "-S", "-c", again, *args.raw_argv])
     from vlcs._errors import VlcsError
     from vlcs._exec import exec_instances
 

@@ -7,7 +7,7 @@ import json
 import sys
 from pathlib import Path
 
-from vlcs._topo import PLACES
+from vlcs._choices import PLACES
 
 
 def _tune(args: argparse.Namespace) -> int:
