@@ -9,11 +9,13 @@ import sys
 from vlcs._choices import OUTPUTS, PLACES, STDINS
 from vlcs._paths import program_file
 
-# The command line once more, under the launcher: without site (`-S`: the
-# .pth files of an environment cost a venv's Python up to half its start),
-# vlcs found where it is (its instances are programs, never Python code,
-# and vlcs needs no other package); not `-m vlcs`, which imports runpy.
-_AGAIN = "import sys; sys.path.insert(0, {!r}); from vlcs.cli import main; sys.exit(main())"
+# The command line once more, under the launcher; not `-m vlcs`, which
+# imports runpy.  Where vlcs is installed with its native parts beside it,
+# without site (`-S`: an environment's .pth files can cost a Python half
+# its start), vlcs found where it is: its instances are programs, never
+# Python code, and it needs no other package.
+_AGAIN = "import sys; from vlcs.cli import main; sys.exit(main())"
+_AGAIN_FROM = "import sys; sys.path.append({!r}); " + _AGAIN
 
 
 def _exec(args: argparse.Namespace) -> int:
@@ -41,8 +43,10 @@ def _exec(args: argparse.Namespace) -> int:
         # without, and skip the second start of Python).
         launcher = program_file("vlcs-run")
         package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-        again = _AGAIN.format(os.path.dirname(package))
-        os.execv(launcher, [launcher, "--", sys.executable, "-S", "-c", again, *args.raw_argv])
+        python = [sys.executable, "-c", _AGAIN]
+        if os.path.isdir(os.path.join(package, "_native")):  # not an editable install's
+            python = [sys.executable, "-S", "-c", _AGAIN_FROM.format(os.path.dirname(package))]
+        os.execv(launcher, [launcher, "--", *python, *args.raw_argv])
     from vlcs._errors import VlcsError
     from vlcs._exec import exec_instances
 
