@@ -144,6 +144,8 @@ struct ctx_gpus {
 /* Copy mode (copies.c), while copy_mode. */
 struct ctx_copies {
     struct copyset *set;
+    /* a program's run (exec.c): its interposer copy's vlcs_ip_exec_files */
+    void (*run_files)(int how);
     struct copy_env *env; /* its environment (copies_env.c) */
     void *_Atomic py_state_dict; /* its interpreter dict (service_python.c) */
 };
@@ -177,6 +179,11 @@ struct vlcs_ctx {
     /* where its libraries live: vlcs_ctx_set_mode's wish (VLCS_MODE_*, 0:
      * VLCS_MODE's), then a namespace (has_ns) or copies (copy_mode) */
     int mode_wanted;
+    /* vlcs_ctx_exec's load of a program: its streams (vlcs_ctx_set_stdio)
+     * are the run's own in copy mode too, where the program's own file is
+     * copied (program_file; the copy loads as a library) */
+    bool loading_program;
+    const char *program_file;
     bool copy_mode;
     struct ctx_copies cp;
 

@@ -176,6 +176,7 @@ int copies_create(vlcs_ctx *c)
     c->api.env_set = copy_env_set;
     c->api.env_put = copy_env_put;
     c->api.env_clear = copy_env_clear;
+    c->api.env_block = copy_env_block;
     c->api.dlopen = copy_dlopen;
     c->api.dl_error = dl_error;
     c->api.iterate_phdr = copy_iterate_phdr;
@@ -211,6 +212,8 @@ static void *glibc_scope(vlcs_ctx *c)
 static void *copies_load(vlcs_ctx *c, const char *path, bool fresh)
 {
     (void)fresh;
+    if (c->loading_program && c->program_file != NULL)
+        path = c->program_file; /* not vlcs_ctx_exec's loadable copy: this is one */
     void *h = glibc_scoped(path)                   ? glibc_scope(c)
               : process_wide_in(c->cp.set, path) ? dlopen(path, RTLD_NOW | RTLD_LOCAL) /* a service */
                                                   : NULL;

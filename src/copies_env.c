@@ -200,3 +200,13 @@ const char *copy_env_entry(vlcs_ctx *c, size_t i)
     pthread_mutex_unlock(&cs->lock);
     return entry;
 }
+
+char **copy_env_block(vlcs_ctx *c)
+{
+    static char *empty[1];
+    struct copy_env *cs = c->cp.env;
+    pthread_mutex_lock(&cs->lock);
+    char **env = cs->env != NULL ? cs->env : empty;
+    pthread_mutex_unlock(&cs->lock);
+    return env;
+}

@@ -23,6 +23,9 @@ HIDDEN char *copy_env_get(vlcs_ctx *c, const char *name);
 HIDDEN int copy_env_set(vlcs_ctx *c, const char *name, const char *value, int overwrite);
 HIDDEN int copy_env_put(vlcs_ctx *c, char *string);
 HIDDEN int copy_env_clear(vlcs_ctx *c);
+/* The whole of it, NULL-terminated, as environ holds it: valid until its
+ * next change (a program's environ, exec.c). */
+HIDDEN char **copy_env_block(vlcs_ctx *c);
 /* Its i-th entry ("NAME=value"), NULL past the end; valid while c lives. */
 HIDDEN const char *copy_env_entry(vlcs_ctx *c, size_t i);
 

@@ -156,6 +156,12 @@ int elf_copy(int in, const char *path, const char *label, const struct elf_renam
         for (size_t i = 0; lazy && i < e->ninit_tags && copied == 0; i++)
             if (pwrite(out, &later, sizeof later, (off_t)e->init_tags[i]) != sizeof later)
                 copied = -1;
+        /* A program's copy (vlcs_ctx_exec in copy mode) loads as a library:
+         * glibc refuses to dlopen what is marked a PIE executable. */
+        uint64_t flags1 = e->flags1 & ~(uint64_t)DF_1_PIE;
+        if (copied == 0 && e->flags1_at != 0 && flags1 != e->flags1 &&
+            pwrite(out, &flags1, sizeof flags1, (off_t)e->flags1_at) != sizeof flags1)
+            copied = -1;
     }
     if (out < 0 || copied != 0) {
         snprintf(why, size, "a copy of %s cannot be made in memory: %s", path, strerror(errno));

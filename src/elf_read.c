@@ -130,6 +130,10 @@ int elf_names_read(int fd, const char *path, struct elf_names *e, char *why, siz
         case DT_RUNPATH: e->runpath = v; break;
         case DT_RPATH: e->rpath = v; break;
         case DT_TEXTREL: e->textrel = true; break;
+        case DT_FLAGS_1:
+            e->flags1 = v;
+            e->flags1_at = dynph->p_offset + i * sizeof *dyn + offsetof(ElfW(Dyn), d_un);
+            break;
         case DT_FLAGS: e->textrel |= (v & DF_TEXTREL) != 0; break;
         case DT_NEEDED:
             if (e->nneeded == ELF_MAX_NEEDED) {

@@ -39,6 +39,8 @@ struct elf_names {
     uint64_t init_tags[3];
     size_t ninit_tags;
     uint64_t rela_off, relasz, jmprel_off, pltrelsz; /* its relocations (0: none) */
+    /* DT_FLAGS_1's value, and where it is in the file (0: no such entry) */
+    uint64_t flags1, flags1_at;
 };
 struct elf_rename {
     uint64_t at;    /* file offset */

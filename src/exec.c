@@ -27,6 +27,7 @@
 #include "common.h"
 #include "context.h"
 #include "error.h"
+#include "copies_env.h"
 #include "exec_copies.h"
 #include "exec_instance.h"
 #include "exec_program.h"
@@ -89,8 +90,8 @@ typedef void (*handlers_fn)(uintptr_t, uintptr_t);
 static __attribute__((noinline)) next_handler_fn catch_handlers(vlcs_ctx *c, const struct link_map *lm,
                                       const struct program *p)
 {
-    handlers_fn keep = (handlers_fn)dlsym(c->ns.ip_handle, "vlcs_ip_exec_handlers");
-    next_handler_fn next = (next_handler_fn)dlsym(c->ns.ip_handle, "vlcs_ip_exec_next_handler");
+    handlers_fn keep = (handlers_fn)dlsym(exec_interposer(c), "vlcs_ip_exec_handlers");
+    next_handler_fn next = (next_handler_fn)dlsym(exec_interposer(c), "vlcs_ip_exec_next_handler");
     if (keep == NULL || next == NULL)
         return NULL;
     uint64_t lo = UINT64_MAX, hi = 0;
@@ -123,7 +124,7 @@ static void run_exit_handlers(struct instance *inst, next_handler_fn next_handle
  * ended with _exit). */
 static void forget_handlers(vlcs_ctx *c)
 {
-    handlers_fn keep = (handlers_fn)dlsym(c->ns.ip_handle, "vlcs_ip_exec_handlers");
+    handlers_fn keep = (handlers_fn)dlsym(exec_interposer(c), "vlcs_ip_exec_handlers");
     if (keep != NULL)
         keep(0, 0);
 }
@@ -157,6 +158,7 @@ struct run {
     const struct program *p;
     const struct link_map *lm;
     bool close_fd; /* the copy was unloaded: its descriptor may go */
+    bool alone;    /* the run's thread has a descriptor table of its own */
     char path[PATH_MAX];
     int argc;
     char **argv;
@@ -197,14 +199,18 @@ static void *run_failed(struct run *r)
     return NULL;
 }
 
-static void *run_instance(void *arg)
+static void run_program(struct run *r)
 {
-    struct run *r = arg;
     vlcs_ctx *c = r->c;
     struct run_streams streams;
     /* Descriptors, and the current directory, root and umask, of its own
      * (its threads share them): a chdir moves it alone, as in a process. */
-    bool alone = unshare(CLONE_FILES | CLONE_FS) == 0;
+    bool alone = r->alone = unshare(CLONE_FILES | CLONE_FS) == 0;
+    /* In copy mode the context's streams are vlcs_ctx_set_stdio's
+     * descriptors themselves (the caller's, close-on-exec): its 0, 1, 2. */
+    for (int i = 0; alone && c->copy_mode && i < 3; i++)
+        if (c->ns.stdio_set[i] && c->ns.stdio_fd[i] != i)
+            dup2(c->ns.stdio_fd[i], i);
     if (alone)
         close_not_inherited();
     else
@@ -215,7 +221,10 @@ static void *run_instance(void *arg)
     bool entered = alone && vlcs_enter(r->ctx) == 0, given = false;
     /* the program's copies of libc's variables take their values once the
      * streams are the run's */
-    if (!entered || !(given = streams_give(c, &streams, r->path) == 0) ||
+    FILE **program_streams[3] = {exec_program_var(r->lm, r->p, "stdin"),
+                                 exec_program_var(r->lm, r->p, "stdout"),
+                                 exec_program_var(r->lm, r->p, "stderr")};
+    if (!entered || !(given = streams_give(c, &streams, r->path, program_streams) == 0) ||
         exec_bind_copies(c, r->lm, r->p, r->argv[0]) != 0 || exec_signals_begin(c) != 0) {
         run_failed(r);
         if (given)
@@ -226,12 +235,12 @@ static void *run_instance(void *arg)
         exec_forget_copies(c);
         ns_close_handle(c, r->h);
         r->close_fd = true;
-        return NULL;
+        return;
     }
     struct instance inst = {.status = 0, .pid = getpid(), .c = c, .next_handler = r->next_handler};
     instance_begin(&inst);
-    struct run_main rm = {r->main_of, r->argc, r->argv, *c->ns.environ_slot, &inst,
-                          r->next_handler};
+    char **envp = c->copy_mode ? copy_env_block(c) : *c->ns.environ_slot;
+    struct run_main rm = {r->main_of, r->argc, r->argv, envp, &inst, r->next_handler};
     int rc = vlcs_ctx_call(r->ctx, run_main, &rm, NULL);
     bool by_thread = instance_end(&inst);
     free(inst.children);
@@ -248,7 +257,7 @@ static void *run_instance(void *arg)
         streams_abandon(&streams);
         vlcs_leave();
         r->status = inst.status & 0xff;
-        return NULL;
+        return;
     }
     if (rc != 0) {
         /* A fault: the context is broken, its program stays loaded (its
@@ -268,7 +277,7 @@ static void *run_instance(void *arg)
         vlcs_leave();
         if (sig != 0)
             r->status = (128 + sig) & 0xff;
-        return NULL;
+        return;
     }
     /* Its destructors, as at its exit; then its output, unless it ended
      * as _exit or a signal ends a process, losing what it had buffered. */
@@ -280,11 +289,23 @@ static void *run_instance(void *arg)
     if (inst.discard) {
         streams_discard(&streams);
     } else {
-        ns_flush(c);
+        exec_flush(c);
         streams_take_back(&streams);
     }
     vlcs_leave();
     r->status = inst.status & 0xff;
+}
+
+/* The run, then what its descriptor table still holds closed, as at a
+ * process's end: a thread the program left running (xz's encoders, which
+ * a process's exit would end) shares the table, and would hold the write
+ * ends of the instance's output pipes open for ever. */
+static void *run_instance(void *arg)
+{
+    struct run *r = arg;
+    run_program(r);
+    if (r->alone)
+        close_range(0, ~0U, 0);
     return NULL;
 }
 
@@ -308,19 +329,6 @@ VLCS_API int vlcs_ctx_exec(vlcs_ctx *ctx, char *const argv[])
                   "Error running %s: this thread is running a program already", argv[0]);
         return -1;
     }
-    /* A program needs its own libc (its exit, its streams): a namespace. */
-    pthread_mutex_lock(&c->lock);
-    int mode = c->backend != NULL ? c->backend->mode : c->mode_wanted;
-    bool copies = mode == VLCS_MODE_COPIES;
-    if (c->backend == NULL && !copies)
-        c->mode_wanted = VLCS_MODE_NAMESPACE;
-    pthread_mutex_unlock(&c->lock);
-    if (copies) {
-        set_error(VLCS_E_INVALID, "Error running %s in context '%s': programs run in contexts "
-                  "with a namespace of their own, and this one is in copy mode",
-                  argv[0], c->name);
-        return -1;
-    }
     struct program p;
     if (program_open(&p, argv[0]) != 0) {
         program_close(&p);
@@ -336,7 +344,15 @@ VLCS_API int vlcs_ctx_exec(vlcs_ctx *ctx, char *const argv[])
     /* The memfd stays open while the copy is loaded: glibc knows a loaded
      * object by its name, and a reused number would silently give a later
      * load this one. */
+    pthread_mutex_lock(&c->lock);
+    c->loading_program = true;
+    c->program_file = p.path;
+    pthread_mutex_unlock(&c->lock);
     void *h = vlcs_ctx_load(ctx, fdpath);
+    pthread_mutex_lock(&c->lock);
+    c->loading_program = false;
+    c->program_file = NULL;
+    pthread_mutex_unlock(&c->lock);
     ns_handed_over(); /* it may lie where another run's copy was */
     if (h == NULL) {
         close(fd);
@@ -361,7 +377,8 @@ VLCS_API int vlcs_ctx_exec(vlcs_ctx *ctx, char *const argv[])
         program_close(&p);
         return -1;
     }
-    keep_dependencies(c, lm);
+    if (!c->copy_mode)
+        keep_dependencies(c, lm);
     struct run r = {.ctx = ctx, .c = c, .h = h, .fd = fd, .p = &p, .lm = lm,
                     .argv = (char **)argv, .main_of = main_of,
                     .next_handler = catch_handlers(c, lm, &p), .status = -1};

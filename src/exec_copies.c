@@ -9,11 +9,21 @@
  * which brings the two in step around the calls that read or write them
  * (getopt, setenv, tzset...: ip_exec.c); constants (C++'s typeinfo and
  * vtables) are filled once.
+ *
+ * In copy mode the program shares the process's libc, whose variables
+ * are the base's: they are never written.  The program's copies are its
+ * run's own instead: its streams (exec_streams.c), getopt's variables and
+ * environ, which the context's interposer copy reads and writes
+ * (ip_run.c); libc's other variables (tzname, timezone...) are copied
+ * once.
  */
 #include "common.h"
 #include "exec_copies.h"
 #include "context.h"
+#include "copies.h"
+#include "copies_env.h"
 #include "exec_program.h"
+#include "object_syms.h"
 #include "registry.h"
 
 #include <link.h>
@@ -24,6 +34,17 @@
 
 
 typedef void (*copies_fn)(const struct vlcs_ip_copy *, size_t);
+typedef void (*run_fn)(const struct vlcs_ip_run *);
+
+void *exec_interposer(vlcs_ctx *c) { return c->copy_mode ? c->cp.set->ip : c->ns.ip_handle; }
+
+void *exec_program_var(const struct link_map *lm, const struct program *p, const char *name)
+{
+    for (size_t k = 0; k < p->ncopies; k++)
+        if (strcmp(p->copies[k].name, name) == 0)
+            return (void *)(lm->l_addr + p->copies[k].vaddr);
+    return NULL;
+}
 
 static void *definition_elsewhere(Lmid_t lmid, const struct link_map *prog, const char *name,
                                   bool glibc_only)
@@ -59,9 +80,12 @@ static void *definition_elsewhere(Lmid_t lmid, const struct link_map *prog, cons
  * a thread of the namespace calling getenv must not write where it was). */
 void exec_forget_copies(vlcs_ctx *c)
 {
-    copies_fn give = (copies_fn)dlsym(c->ns.ip_handle, "vlcs_ip_exec_copies");
+    copies_fn give = (copies_fn)dlsym(exec_interposer(c), "vlcs_ip_exec_copies");
     if (give != NULL)
         give(NULL, 0);
+    run_fn tell = c->copy_mode ? (run_fn)dlsym(exec_interposer(c), "vlcs_ip_exec_run") : NULL;
+    if (tell != NULL)
+        tell(NULL);
 }
 /* The namespace's interposer keeps the program's copies in step with libc's
  * variables; its program_invocation_name becomes the instance's. */
@@ -76,10 +100,91 @@ static void fill_constant(char *to, const void *from, size_t size)
     mprotect((void *)lo, len, PROT_READ);
 }
 
+/* The definition a copy-mode program's copy of name stands for: in the
+ * context's own objects (its copies: C++'s typeinfo in its libstdc++),
+ * else the process's glibc. */
+static void *definition_in_context(vlcs_ctx *c, const struct link_map *prog, const char *name)
+{
+    struct link_map *objects[256];
+    size_t n = c->backend->objects(c, objects, sizeof objects / sizeof *objects);
+    for (size_t i = 0; i < n; i++) {
+        if (objects[i] == prog)
+            continue;
+        void *a = object_sym(LM_ID_BASE, objects[i], name);
+        if (a != NULL)
+            return a;
+    }
+    return dlsym(RTLD_DEFAULT, name);
+}
+
+static bool named(const char *name, const char *const *names)
+{
+    for (; *names != NULL; names++)
+        if (strcmp(name, *names) == 0)
+            return true;
+    return false;
+}
+
+/* Copy mode: see the top of this file. */
+static int bind_in_copy_mode(vlcs_ctx *c, const struct link_map *lm, const struct program *p,
+                             const char *argv0)
+{
+    run_fn tell = (run_fn)dlsym(exec_interposer(c), "vlcs_ip_exec_run");
+    c->cp.run_files = (void (*)(int))dlsym(exec_interposer(c), "vlcs_ip_exec_files");
+    if (tell == NULL || c->cp.run_files == NULL)
+        return program_refuse(VLCS_E_NOT_FOUND, p->path,
+                      "the vlcs interposer lacks vlcs_ip_exec_run (an older build)");
+    static const char *const run_own[] = {
+        "stdin", "stdout", "stderr", "optind", "opterr", "optopt", "optarg", "environ",
+        "__environ", "_environ", "program_invocation_name", "__progname_full",
+        "program_invocation_short_name", "__progname", NULL};
+    for (size_t k = 0; k < p->ncopies; k++) {
+        const struct copy_var *v = &p->copies[k];
+        if (named(v->name, run_own))
+            continue;
+        bool constant = v->vaddr >= p->relro_vaddr &&
+                        v->vaddr + v->size <= p->relro_vaddr + p->relro_size;
+        void *lib = definition_in_context(c, lm, v->name);
+        if (lib == NULL)
+            continue;
+        if (constant)
+            fill_constant((char *)lm->l_addr + v->vaddr, lib, v->size);
+        else
+            memcpy((char *)lm->l_addr + v->vaddr, lib, v->size);
+    }
+    char ***env = NULL;
+    static const char *const environs[] = {"environ", "__environ", "_environ"};
+    for (size_t k = 0; k < 3 && env == NULL; k++)
+        env = exec_program_var(lm, p, environs[k]);
+    if (env != NULL)
+        *env = copy_env_block(c);
+    static const char *const fulls[] = {"program_invocation_name", "__progname_full"};
+    static const char *const shorts[] = {"program_invocation_short_name", "__progname"};
+    for (size_t k = 0; k < 2; k++) {
+        char **full = exec_program_var(lm, p, fulls[k]), **brief = exec_program_var(lm, p, shorts[k]);
+        if (full)
+            *full = (char *)argv0;
+        if (brief)
+            *brief = (char *)base_name(argv0);
+    }
+    struct vlcs_ip_run run = {
+        .optind = exec_program_var(lm, p, "optind"),
+        .opterr = exec_program_var(lm, p, "opterr"),
+        .optopt = exec_program_var(lm, p, "optopt"),
+        .optarg = exec_program_var(lm, p, "optarg"),
+        .environ = env,
+        .name = argv0,
+    };
+    tell(&run);
+    return 0;
+}
+
 int exec_bind_copies(vlcs_ctx *c, const struct link_map *lm, const struct program *p,
                      const char *argv0)
 {
-    copies_fn give = (copies_fn)dlsym(c->ns.ip_handle, "vlcs_ip_exec_copies");
+    if (c->copy_mode)
+        return bind_in_copy_mode(c, lm, p, argv0);
+    copies_fn give = (copies_fn)dlsym(exec_interposer(c), "vlcs_ip_exec_copies");
     if (give == NULL)
         return program_refuse(VLCS_E_NOT_FOUND, p->path,
                       "the vlcs interposer lacks vlcs_ip_exec_copies (an older build)");

@@ -18,5 +18,11 @@ HIDDEN int exec_bind_copies(vlcs_ctx *c, const struct link_map *lm, const struct
                             const char *argv0);
 /* The interposer lets go of them (before the program is unloaded). */
 HIDDEN void exec_forget_copies(vlcs_ctx *c);
+/* The interposer a program's calls reach first: its namespace's, or in
+ * copy mode the context's renamed copy. */
+HIDDEN void *exec_interposer(vlcs_ctx *c);
+/* The address of the program's own copy of libc's variable name (loaded at
+ * lm), NULL when it has none. */
+HIDDEN void *exec_program_var(const struct link_map *lm, const struct program *p, const char *name);
 
 #endif

@@ -28,6 +28,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
@@ -36,6 +37,14 @@
 #include <unistd.h>
 
 static __thread struct instance *running; /* the instance this thread runs */
+
+void exec_flush(vlcs_ctx *c)
+{
+    if (!c->copy_mode)
+        c->ns.libc_fflush(NULL);
+    else if (c->cp.run_files != NULL)
+        c->cp.run_files(0); /* the streams the run opened, and its own */
+}
 
 /* A child the program forks (system, popen, fork and exec) is a process
  * of its own: its exit and exec are its own.  (It has the instance's
@@ -120,7 +129,7 @@ static __attribute__((noreturn)) void end_from_thread(struct instance *i, int st
         while (ending_here != NULL && i->next_handler(&fn, &arg))
             fn(arg);
         if (ending_here != NULL)
-            i->c->ns.libc_fflush(NULL);
+            exec_flush(i->c);
         ending_here = NULL;
     }
     exec_raise(i->c, SIGKILL); /* its main thread ends at once, or at its next wait */

@@ -61,4 +61,9 @@ HIDDEN void exec_child_started(pid_t pid);
 HIDDEN pid_t exec_wait4(pid_t pid, int *status, int options, struct rusage *ru);
 HIDDEN pid_t exec_wait4_api(pid_t pid, int *status, int options, struct rusage *ru); /* -errno */
 
+/* What the context's libc buffers written, as at a process's exit (in copy
+ * mode the streams the run opened and its own three: the process's others
+ * are not its). */
+HIDDEN void exec_flush(vlcs_ctx *c);
+
 #endif

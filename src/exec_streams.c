@@ -8,31 +8,51 @@
 #include "exec_streams.h"
 #include "context.h"
 #include "copies.h"
+#include "exec_copies.h"
 #include "error.h"
 #include "registry.h"
 
 #include <limits.h>
+#include <stdio_ext.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
-int streams_give(vlcs_ctx *c, struct run_streams *s, const char *path)
+/* The process's libc's, for a copy-mode run. */
+static void base_streams(vlcs_ctx *c, struct run_streams *s, FILE **const program[3])
+{
+    s->copy_mode = true;
+    s->tell = (void (*)(void **))dlsym(exec_interposer(c), "vlcs_ip_exec_streams");
+    for (int i = 0; i < 3; i++)
+        s->slot[i] = program[i] != NULL ? program[i] : &s->spare[i];
+    s->fdopen = fdopen;
+    s->fclose = fclose;
+    s->setvbuf = setvbuf;
+    s->fpurge = __fpurge;
+    s->files = (void (*)(int))dlsym(exec_interposer(c), "vlcs_ip_exec_files");
+}
+
+int streams_give(vlcs_ctx *c, struct run_streams *s, const char *path, FILE **const program[3])
 {
     memset(s, 0, sizeof *s);
-    s->tell = (void (*)(void **))dlsym(c->ns.ip_handle, "vlcs_ip_exec_streams");
-    void *libc = dlmopen(c->ns.lmid, "libc.so.6", RTLD_NOLOAD | RTLD_LAZY);
-    static const char *const names[3] = {"stdin", "stdout", "stderr"};
-    for (int i = 0; i < 3 && libc; i++)
-        s->slot[i] = dlsym(libc, names[i]);
-    if (libc) {
-        s->fdopen = (FILE * (*)(int, const char *)) dlsym(libc, "fdopen");
-        s->fclose = (int (*)(FILE *))dlsym(libc, "fclose");
-        s->setvbuf = (int (*)(FILE *, char *, int, size_t))dlsym(libc, "setvbuf");
-        s->fpurge = (void (*)(FILE *))dlsym(libc, "__fpurge");
-        dlclose(libc);
+    if (c->copy_mode) {
+        base_streams(c, s, program);
+    } else {
+        s->tell = (void (*)(void **))dlsym(exec_interposer(c), "vlcs_ip_exec_streams");
+        void *libc = dlmopen(c->ns.lmid, "libc.so.6", RTLD_NOLOAD | RTLD_LAZY);
+        static const char *const names[3] = {"stdin", "stdout", "stderr"};
+        for (int i = 0; i < 3 && libc; i++)
+            s->slot[i] = dlsym(libc, names[i]);
+        if (libc) {
+            s->fdopen = (FILE * (*)(int, const char *)) dlsym(libc, "fdopen");
+            s->fclose = (int (*)(FILE *))dlsym(libc, "fclose");
+            s->setvbuf = (int (*)(FILE *, char *, int, size_t))dlsym(libc, "setvbuf");
+            s->fpurge = (void (*)(FILE *))dlsym(libc, "__fpurge");
+            dlclose(libc);
+        }
     }
     if (!s->tell || !s->slot[0] || !s->slot[1] || !s->slot[2] || !s->fdopen || !s->fclose ||
-        !s->setvbuf || !s->fpurge) {
+        !s->setvbuf || !s->fpurge || (s->copy_mode && !s->files)) {
         set_error(VLCS_E_NOT_FOUND, "Error running %s: the context's libc or interposer lacks its "
                   "streams", path);
         return -1;
@@ -40,8 +60,9 @@ int streams_give(vlcs_ctx *c, struct run_streams *s, const char *path)
     for (int i = 0; i < 3; i++) {
         s->saved[i] = *s->slot[i];
         /* The run's thread has descriptors of its own: its stream i is on
-         * its descriptor i, as in a process of its own. */
-        int src = s->saved[i] ? fileno(s->saved[i]) : -1;
+         * its descriptor i, as in a process of its own (in copy mode put
+         * there by exec.c). */
+        int src = s->copy_mode ? i : s->saved[i] ? fileno(s->saved[i]) : -1;
         int fd = src < 0 ? -1 : src == i ? i : dup2(src, i);
         FILE *f = fd >= 0 ? s->fdopen(fd, i == 0 ? "r" : "w") : NULL;
         if (f == NULL)
@@ -64,10 +85,23 @@ int streams_give(vlcs_ctx *c, struct run_streams *s, const char *path)
 void streams_abandon(struct run_streams *s)
 {
     s->tell(NULL);
+    if (s->files != NULL)
+        s->files(2);
     for (int i = 0; i < 3; i++) {
         if (s->open[i] != NULL) {
             s->fpurge(s->open[i]);
-            close(i);
+            if (s->copy_mode) {
+                /* On the process's own list of streams, where a lock the
+                 * fault left held would hang its next fflush(NULL): the
+                 * lock (glibc's recursive {lock, count, owner}) let go,
+                 * the stream closed unwritten. */
+                FILE *f = s->open[i];
+                if (f->_lock != NULL)
+                    memset(f->_lock, 0, 2 * sizeof(int) + sizeof(void *));
+                s->fclose(f);
+            } else {
+                close(i);
+            }
         }
         *s->slot[i] = s->saved[i];
     }
@@ -76,6 +110,8 @@ void streams_abandon(struct run_streams *s)
 void streams_take_back(struct run_streams *s)
 {
     s->tell(NULL);
+    if (s->files != NULL)
+        s->files(1);
     for (int i = 0; i < 3; i++) {
         if (s->open[i] != NULL)
             s->fclose(s->open[i]);
@@ -85,6 +121,8 @@ void streams_take_back(struct run_streams *s)
 
 void streams_discard(struct run_streams *s)
 {
+    if (s->files != NULL)
+        s->files(2);
     for (int i = 0; i < 3; i++)
         if (s->open[i] != NULL)
             s->fpurge(s->open[i]);

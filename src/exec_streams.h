@@ -15,7 +15,11 @@
  * copy than its maker's stays on its maker's list, freed).  The interposer
  * forgets those the program closes. */
 struct run_streams {
-    FILE **slot[3]; /* the namespace libc's stdin, stdout, stderr */
+    /* the namespace libc's stdin, stdout, stderr; in copy mode the
+     * program's copies of them (or spare, where it has none) */
+    FILE **slot[3];
+    FILE *spare[3];
+    bool copy_mode;
     FILE *saved[3];
     void *open[3]; /* the run's, NULL once closed */
     void (*tell)(void **); /* the interposer's vlcs_ip_exec_streams */
@@ -23,11 +27,17 @@ struct run_streams {
     int (*fclose)(FILE *);
     int (*setvbuf)(FILE *, char *, int, size_t);
     void (*fpurge)(FILE *);
+    /* copy mode: the streams the program opened, closed with its end
+     * (the interposer copy's vlcs_ip_exec_files) */
+    void (*files)(int how);
 };
 
-/* The run's streams made and handed to the namespace's libc and interposer;
- * -1 with the error set (naming path) when the context lacks what it takes. */
-HIDDEN int streams_give(vlcs_ctx *c, struct run_streams *s, const char *path);
+/* The run's streams made and handed to the namespace's libc and interposer
+ * (in copy mode to the program's copies, program[i], NULL where it has
+ * none, and the context's interposer copy); -1 with the error set (naming
+ * path) when the context lacks what it takes. */
+HIDDEN int streams_give(vlcs_ctx *c, struct run_streams *s, const char *path,
+                        FILE **const program[3]);
 /* The namespace's streams back, the run's closed by its libc. */
 HIDDEN void streams_take_back(struct run_streams *s);
 /* After a fault: the namespace's streams back, the run's left as the fault

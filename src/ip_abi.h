@@ -20,7 +20,7 @@
 #include <sys/time.h>
 #include <sys/types.h>
 
-#define VLCS_IP_ABI_VERSION 13
+#define VLCS_IP_ABI_VERSION 14
 
 struct vlcs_ctx;
 
@@ -135,6 +135,9 @@ struct vlcs_ip_api {
      * dladdr (a copy is named /proc/PID/fd/N: oneMKL opens its kernels from
      * the folder dladdr names); NULL: not one of its copies */
     const char *(*object_file)(struct vlcs_ctx *, const void *lm);
+    /* the context's environment as a program's environ holds it
+     * (NULL-terminated), valid until its next change */
+    char **(*env_block)(struct vlcs_ctx *);
 
     /* Children of a program's instance (vlcs_ctx_exec): a wait for any
      * child from its thread waits for one the instance started (fork,
@@ -169,6 +172,18 @@ struct vlcs_ip_copy {
     void *program;
     void *lib;
     size_t size;
+};
+
+/* A program run in a copy-mode context (../exec.c), which shares the
+ * process's libc: its own copies of libc's variables (NULL where it has
+ * none), which the context's interposer copy reads and writes in place of
+ * libc's (getopt's, environ), and its name for messages (error(), err(),
+ * getopt's), given by vlcs_ip_exec_run(run); NULL when the run ends. */
+struct vlcs_ip_run {
+    int *optind, *opterr, *optopt;
+    char **optarg;
+    char ***environ;
+    const char *name; /* argv[0], as program_invocation_name */
 };
 
 /* Exported by libvlcs_interpose.so; returns 0 on success. */

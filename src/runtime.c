@@ -354,8 +354,10 @@ static int ctx_place(vlcs_ctx *c)
         return -1;
     }
     /* What only a namespace of its own has: its own libc's streams, its
-     * own global scope. */
-    bool needs_ns = c->ns.stdio_set[0] || c->ns.stdio_set[1] || c->ns.stdio_set[2];
+     * own global scope (a program run in copy mode has streams of its
+     * own: exec_streams.c). */
+    bool needs_ns = !c->loading_program &&
+                    (c->ns.stdio_set[0] || c->ns.stdio_set[1] || c->ns.stdio_set[2]);
     if (mode == VLCS_MODE_COPIES && needs_ns) {
         set_error(VLCS_E_INVALID, "Error loading into context '%s': vlcs_ctx_set_stdio needs a "
                   "namespace of its own, and the context is in copy mode", c->name);

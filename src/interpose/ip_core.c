@@ -49,8 +49,15 @@ IP_EXPORT int vlcs_ip_bind(const struct vlcs_ip_api *api)
 
 /* Libraries in a namespace write through that namespace's libc, whose stdio
  * buffers the base's exit() does not flush.  _dl_fini runs this destructor
- * for every namespace at exit. */
-__attribute__((destructor)) static void ip_flush_at_exit(void) { fflush(NULL); }
+ * for every namespace at exit.  A copy-mode context's copy has no libc of
+ * its own: the process's streams are the base's to flush (another thread's
+ * descriptors among them, ip_run.c). */
+__attribute__((destructor)) static void ip_flush_at_exit(void)
+{
+    const struct vlcs_ip_api *a = __atomic_load_n(&vlcs_ip, __ATOMIC_ACQUIRE);
+    if (a == NULL || a->env_get == NULL)
+        fflush(NULL);
+}
 
 /* ---- the ends of the process ---------------------------------------------- */
 

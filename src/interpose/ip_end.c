@@ -6,7 +6,10 @@
  *  - error(), error_at_line(), err(), errx(), verr(), verrx(): libc's own
  *    words, printed by libc (its error() with status 0, its vwarn), then
  *    the interposer's exit, so that the end goes where every exit goes:
- *    the instance's end under vlcs_ctx_exec, else the base's exit.
+ *    the instance's end under vlcs_ctx_exec, else the base's exit.  In a
+ *    copy-mode run the process's libc would name the process: the words
+ *    are written here as libc writes them, with the run's name, to the
+ *    run's stderr (warn() and warnx() too).
  *  - execve and its family: on the thread running an instance, the new
  *    program runs in a child process with the instance's streams (libvlcs
  *    makes it; the namespace's own libc execs in it, so a PATH search
@@ -21,6 +24,7 @@
  */
 #define _GNU_SOURCE
 #include "ip.h"
+#include "ip_run.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -40,12 +44,59 @@ static char *format(const char *fmt, va_list ap)
     return vasprintf(&s, fmt, ap) < 0 ? NULL : s;
 }
 
+/* glibc's error() and error_at_line() for a copy-mode run: "name: ",
+ * "name:file:line: " with a file, the message, ": strerror" for errnum. */
+static void run_error(int errnum, const char *file, unsigned line, const char *fmt, va_list ap)
+{
+    fflush(ip_run_stream(1));
+    FILE *f = ip_run_stream(2);
+    flockfile(f);
+    if (file != NULL)
+        fprintf(f, "%s:%s:%u: ", ip_run_name(false), file, line);
+    else
+        fprintf(f, "%s: ", ip_run_name(false));
+    vfprintf(f, fmt, ap);
+    if (errnum != 0)
+        fprintf(f, ": %s", strerror(errnum));
+    putc_unlocked('\n', f);
+    fflush(f);
+    funlockfile(f);
+}
+
+/* glibc's vwarn (with_errno) and vwarnx for a copy-mode run */
+static void run_warn(bool with_errno, const char *fmt, va_list ap)
+{
+    int e = errno;
+    FILE *f = ip_run_stream(2);
+    flockfile(f);
+    fprintf(f, "%s: ", ip_run_name(true));
+    if (fmt != NULL) {
+        vfprintf(f, fmt, ap);
+        if (with_errno)
+            fprintf(f, ": ");
+    }
+    if (with_errno)
+        fprintf(f, "%s", strerror(e));
+    putc_unlocked('\n', f);
+    funlockfile(f);
+    errno = e;
+}
+
 typedef void (*error_fn)(int, int, const char *, ...);
 typedef void (*error_at_line_fn)(int, int, const char *, unsigned, const char *, ...);
 typedef void (*vwarn_fn)(const char *, va_list);
 
 IP_EXPORT void error(int status, int errnum, const char *fmt, ...)
 {
+    if (ip_run_active()) {
+        va_list ap;
+        va_start(ap, fmt);
+        run_error(errnum, NULL, 0, fmt, ap);
+        va_end(ap);
+        if (status != 0)
+            exit(status);
+        return;
+    }
     NEXT(error_fn, error)
     va_list ap;
     va_start(ap, fmt);
@@ -60,6 +111,15 @@ IP_EXPORT void error(int status, int errnum, const char *fmt, ...)
 IP_EXPORT void error_at_line(int status, int errnum, const char *file, unsigned line,
                              const char *fmt, ...)
 {
+    if (ip_run_active()) {
+        va_list ap;
+        va_start(ap, fmt);
+        run_error(errnum, file, line, fmt, ap);
+        va_end(ap);
+        if (status != 0)
+            exit(status);
+        return;
+    }
     NEXT(error_at_line_fn, error_at_line)
     va_list ap;
     va_start(ap, fmt);
@@ -71,17 +131,51 @@ IP_EXPORT void error_at_line(int status, int errnum, const char *file, unsigned 
         exit(status);
 }
 
-IP_EXPORT __attribute__((noreturn)) void verr(int status, const char *fmt, va_list ap)
+IP_EXPORT void vwarn(const char *fmt, va_list ap)
 {
+    if (ip_run_active()) {
+        run_warn(true, fmt, ap);
+        return;
+    }
     NEXT(vwarn_fn, vwarn)
     next_vwarn(fmt, ap);
+}
+
+IP_EXPORT void vwarnx(const char *fmt, va_list ap)
+{
+    if (ip_run_active()) {
+        run_warn(false, fmt, ap);
+        return;
+    }
+    NEXT(vwarn_fn, vwarnx)
+    next_vwarnx(fmt, ap);
+}
+
+IP_EXPORT void warn(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vwarn(fmt, ap);
+    va_end(ap);
+}
+
+IP_EXPORT void warnx(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vwarnx(fmt, ap);
+    va_end(ap);
+}
+
+IP_EXPORT __attribute__((noreturn)) void verr(int status, const char *fmt, va_list ap)
+{
+    vwarn(fmt, ap);
     exit(status);
 }
 
 IP_EXPORT __attribute__((noreturn)) void verrx(int status, const char *fmt, va_list ap)
 {
-    NEXT(vwarn_fn, vwarnx)
-    next_vwarnx(fmt, ap);
+    vwarnx(fmt, ap);
     exit(status);
 }
 

@@ -14,6 +14,7 @@
  */
 #define _GNU_SOURCE
 #include "ip.h"
+#include "ip_run.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -83,15 +84,30 @@ typedef time_t (*mktime_fn)(struct tm *);
     from_libc(n_);               \
     return r_
 
+/* In a copy-mode run, getopt's place and variables are the run's own
+ * (ip_run.c): the process's libc has one place for every instance. */
 IP_EXPORT int getopt(int argc, char *const argv[], const char *opts)
 {
+    if (ip_run_active())
+        return ip_run_getopt(argc, argv, opts, NULL, NULL, false, false);
     NEXT(getopt_fn, getopt)
     IN_STEP(int, next_getopt(argc, argv, opts));
+}
+
+/* getopt for programs built for POSIX alone (POSIXLY_CORRECT's order) */
+IP_EXPORT int __posix_getopt(int argc, char *const argv[], const char *opts)
+{
+    if (ip_run_active())
+        return ip_run_getopt(argc, argv, opts, NULL, NULL, false, true);
+    NEXT(getopt_fn, __posix_getopt)
+    IN_STEP(int, next___posix_getopt(argc, argv, opts));
 }
 
 IP_EXPORT int getopt_long(int argc, char *const argv[], const char *opts,
                           const struct option *longopts, int *index)
 {
+    if (ip_run_active())
+        return ip_run_getopt(argc, argv, opts, longopts, index, false, false);
     NEXT(getopt_long_fn, getopt_long)
     IN_STEP(int, next_getopt_long(argc, argv, opts, longopts, index));
 }
@@ -99,6 +115,8 @@ IP_EXPORT int getopt_long(int argc, char *const argv[], const char *opts,
 IP_EXPORT int getopt_long_only(int argc, char *const argv[], const char *opts,
                                const struct option *longopts, int *index)
 {
+    if (ip_run_active())
+        return ip_run_getopt(argc, argv, opts, longopts, index, true, false);
     NEXT(getopt_long_fn, getopt_long_only)
     IN_STEP(int, next_getopt_long_only(argc, argv, opts, longopts, index));
 }
@@ -136,7 +154,9 @@ IP_EXPORT int setenv(const char *name, const char *value, int overwrite)
             errno = EINVAL;
             return -1;
         }
-        return a->env_set(a->ctx, name, value, overwrite);
+        int r = a->env_set(a->ctx, name, value, overwrite);
+        ip_run_environ_changed();
+        return r;
     }
     NEXT(setenv_fn, setenv)
     IN_STEP(int, next_setenv(name, value, overwrite));
@@ -150,7 +170,9 @@ IP_EXPORT int unsetenv(const char *name)
             errno = EINVAL;
             return -1;
         }
-        return a->env_set(a->ctx, name, NULL, 1);
+        int r = a->env_set(a->ctx, name, NULL, 1);
+        ip_run_environ_changed();
+        return r;
     }
     NEXT(unsetenv_fn, unsetenv)
     IN_STEP(int, next_unsetenv(name));
@@ -159,8 +181,11 @@ IP_EXPORT int unsetenv(const char *name)
 IP_EXPORT int putenv(char *string)
 {
     const struct vlcs_ip_api *a = copy_mode();
-    if (a)
-        return a->env_put(a->ctx, string);
+    if (a) {
+        int r = a->env_put(a->ctx, string);
+        ip_run_environ_changed();
+        return r;
+    }
     NEXT(putenv_fn, putenv)
     IN_STEP(int, next_putenv(string));
 }
@@ -168,8 +193,11 @@ IP_EXPORT int putenv(char *string)
 IP_EXPORT int clearenv(void)
 {
     const struct vlcs_ip_api *a = copy_mode();
-    if (a)
-        return a->env_clear(a->ctx);
+    if (a) {
+        int r = a->env_clear(a->ctx);
+        ip_run_environ_changed();
+        return r;
+    }
     NEXT(clearenv_fn, clearenv)
     IN_STEP(int, next_clearenv());
 }
@@ -211,11 +239,18 @@ IP_EXPORT void vlcs_ip_exec_streams(void **three)
     __atomic_store_n(&run_streams, three, __ATOMIC_RELEASE);
 }
 
+FILE *ip_run_streams(int i)
+{
+    void **s = __atomic_load_n(&run_streams, __ATOMIC_ACQUIRE);
+    return s != NULL ? (FILE *)s[i] : NULL;
+}
+
 typedef int (*fclose_fn)(FILE *);
 
 IP_EXPORT int fclose(FILE *f)
 {
     NEXT(fclose_fn, fclose)
+    ip_run_closing(f);
     void **s = __atomic_load_n(&run_streams, __ATOMIC_ACQUIRE);
     if (s != NULL)
         for (int i = 0; i < 3; i++)

@@ -10,6 +10,7 @@
  */
 #define _GNU_SOURCE
 #include "ip.h"
+#include "ip_run.h"
 
 #include <fcntl.h>
 #include <stdarg.h>
@@ -126,11 +127,15 @@ static FILE *fopen_common(const char *path, const char *mode, fopen_fn next)
 IP_EXPORT FILE *fopen(const char *path, const char *mode)
 {
     NEXT(fopen_fn, fopen);
-    return fopen_common(path, mode, next_fopen);
+    FILE *f = fopen_common(path, mode, next_fopen);
+    ip_run_opened(f);
+    return f;
 }
 
 IP_EXPORT FILE *fopen64(const char *path, const char *mode)
 {
     NEXT(fopen_fn, fopen64);
-    return fopen_common(path, mode, next_fopen64);
+    FILE *f = fopen_common(path, mode, next_fopen64);
+    ip_run_opened(f);
+    return f;
 }

@@ -255,8 +255,11 @@ int main(int argc, char **argv)
     CHECK_NULL(vlcs_ctx_load(x[N - 1].c, "/etc/hostname"), "not an ELF file");
     CHECK_ERR(vlcs_ctx_set_mode(x[N - 1].c, VLCS_MODE_NAMESPACE), "before its first load");
     CHECK_ERR(vlcs_ctx_set_mode(x[0].c, 7), "is not a vlcs_mode");
+    /* a program runs in copy mode too, beside the copies the context holds */
     char *argv_true[] = {"/bin/true", NULL};
-    CHECK_ERR(vlcs_ctx_exec(x[N - 1].c, argv_true), "copy mode");
+    CHECK_EQ(0, vlcs_ctx_exec(x[N - 1].c, argv_true), "true in a copy-mode context");
+    char *argv_false[] = {"/bin/false", NULL};
+    CHECK_EQ(1, vlcs_ctx_exec(x[N - 1].c, argv_false), "false in a copy-mode context");
 
     if (vlcs_strict_active()) {
         /* raw syscalls from a copy's code are trapped and answered for its

@@ -37,16 +37,18 @@ def _exec(args: argparse.Namespace) -> int:
         env[key] = value
     tuned = "glibc.rtld.nns" in os.environ.get("GLIBC_TUNABLES", "")
     if args.instances > 4 and not tuned and args.raw_argv is not None:
-        # Each instance is a context with a namespace of its own: past a
-        # few, start again under the launcher, which raises glibc's
-        # namespaces and static TLS to what 15 contexts need (a few fit
-        # without, and skip the second start of Python).
+        # Each instance is a context with a namespace of its own while
+        # glibc has one, then renamed copies: past a few, start again under
+        # the launcher, which raises glibc's namespaces and static TLS to
+        # what that many contexts need (a few fit without, and skip the
+        # second start of Python).
         launcher = program_file("vlcs-run")
         package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
         python = [sys.executable, "-c", _AGAIN]
         if os.path.isdir(os.path.join(package, "_native")):  # not an editable install's
             python = [sys.executable, "-S", "-c", _AGAIN_FROM.format(os.path.dirname(package))]
-        os.execv(launcher, [launcher, "--", *python, *args.raw_argv])
+        sized = ["--contexts", str(args.instances)]
+        os.execv(launcher, [launcher, *sized, "--", *python, *args.raw_argv])
     from vlcs._errors import VlcsError
     from vlcs._exec import exec_instances
 
