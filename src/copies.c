@@ -67,8 +67,12 @@ static void copyset_free(struct copyset *cs)
     }
     for (size_t i = 0; i < cs->nroots; i++)
         close(cs->root_fds[i]);
-    if (cs->ip_fd >= 0)
+    if (cs->ip_fd >= 0) {
+        char ip[FD_PATH_SIZE];
+        fd_path(ip, sizeof ip, cs->ip_fd);
+        owners_remove(ip);
         close(cs->ip_fd);
+    }
     origin_release(cs->ip_origin_fd);
     free(cs->ip_load_name);
     free(cs->global_real);
@@ -160,11 +164,18 @@ int copies_create(vlcs_ctx *c)
     fd_path(path, sizeof path, cs->ip_fd);
     dlerror();
     ns_handed_over(); /* it may be mapped where an unloaded object was */
+    /* The context's own code, as a namespace's interposer is its
+     * namespace's: a fault in it (a program's failed assert raises
+     * SIGABRT there) is the context's to contain. */
+    bool owned = owners_add(path, c) == 0;
     cs->ip = deep_open(path);
     struct link_map *lm = NULL;
     bool placed; /* a full copy: its own pages stay where they are not */
-    if (cs->ip != NULL && dlinfo(cs->ip, RTLD_DI_LINKMAP, &lm) == 0 && lm != NULL)
+    if (cs->ip != NULL && dlinfo(cs->ip, RTLD_DI_LINKMAP, &lm) == 0 && lm != NULL) {
+        if (owned)
+            owners_loaded(path, lm);
         cs->ip_load_name = share_with_origin(lm, &e, cs->ip_origin_fd, cs->ip_fd, &r, 1, &placed);
+    }
     elf_names_free(&e);
     if (cs->ip == NULL) {
         load_error(c, "the vlcs interposer", dlerror());

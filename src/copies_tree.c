@@ -556,6 +556,17 @@ void *copies_load_tree(vlcs_ctx *c, const char *real, const char *shown)
     t.n = 1;
     void *h = NULL;
     int code = tree_read(&t);
+    /* A program (vlcs_ctx_exec) that links libstdc++ is refused before its
+     * load: the constructors of the copy of libstdc++ would make std::cout
+     * on the process's libc's stdout, not the run's. */
+    for (size_t i = 0; code == VLCS_OK && c->loading_program && i < t.n; i++)
+        if (strncmp(base_name(t.items[i].origin), "libstdc++.so", 12) == 0) {
+            snprintf(t.why, WHY_SIZE, "past glibc's 15 namespaces a program shares the "
+                     "process's libc, and a C++ program's std::cout would write to the "
+                     "process's stdout; run at most 15 instances of a program that links "
+                     "libstdc++ per process");
+            code = VLCS_E_UNSUPPORTED;
+        }
     /* Room for the new copies and the root: their maps, their memfds. */
     size_t fresh = 1;
     for (size_t i = 0; i < t.n; i++)

@@ -142,8 +142,10 @@ struct run_main {
 static void *run_main(void *arg)
 {
     struct run_main *r = arg;
-    if (setjmp(r->inst->done) == 0)
+    if (setjmp(r->inst->done) == 0) {
+        errno = 0; /* as in a new process (in copy mode this libc's is the program's) */
         r->inst->status = r->main_of(r->argc, r->argv, r->envp);
+    }
     if (r->next_handler != NULL && instance_main_takes_end(r->inst))
         run_exit_handlers(r->inst, r->next_handler);
     return NULL;

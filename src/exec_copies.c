@@ -15,7 +15,8 @@
  * run's own instead: its streams (exec_streams.c), getopt's variables and
  * environ, which the context's interposer copy reads and writes
  * (ip_run.c); libc's other variables (tzname, timezone...) are copied
- * once.
+ * once; a library's (C++'s std::cout) is the program's copy alone, as in
+ * a namespace; constants are filled from the context's own copies.
  */
 #include "common.h"
 #include "exec_copies.h"
@@ -144,12 +145,20 @@ static int bind_in_copy_mode(vlcs_ctx *c, const struct link_map *lm, const struc
             continue;
         bool constant = v->vaddr >= p->relro_vaddr &&
                         v->vaddr + v->size <= p->relro_vaddr + p->relro_size;
-        void *lib = definition_in_context(c, lm, v->name);
-        if (lib == NULL)
+        if (constant) {
+            void *lib = definition_in_context(c, lm, v->name);
+            if (lib != NULL)
+                fill_constant((char *)lm->l_addr + v->vaddr, lib, v->size);
             continue;
-        if (constant)
-            fill_constant((char *)lm->l_addr + v->vaddr, lib, v->size);
-        else
+        }
+        /* A library's variable is the program's copy alone (its GOT is
+         * bound to it: std::cout constructed in place); glibc's own
+         * (tzname, signgam) take the process's values once. */
+        void *lib = dlsym(RTLD_DEFAULT, v->name);
+        Dl_info info;
+        if (lib != NULL && dladdr(lib, &info) != 0 && info.dli_fname != NULL &&
+            (strncmp(base_name(info.dli_fname), "libc.so", 7) == 0 ||
+             strncmp(base_name(info.dli_fname), "libm.so", 7) == 0))
             memcpy((char *)lm->l_addr + v->vaddr, lib, v->size);
     }
     char ***env = NULL;

@@ -643,13 +643,25 @@ static void describe_at(char *buf, size_t size, const void *pc)
         snprintf(buf, size, "%p (%s)", pc, file);
 }
 
+/* libc, or vlcs's interposer (a copy-mode program's failed assert raises
+ * SIGABRT there): where the caller says more */
 static bool in_libc(const void *pc)
 {
     Dl_info info;
+    char path[512];
     if (dladdr(pc, &info) == 0 || info.dli_fname == NULL)
         return false;
-    const char *slash = strrchr(info.dli_fname, '/');
-    return strncmp(slash ? slash + 1 : info.dli_fname, "libc.so", 7) == 0;
+    const char *file = info.dli_fname;
+    if (strncmp(file, "/proc/", 6) == 0) { /* a copy: named after its original's descriptor */
+        ssize_t n = readlink(file, path, sizeof path - 1);
+        if (n > 0) {
+            path[n] = '\0';
+            file = path;
+        }
+    }
+    const char *slash = strrchr(file, '/');
+    const char *name = slash ? slash + 1 : file;
+    return strncmp(name, "libc.so", 7) == 0 || strncmp(name, "libvlcs_interpose", 17) == 0;
 }
 
 /* The report vlcs_ctx_fault returns: a line, then the frames. */
@@ -663,7 +675,8 @@ static char *report(const struct guard *g)
     else
         snprintf(first, sizeof first, "%s (%s, address 0x%lx) at %s", signal_name(g->sig),
                  code_meaning(g->sig, g->code), (unsigned long)(uintptr_t)g->addr, where);
-    /* In libc (the context's own copy), the caller says more: strlen, abort */
+    /* In libc (the context's own copy) or the interposer, the caller says
+     * more: strlen, abort, assert */
     for (int i = 1; i < g->nframes && in_libc(g->frames[0]); i++)
         if (!in_libc(g->frames[i])) {
             size_t n = strlen(first);

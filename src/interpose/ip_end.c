@@ -18,9 +18,8 @@
  *    that fails returns -1 with errno to the program, as it would.
  *    Elsewhere the exec is libc's.
  *
- * Not __assert_fail: exported from here, it made copy mode's lazy copies of
- * a library calling it run their constructors before their code was in
- * place (test_handles crashed); a failed assert still ends the process.
+ * __assert_fail is ip_run.c's: a namespace's libc's own abort() is
+ * contained as a fault in the context's code.
  */
 #define _GNU_SOURCE
 #include "ip.h"
@@ -205,7 +204,10 @@ struct exec_call {
     char *const *argv;
     char *const *envp;
     int fd;
+    char **environment; /* copy mode: the context's, for execv and execvp */
 };
+
+extern char **environ;
 
 enum { EXEC_VE, EXEC_V, EXEC_VP, EXEC_VPE, EXEC_FVE };
 
@@ -220,6 +222,10 @@ typedef int (*fexecve_fn)(int, char *const[], char *const[]);
 static int run_exec(void *arg)
 {
     const struct exec_call *c = arg;
+    /* in the instance's child: the process's libc searches PATH and passes
+     * on the environment from its environ, which is the base's */
+    if (c->environment != NULL)
+        environ = c->environment;
     switch (c->kind) {
     case EXEC_V:
     case EXEC_VP:
@@ -258,15 +264,18 @@ static int do_exec(int kind, const char *path, int fd, char *const argv[], char 
         errno = ENOSYS;
         return -1;
     }
-    struct exec_call c = {kind, fn, path, argv, envp, fd};
+    struct exec_call c = {kind, fn, path, argv, envp, fd, NULL};
     const struct vlcs_ip_api *a = api();
     if (a != NULL && a->exec_instead != NULL) {
+        if (a->env_block != NULL) /* taken here: the child must take no lock */
+            c.environment = a->env_block(a->ctx);
         int rc = a->exec_instead(run_exec, &c);
         if (rc < 0) {
             errno = -rc;
             return -1;
         }
     }
+    c.environment = NULL; /* the process's own exec */
     errno = -run_exec(&c);
     return -1;
 }

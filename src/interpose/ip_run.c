@@ -14,6 +14,9 @@
  *    thread's instead (uselocale), with the names read from the context's
  *    environment;
  *  - strtok's place;
+ *  - a failed assert(): glibc's message, on the run's stderr with the
+ *    run's name, then SIGABRT raised here, in the context's own code, where
+ *    vlcs contains it as the process's libc's abort() could not be;
  *  - the streams the run opens (fopen, fdopen, tmpfile, popen...): its
  *    fflush(NULL), and its end, flush those and its own three only.  A
  *    stream's descriptor is a number in the run's own descriptor table
@@ -32,6 +35,9 @@
 
 #include <errno.h>
 #include <locale.h>
+#include <signal.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdio_ext.h>
@@ -342,6 +348,27 @@ IP_EXPORT void perror(const char *s)
     else
         fprintf(ip_run_stream(2), "%s\n", strerror(e));
     errno = e;
+}
+
+/* ---- assert -------------------------------------------------------------- */
+
+typedef void (*assert_fail_fn)(const char *, const char *, unsigned, const char *);
+
+IP_EXPORT __attribute__((noreturn)) void __assert_fail(const char *assertion, const char *file,
+                                                        unsigned line, const char *function)
+{
+    if (ip_run_active()) {
+        const char *name = ip_run_name(true);
+        FILE *f = ip_run_stream(2);
+        fprintf(f, "%s%s%s:%u: %s%sAssertion `%s' failed.\n", name, *name ? ": " : "", file,
+                line, function ? function : "", function ? ": " : "", assertion);
+        fflush(f);
+        syscall(SYS_tgkill, getpid(), (pid_t)syscall(SYS_gettid), SIGABRT);
+        abort(); /* SIGABRT blocked or ignored: abort() as the interposer has it */
+    }
+    NEXT(assert_fail_fn, __assert_fail)
+    next___assert_fail(assertion, file, line, function);
+    __builtin_unreachable();
 }
 
 /* ---- strtok -------------------------------------------------------------- */
