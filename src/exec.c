@@ -145,6 +145,12 @@ static void *run_main(void *arg)
     if (setjmp(r->inst->done) == 0) {
         errno = 0; /* as in a new process (in copy mode this libc's is the program's) */
         r->inst->status = r->main_of(r->argc, r->argv, r->envp);
+        /* a signal's end that came inside libc and found no later call */
+        int end = exec_signals_end_pending();
+        if (end != 0) {
+            r->inst->status = 128 + end;
+            r->inst->now = r->inst->discard = true;
+        }
     }
     if (r->next_handler != NULL && instance_main_takes_end(r->inst))
         run_exit_handlers(r->inst, r->next_handler);

@@ -241,6 +241,7 @@ struct walk {
     bool reached;       /* the boundary's frame was seen */
     bool locked;        /* a frame of an object whose locks matter */
     const void *locked_map;
+    int libc_first;     /* frames of the process's libc on top taken as holding nothing */
     long walked;
     struct guard *g;
 };
@@ -277,9 +278,17 @@ static _Unwind_Reason_Code walk_frame(struct _Unwind_Context *uc, void *arg)
         w->locked = true;
         w->locked_map = self_map;
     }
-    if (map != self_map && holds_locks(map) && !w->locked) {
-        w->locked = true;
-        w->locked_map = map;
+    /* the top frames of the process's libc a signal's end allows (a system
+     * call's wrapper: fault_end_by_signal); any other frame of it, or of
+     * the loader, holds locks that matter */
+    if (w->libc_first > 0 && map == libc_map) {
+        w->libc_first--;
+    } else {
+        w->libc_first = 0;
+        if (map != self_map && holds_locks(map) && !w->locked) {
+            w->locked = true;
+            w->locked_map = map;
+        }
     }
     if (w->g->nframes < MAX_REPORTED)
         w->g->frames[w->g->nframes++] = (void *)at;
@@ -493,10 +502,21 @@ void fault_end_by_signal(int sig, void *siginfo, void *ucontext)
     if (g == NULL)
         return;
     void *pc = fault_pc(ucontext);
-    if (!owned_by(g->ctx, object_at(pc)))
+    /* In copy mode a program waits in the process's libc (pause, read,
+     * nanosleep): ended there when the thread was in a system call and at
+     * most two frames of libc lie above the context's code, wrappers that
+     * hold none of libc's locks (malloc's mmap, stdio's write and a locale's
+     * open lie deeper). */
+    int libc_first = 0;
+#if defined(__x86_64__)
+    const unsigned char *code = pc;
+    if (object_at(pc) == libc_map && code[-2] == 0x0f && code[-1] == 0x05) /* after a syscall */
+        libc_first = 2;
+#endif
+    if (libc_first == 0 && !owned_by(g->ctx, object_at(pc)))
         return;
     g->nframes = 0;
-    struct walk w = {.pc = pc, .boundary = g->boundary, .g = g};
+    struct walk w = {.pc = pc, .boundary = g->boundary, .g = g, .libc_first = libc_first};
     _Unwind_Backtrace(walk_frame, &w);
     if (w.locked || !w.reached)
         return;

@@ -158,6 +158,11 @@ struct vlcs_ip_api {
     int (*sig_setitimer)(struct vlcs_ctx *, int, const struct itimerval *, struct itimerval *);
     pid_t (*sig_timer_thread)(struct vlcs_ctx *); /* 0: no instance */
     void (*sig_timer_made)(struct vlcs_ctx *, int kernel_id);
+    /* A signal that ends the calling instance's thread's run but came
+     * while it was in the process's libc (copy mode: its write() got
+     * SIGPIPE), taken: 0 when none.  The interposer ends the run with
+     * 128 + it at its next call (error(), printf, exit...). */
+    int (*sig_end_pending)(void);
 
     /* A function (or object) of the libc the interposer's "next" is: its
      * namespace's, or in copy mode the process's; NULL when libc has no

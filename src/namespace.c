@@ -136,6 +136,7 @@ void ns_api_fill(vlcs_ctx *c, struct vlcs_ip_api *a)
     a->exit = exec_exit;
     a->quick_exit = exec_quick_exit;
     a->exit_now = exec_exit_now;
+    a->sig_end_pending = exec_signals_end_pending;
     a->abort = exec_abort;
     a->exec_instead = exec_instead;
     a->register_atfork = fork_register;

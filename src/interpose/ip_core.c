@@ -64,10 +64,14 @@ __attribute__((destructor)) static void ip_flush_at_exit(void)
 /* The namespace's libc would run its own, empty, atexit list and flush its
  * own streams, losing what the base has buffered and its handlers.  Before
  * binding (the namespace's libc starting up) the namespace's own are used. */
+/* A signal's end that came while the run was inside libc goes first. */
 #define END_OF_PROCESS(name, field)                                             \
     IP_EXPORT __attribute__((noreturn)) void name(int status)                   \
     {                                                                           \
         const struct vlcs_ip_api *a = api();                                    \
+        int end_ = a && a->sig_end_pending ? a->sig_end_pending() : 0;          \
+        if (end_ != 0)                                                          \
+            a->exit_now(128 + end_);                                            \
         if (a)                                                                  \
             a->field(status);                                                   \
         ((void (*)(int))ip_next(#name))(status);                                \

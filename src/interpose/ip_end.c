@@ -47,6 +47,7 @@ static char *format(const char *fmt, va_list ap)
  * "name:file:line: " with a file, the message, ": strerror" for errnum. */
 static void run_error(int errnum, const char *file, unsigned line, const char *fmt, va_list ap)
 {
+    ip_run_end_if_pending();
     fflush(ip_run_stream(1));
     FILE *f = ip_run_stream(2);
     flockfile(f);
@@ -65,6 +66,7 @@ static void run_error(int errnum, const char *file, unsigned line, const char *f
 /* glibc's vwarn (with_errno) and vwarnx for a copy-mode run */
 static void run_warn(bool with_errno, const char *fmt, va_list ap)
 {
+    ip_run_end_if_pending();
     int e = errno;
     FILE *f = ip_run_stream(2);
     flockfile(f);
@@ -266,17 +268,23 @@ static int do_exec(int kind, const char *path, int fd, char *const argv[], char 
     }
     struct exec_call c = {kind, fn, path, argv, envp, fd, NULL};
     const struct vlcs_ip_api *a = api();
+    /* copy mode: the context's environment, taken here (a child of fork
+     * must take no lock), for the variants that pass on environ */
+    if (a != NULL && a->env_block != NULL && (kind == EXEC_V || kind == EXEC_VP))
+        c.environment = a->env_block(a->ctx);
     if (a != NULL && a->exec_instead != NULL) {
-        if (a->env_block != NULL) /* taken here: the child must take no lock */
-            c.environment = a->env_block(a->ctx);
         int rc = a->exec_instead(run_exec, &c);
         if (rc < 0) {
             errno = -rc;
             return -1;
         }
     }
-    c.environment = NULL; /* the process's own exec */
-    errno = -run_exec(&c);
+    /* this process's exec (a child the program forked, or a library's):
+     * environ is the process's libc's, put back when the exec fails */
+    char **was = environ;
+    int e = -run_exec(&c);
+    environ = was;
+    errno = e;
     return -1;
 }
 

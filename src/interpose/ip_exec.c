@@ -284,8 +284,9 @@ IP_EXPORT int system(const char *command)
         if (s[i] != NULL)
             fflush((FILE *)s[i]);
     char *argv[] = {"sh", "-c", (char *)command, NULL};
+    const struct vlcs_ip_api *a = copy_mode(); /* the context's environment, not the process's */
     pid_t pid;
-    int rc = posix_spawn(&pid, "/bin/sh", &fa, NULL, argv, environ);
+    int rc = posix_spawn(&pid, "/bin/sh", &fa, NULL, argv, a ? a->env_block(a->ctx) : environ);
     posix_spawn_file_actions_destroy(&fa);
     if (rc != 0)
         return 127 << 8; /* as system() when the shell cannot run */

@@ -14,6 +14,10 @@
  *    thread's instead (uselocale), with the names read from the context's
  *    environment;
  *  - strtok's place;
+ *  - a signal that ended the run while it was inside the process's libc
+ *    (SIGPIPE at a write), where it cannot be cut short: its end comes at
+ *    the run's next call here (printf, error(), exit...), before it says
+ *    or does more;
  *  - a failed assert(): glibc's message, on the run's stderr with the
  *    run's name, then SIGABRT raised here, in the context's own code, where
  *    vlcs contains it as the process's libc's abort() could not be;
@@ -76,6 +80,14 @@ IP_EXPORT void vlcs_ip_exec_run(const struct vlcs_ip_run *r)
 }
 
 bool ip_run_active(void) { return __atomic_load_n(&running, __ATOMIC_ACQUIRE); }
+
+void ip_run_end_if_pending(void)
+{
+    const struct vlcs_ip_api *a = __atomic_load_n(&vlcs_ip, __ATOMIC_ACQUIRE);
+    int sig = a != NULL && a->sig_end_pending != NULL ? a->sig_end_pending() : 0;
+    if (sig != 0)
+        a->exit_now(128 + sig);
+}
 
 const char *ip_run_name(bool brief)
 {
@@ -236,8 +248,10 @@ typedef void (*perror_fn)(const char *);
 
 IP_EXPORT int vprintf(const char *fmt, va_list ap)
 {
-    if (ip_run_active())
+    if (ip_run_active()) {
+        ip_run_end_if_pending();
         return vfprintf(ip_run_stream(1), fmt, ap);
+    }
     NEXT(vprintf_fn, vprintf)
     return next_vprintf(fmt, ap);
 }
@@ -253,8 +267,10 @@ IP_EXPORT int printf(const char *fmt, ...)
 
 IP_EXPORT int __vprintf_chk(int flag, const char *fmt, va_list ap)
 {
-    if (ip_run_active())
+    if (ip_run_active()) {
+        ip_run_end_if_pending();
         return __vfprintf_chk(ip_run_stream(1), flag, fmt, ap);
+    }
     NEXT(vprintf_chk_fn, __vprintf_chk)
     return next___vprintf_chk(flag, fmt, ap);
 }
@@ -271,6 +287,7 @@ IP_EXPORT int __printf_chk(int flag, const char *fmt, ...)
 IP_EXPORT int puts(const char *s)
 {
     if (ip_run_active()) {
+        ip_run_end_if_pending();
         FILE *f = ip_run_stream(1);
         flockfile(f);
         int r = fputs_unlocked(s, f) == EOF || putc_unlocked('\n', f) == EOF ? EOF : 1;
@@ -342,6 +359,7 @@ IP_EXPORT void perror(const char *s)
         next_perror(s);
         return;
     }
+    ip_run_end_if_pending();
     int e = errno;
     if (s != NULL && *s != '\0')
         fprintf(ip_run_stream(2), "%s: %s\n", s, strerror(e));

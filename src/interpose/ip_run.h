@@ -14,6 +14,8 @@
 /* A program runs in this copy-mode context: the functions of ip_run.c,
  * getopt and the ends' messages are the run's own, not libc's. */
 IP_HIDDEN bool ip_run_active(void);
+/* The run's end, when a signal ended it inside the process's libc. */
+IP_HIDDEN void ip_run_end_if_pending(void);
 /* argv[0] as program_invocation_name (brief: its last part, __progname) */
 IP_HIDDEN const char *ip_run_name(bool brief);
 /* the run's stdin, stdout, stderr (ip_exec.c keeps them; while the run
