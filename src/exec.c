@@ -245,6 +245,14 @@ static void run_program(struct run *r)
         r->close_fd = true;
         return;
     }
+    if (c->copy_mode) {
+        /* the interposer copy looks at the run's pending end before each
+         * printf: one load, not a call */
+        void (*pending)(_Atomic int *) =
+            (void (*)(_Atomic int *))dlsym(exec_interposer(c), "vlcs_ip_exec_pending");
+        if (pending != NULL)
+            pending(exec_signals_pending_word(c));
+    }
     struct instance inst = {.status = 0, .pid = getpid(), .c = c, .next_handler = r->next_handler};
     instance_begin(&inst);
     char **envp = c->copy_mode ? copy_env_block(c) : *c->ns.environ_slot;

@@ -86,7 +86,7 @@ void exec_forget_copies(vlcs_ctx *c)
         give(NULL, 0);
     run_fn tell = c->copy_mode ? (run_fn)dlsym(exec_interposer(c), "vlcs_ip_exec_run") : NULL;
     if (tell != NULL)
-        tell(NULL);
+        tell(NULL); /* its pending end's word too */
 }
 /* The namespace's interposer keeps the program's copies in step with libc's
  * variables; its program_invocation_name becomes the instance's. */

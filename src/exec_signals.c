@@ -537,6 +537,12 @@ void exec_signals_child_gone(pid_t pid)
     }
 }
 
+_Atomic int *exec_signals_pending_word(vlcs_ctx *c)
+{
+    int s = slot_of_ctx(c);
+    return s < 0 ? NULL : &slots[s].pending_end;
+}
+
 int exec_signals_end_pending(void)
 {
     int s = slot_of_tid(my_tid());

@@ -28,6 +28,9 @@ HIDDEN void exec_signals_child_gone(pid_t pid);
 /* The signal whose default end the instance on this thread could not take
  * where it was, taken off (0: none): the caller ends it. */
 HIDDEN int exec_signals_end_pending(void);
+/* Where c's instance's pending end is kept (NULL: none runs), for a cheap
+ * look before exec_signals_end_pending. */
+HIDDEN _Atomic int *exec_signals_pending_word(vlcs_ctx *c);
 
 /* The interposer's (ip_abi.h): 1 when c runs no instance (libc answers),
  * else 0 or -errno; exec_kill and exec_raise return 128 + sig when the

@@ -52,16 +52,24 @@ extern int __vfprintf_chk(FILE *, int, const char *, va_list);
 
 static struct vlcs_ip_run run;
 static bool running;
+static _Atomic int *pending_end; /* libvlcs's word for the run's pending end */
 /* getopt's variables where the program has no copies of its own */
 static int own_optind = 1, own_opterr = 1, own_optopt = '?';
 static char *own_optarg;
 static struct ip_getopt parse;
 
+IP_EXPORT void vlcs_ip_exec_pending(_Atomic int *word)
+{
+    __atomic_store_n(&pending_end, word, __ATOMIC_RELEASE);
+}
+
 IP_EXPORT void vlcs_ip_exec_run(const struct vlcs_ip_run *r)
 {
     __atomic_store_n(&running, false, __ATOMIC_RELEASE);
-    if (r == NULL)
+    if (r == NULL) {
+        __atomic_store_n(&pending_end, NULL, __ATOMIC_RELEASE);
         return;
+    }
     run = *r;
     own_optind = 1;
     own_opterr = 1;
@@ -83,6 +91,9 @@ bool ip_run_active(void) { return __atomic_load_n(&running, __ATOMIC_ACQUIRE); }
 
 void ip_run_end_if_pending(void)
 {
+    _Atomic int *word = __atomic_load_n(&pending_end, __ATOMIC_ACQUIRE);
+    if (word == NULL || *word == 0)
+        return;
     const struct vlcs_ip_api *a = __atomic_load_n(&vlcs_ip, __ATOMIC_ACQUIRE);
     int sig = a != NULL && a->sig_end_pending != NULL ? a->sig_end_pending() : 0;
     if (sig != 0)
