@@ -21,6 +21,7 @@
  *  - a failed assert(): glibc's message, on the run's stderr with the
  *    run's name, then SIGABRT raised here, in the context's own code, where
  *    vlcs contains it as the process's libc's abort() could not be;
+ *  - popen's shell, started with the context's environment;
  *  - the streams the run opens (fopen, fdopen, tmpfile, popen...): its
  *    fflush(NULL), and its end, flush those and its own three only.  A
  *    stream's descriptor is a number in the run's own descriptor table
@@ -38,7 +39,10 @@
 #include "ip_run.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <locale.h>
+#include <spawn.h>
+#include <sys/wait.h>
 #include <signal.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -49,6 +53,8 @@
 #include <string.h>
 
 extern int __vfprintf_chk(FILE *, int, const char *, va_list);
+
+extern char **environ;
 
 static struct vlcs_ip_run run;
 static bool running;
@@ -236,15 +242,89 @@ OPENS(tmpfile, (void), ())
 OPENS(tmpfile64, (void), ())
 OPENS(fmemopen, (void *buf, size_t size, const char *mode), (buf, size, mode))
 OPENS(open_memstream, (char **at, size_t *size), (at, size))
-OPENS(popen, (const char *command, const char *mode), (command, mode))
 
+/* popen in a run: libc's would start the shell with the process's
+ * environment; this one with the context's, the pipe's other end on the
+ * child's 0 or 1 as libc's does.  A child per stream, kept here. */
+typedef FILE *(*popen_fn)(const char *, const char *);
 typedef int (*pclose_fn)(FILE *);
+
+static pthread_mutex_t piped_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct {
+    FILE *f;
+    pid_t pid;
+} piped[64];
+
+static FILE *run_popen(const char *command, const char *mode)
+{
+    bool reading = mode[0] == 'r', cloexec = strchr(mode, 'e') != NULL;
+    if ((mode[0] != 'r' && mode[0] != 'w') || (mode[1] != '\0' && mode[1] != 'e')) {
+        errno = EINVAL;
+        return NULL;
+    }
+    int p[2];
+    if (pipe2(p, O_CLOEXEC) != 0)
+        return NULL;
+    int mine = reading ? p[0] : p[1], theirs = reading ? p[1] : p[0];
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_adddup2(&fa, theirs, reading ? 1 : 0);
+    const struct vlcs_ip_api *a = __atomic_load_n(&vlcs_ip, __ATOMIC_ACQUIRE);
+    char *argv[] = {"sh", "-c", (char *)command, NULL};
+    pid_t pid;
+    int rc = posix_spawn(&pid, "/bin/sh", &fa, NULL, argv,
+                         a && a->env_block ? a->env_block(a->ctx) : environ);
+    posix_spawn_file_actions_destroy(&fa);
+    close(theirs);
+    FILE *f = rc == 0 ? fdopen(mine, reading ? "r" : "w") : NULL;
+    if (f == NULL) {
+        close(mine);
+        if (rc == 0)
+            waitpid(pid, NULL, 0);
+        errno = rc ? rc : errno;
+        return NULL;
+    }
+    if (!cloexec)
+        fcntl(mine, F_SETFD, 0);
+    pthread_mutex_lock(&piped_lock);
+    size_t k = 0;
+    while (k < sizeof piped / sizeof *piped && piped[k].f != NULL)
+        k++;
+    if (k < sizeof piped / sizeof *piped)
+        piped[k].f = f, piped[k].pid = pid;
+    pthread_mutex_unlock(&piped_lock);
+    return f;
+}
+
+IP_EXPORT FILE *popen(const char *command, const char *mode)
+{
+    if (ip_run_active())
+        return run_popen(command, mode); /* fdopen tracks it */
+    NEXT(popen_fn, popen)
+    return next_popen(command, mode);
+}
 
 IP_EXPORT int pclose(FILE *f)
 {
-    ip_run_closing(f);
-    NEXT(pclose_fn, pclose)
-    return next_pclose(f);
+    pid_t pid = 0;
+    pthread_mutex_lock(&piped_lock);
+    for (size_t k = 0; k < sizeof piped / sizeof *piped; k++)
+        if (piped[k].f == f) {
+            pid = piped[k].pid;
+            piped[k].f = NULL;
+        }
+    pthread_mutex_unlock(&piped_lock);
+    if (pid == 0) {
+        ip_run_closing(f);
+        NEXT(pclose_fn, pclose)
+        return next_pclose(f);
+    }
+    fclose(f);
+    int status;
+    while (waitpid(pid, &status, 0) < 0)
+        if (errno != EINTR)
+            return -1;
+    return status;
 }
 
 /* ---- the implicit streams ------------------------------------------------ */

@@ -166,3 +166,48 @@ print(json.dumps({{"before": before, "after": state(), "st": st}}))
     want = subprocess.run(["sort", "-rn", str(files / "nums")], capture_output=True).stdout
     for i in range(3):
         assert (tmp_path / f"sorted.{i}").read_bytes() == want
+
+
+POPEN = r"""
+#include <stdio.h>
+#include <stdlib.h>
+int main(void) {
+    setenv("PO_SET", "in-program", 1);
+    FILE *f = popen("echo shell-sees $VLCS_INSTANCE $PO_SET", "r");
+    char line[200];
+    if (fgets(line, sizeof line, f))
+        fputs(line, stdout);
+    int st = pclose(f);
+    FILE *w = popen("cat >&2; exit 3", "w");
+    fputs("to-cat\n", w);
+    int st2 = pclose(w);
+    printf("pclose=%d pclose2=%d\n", st, st2 >> 8);
+    fflush(stdout);
+    return system("echo system-sees $VLCS_INSTANCE $PO_SET");
+}
+"""
+
+
+def test_popen_and_system_in_copy_mode_start_their_shell_with_the_instances_environment(
+    tmp_path,
+):
+    src = tmp_path / "po.c"
+    src.write_text(POPEN)
+    exe = tmp_path / "po"
+    subprocess.run(["gcc", str(src), "-o", str(exe)], check=True)
+    n = 3
+    env = dict(os.environ, VLCS_MODE="copies")
+    r = subprocess.run(
+        [sys.executable, "-m", "vlcs", "exec", "-n", str(n), "--", str(exe)],
+        capture_output=True,
+        env=env,
+        timeout=120,
+    )
+    assert r.returncode == 0, r.stderr
+    out, err = _by_instance(r.stdout), _by_instance(r.stderr)
+    for i in range(n):
+        alone = subprocess.run(
+            [str(exe)], capture_output=True, env=dict(env, VLCS_INSTANCE=str(i)), timeout=60
+        )
+        assert out[i] == _lines(alone.stdout) and err[i] == _lines(alone.stderr), (i, r)
+        assert out[i][0] == b"shell-sees %d in-program" % i, out[i]
