@@ -5,7 +5,10 @@
  * one ("cannot dynamically load position-independent executable", the
  * DF_1_PIE flag since 2.30).  A copy with that flag cleared, served from a
  * memfd, loads into the context's namespace like any library: the program's
- * globals and those of what it links are the context's.  Its main is found
+ * globals and those of what it links are the context's.  In copy mode the
+ * program's own file is copied as its libraries are (elf_copy clears the
+ * flag), and it shares the process's libc: the context's interposer copy
+ * keeps per run what that libc keeps per process (interpose/ip_run.c).  Its main is found
  * by name (programs linked with -rdynamic), in its symbol table, or in
  * glibc's x86-64 _start, which hands main to __libc_start_main in %rdi.
  *
