@@ -59,6 +59,12 @@ extern char **environ;
 static struct vlcs_ip_run run;
 static bool running;
 static _Atomic int *pending_end; /* libvlcs's word for the run's pending end */
+/* setlocale's objects, freed once no thread uses them: when replaced on
+ * their thread, at the run's end (no thread-local storage: the interposer
+ * has none, which every context's copy would take) */
+static pthread_mutex_t locale_lock = PTHREAD_MUTEX_INITIALIZER;
+static locale_t made[32];
+static size_t nmade;
 /* getopt's variables where the program has no copies of its own */
 static int own_optind = 1, own_opterr = 1, own_optopt = '?';
 static char *own_optarg;
@@ -74,6 +80,10 @@ IP_EXPORT void vlcs_ip_exec_run(const struct vlcs_ip_run *r)
     __atomic_store_n(&running, false, __ATOMIC_RELEASE);
     if (r == NULL) {
         __atomic_store_n(&pending_end, NULL, __ATOMIC_RELEASE);
+        pthread_mutex_lock(&locale_lock); /* the run's threads are gone */
+        while (nmade > 0)
+            freelocale(made[--nmade]);
+        pthread_mutex_unlock(&locale_lock);
         return;
     }
     run = *r;
@@ -519,12 +529,20 @@ static const struct {
 };
 #define NCATEGORIES (sizeof categories / sizeof *categories)
 
-static pthread_mutex_t locale_lock = PTHREAD_MUTEX_INITIALIZER;
 static char locale_names[NCATEGORIES][128] = {
     "C", "C", "C", "C", "C", "C", "C", "C", "C", "C", "C", "C",
 };
 static char locale_all[NCATEGORIES * 160];
-static __thread locale_t made_here; /* this thread's locale object, made below */
+static void forget_made(locale_t l, bool free_it)
+{
+    for (size_t i = 0; i < nmade; i++)
+        if (made[i] == l) {
+            made[i] = made[--nmade];
+            if (free_it)
+                freelocale(l);
+            return;
+        }
+}
 
 static const char *from_environment(const char *category)
 {
@@ -579,26 +597,26 @@ IP_EXPORT char *setlocale(int category, const char *locale)
     char names[NCATEGORIES][128];
     memcpy(names, locale_names, sizeof names);
     locale_t now = uselocale((locale_t)0);
-    locale_t made = duplocale(now == LC_GLOBAL_LOCALE ? LC_GLOBAL_LOCALE : now);
-    for (size_t i = 0; i < NCATEGORIES && made != (locale_t)0; i++) {
+    locale_t made_now = duplocale(now == LC_GLOBAL_LOCALE ? LC_GLOBAL_LOCALE : now);
+    for (size_t i = 0; i < NCATEGORIES && made_now != (locale_t)0; i++) {
         if (category != LC_ALL && (int)i != k)
             continue;
         const char *name = *locale != '\0' ? locale : from_environment(categories[i].name);
-        locale_t next = newlocale(categories[i].mask, name, made);
+        locale_t next = newlocale(categories[i].mask, name, made_now);
         if (next == (locale_t)0) {
-            freelocale(made);
-            made = (locale_t)0;
+            freelocale(made_now);
+            made_now = (locale_t)0;
             break;
         }
-        made = next;
+        made_now = next;
         snprintf(names[i], sizeof names[i], "%s", name);
     }
-    if (made != (locale_t)0) {
+    if (made_now != (locale_t)0) {
         memcpy(locale_names, names, sizeof names);
-        uselocale(made);
-        if (now == made_here && now != (locale_t)0)
-            freelocale(now); /* this thread's earlier one, made here */
-        made_here = made;
+        uselocale(made_now);
+        forget_made(now, true); /* this thread's earlier one, if made here */
+        if (nmade < sizeof made / sizeof *made)
+            made[nmade++] = made_now; /* else kept for good */
         r = (char *)(category == LC_ALL ? all_names() : locale_names[k]);
     }
     pthread_mutex_unlock(&locale_lock);

@@ -211,3 +211,22 @@ def test_popen_and_system_in_copy_mode_start_their_shell_with_the_instances_envi
         )
         assert out[i] == _lines(alone.stdout) and err[i] == _lines(alone.stderr), (i, r)
         assert out[i][0] == b"shell-sees %d in-program" % i, out[i]
+
+
+def test_the_interposer_holds_no_thread_local_storage():
+    # every context loads a copy of it: a TLS segment there makes each copy
+    # a TLS module of its own (64 copy-mode contexts importing numpy then
+    # stopped on ld.so's assertion in _dl_add_to_slotinfo)
+    import struct
+
+    import vlcs
+
+    data = (vlcs.native_dir() / "libvlcs_interpose.so").read_bytes()
+    phoff, phentsize, phnum = (
+        struct.unpack_from("<Q", data, 32)[0],
+        struct.unpack_from("<H", data, 54)[0],
+        struct.unpack_from("<H", data, 56)[0],
+    )
+    kinds = [struct.unpack_from("<I", data, phoff + i * phentsize)[0] for i in range(phnum)]
+    pt_tls = 7
+    assert kinds and pt_tls not in kinds, kinds
