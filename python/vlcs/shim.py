@@ -18,14 +18,14 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from vlcs import _elf
 from vlcs._paths import include_dir, native_dir
 
 SLOTS = 64  # VLCS_SHIM_SLOTS in src/shim_table.h
 
 STT_OBJECT, STT_FUNC, STT_TLS, STT_GNU_IFUNC = 1, 2, 6, 10
 STB_GLOBAL, STB_WEAK = 1, 2
-SHT_DYNSYM, SHT_DYNAMIC = 11, 6
-DT_SONAME = 14
+SHT_DYNSYM = 11
 
 
 class ShimError(Exception):
@@ -43,35 +43,21 @@ class Exports:
 def read_exports(path: str | os.PathLike) -> Exports:
     """Exported functions and data of an ELF64 little-endian shared library."""
     blob = Path(path).read_bytes()
-    if blob[:4] != b"\x7fELF" or blob[4] != 2 or blob[5] != 1:
-        raise ShimError(f"{path} is not a 64-bit little-endian ELF file")
-    (shoff,) = struct.unpack_from("<Q", blob, 0x28)
-    shentsize, shnum = struct.unpack_from("<HH", blob, 0x3A)
-    sections = [
-        struct.unpack_from("<IIQQQQIIQQ", blob, shoff + i * shentsize) for i in range(shnum)
-    ]
-
-    def strings(idx: int):
-        off = sections[idx][4]
-        return lambda o: blob[off + o : blob.index(b"\0", off + o)].decode()
-
-    soname = None
+    try:
+        heads = _elf.sections(blob)
+    except ValueError:
+        raise ShimError(f"{path} is not a 64-bit little-endian ELF file") from None
+    sonames = _elf.dynamic_strings(path, _elf.DT_SONAME)
+    soname = sonames[0] if sonames else None
     names: dict[str, int] = {}
-    for sh in sections:
+    for sh in heads:
         kind, offset, size, link, entsize = sh[1], sh[4], sh[5], sh[6], sh[9]
-        if kind == SHT_DYNAMIC:
-            s = strings(link)
-            for o in range(offset, offset + size, 16):
-                tag, val = struct.unpack_from("<qQ", blob, o)
-                if tag == DT_SONAME:
-                    soname = s(val)
         if kind == SHT_DYNSYM:
-            s = strings(link)
             for o in range(offset + entsize, offset + size, entsize):
                 st_name, info, other, shndx, _v, _sz = struct.unpack_from("<IBBHQQ", blob, o)
                 if shndx == 0 or (info >> 4) not in (STB_GLOBAL, STB_WEAK) or (other & 3):
                     continue
-                names.setdefault(s(st_name), info & 0xF)
+                names.setdefault(_elf.string_at(blob, heads[link][4], st_name), info & 0xF)
     if soname is None:
         raise ShimError(f"{path} has no soname: a shim could not stand in for it")
     out = Exports(soname)

@@ -26,6 +26,8 @@
 #include "ip_run.h"
 
 #include <errno.h>
+#include <stdbool.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -206,10 +208,12 @@ struct exec_call {
     char *const *argv;
     char *const *envp;
     int fd;
-    char **environment; /* copy mode: the context's, for execv and execvp */
+    /* copy mode, for execv and execvp: the context's environment and its
+     * PATH (the process's libc would pass on and search the base's) */
+    char **environment;
+    const char *search_path;
+    void *execve_fn;
 };
-
-extern char **environ;
 
 enum { EXEC_VE, EXEC_V, EXEC_VP, EXEC_VPE, EXEC_FVE };
 
@@ -219,15 +223,65 @@ typedef int (*execve_fn)(const char *, char *const[], char *const[]);
 typedef int (*execv_fn)(const char *, char *const[]);
 typedef int (*fexecve_fn)(int, char *const[], char *const[]);
 
+/* execve of path, as execvp runs it: a file without the magic of a
+ * binary (ENOEXEC) is run by /bin/sh. */
+static void exec_as_execvp(execve_fn ve, const char *path, char *const argv[], char **env)
+{
+    ve(path, argv, env);
+    if (errno != ENOEXEC)
+        return;
+    char *script[256];
+    size_t n = 0;
+    script[n++] = "/bin/sh";
+    script[n++] = (char *)path;
+    for (size_t i = 1; argv[0] != NULL && argv[i] != NULL && n < 255; i++)
+        script[n++] = argv[i];
+    script[n] = NULL;
+    ve("/bin/sh", script, env);
+}
+
+/* execvp with the context's environment and PATH (copy mode); -errno. */
+static int exec_in_path(const struct exec_call *c)
+{
+    execve_fn ve = (execve_fn)c->execve_fn;
+    if (c->kind == EXEC_V) {
+        ve(c->path, c->argv, c->environment);
+        return -errno;
+    }
+    if (strchr(c->path, '/') != NULL) {
+        exec_as_execvp(ve, c->path, c->argv, c->environment);
+        return -errno;
+    }
+    const char *dirs = c->search_path != NULL ? c->search_path : "/bin:/usr/bin";
+    bool denied = false;
+    char candidate[PATH_MAX];
+    for (const char *at = dirs;; at++) {
+        const char *end = strchr(at, ':');
+        size_t len = end ? (size_t)(end - at) : strlen(at);
+        int n = len ? snprintf(candidate, sizeof candidate, "%.*s/%s", (int)len, at, c->path)
+                    : snprintf(candidate, sizeof candidate, "%s", c->path);
+        if (n > 0 && (size_t)n < sizeof candidate) {
+            exec_as_execvp(ve, candidate, c->argv, c->environment);
+            if (errno == EACCES)
+                denied = true;
+            else if (errno != ENOENT && errno != ENOTDIR && errno != ESTALE && errno != ENODEV &&
+                     errno != ETIMEDOUT)
+                return -errno;
+        }
+        if (end == NULL)
+            break;
+        at = end;
+    }
+    return denied ? -EACCES : -ENOENT;
+}
+
 /* Returns only when the exec failed: -errno (this libc's errno, which is
  * not libvlcs's). */
 static int run_exec(void *arg)
 {
     const struct exec_call *c = arg;
-    /* in the instance's child: the process's libc searches PATH and passes
-     * on the environment from its environ, which is the base's */
     if (c->environment != NULL)
-        environ = c->environment;
+        return exec_in_path(c);
     switch (c->kind) {
     case EXEC_V:
     case EXEC_VP:
@@ -266,12 +320,15 @@ static int do_exec(int kind, const char *path, int fd, char *const argv[], char 
         errno = ENOSYS;
         return -1;
     }
-    struct exec_call c = {kind, fn, path, argv, envp, fd, NULL};
+    struct exec_call c = {kind, fn, path, argv, envp, fd, NULL, NULL, NULL};
     const struct vlcs_ip_api *a = api();
-    /* copy mode: the context's environment, taken here (a child of fork
-     * must take no lock), for the variants that pass on environ */
-    if (a != NULL && a->env_block != NULL && (kind == EXEC_V || kind == EXEC_VP))
+    /* copy mode: the context's environment and PATH, taken here (a child
+     * of fork must take no lock), for the variants that pass on environ */
+    if (a != NULL && a->env_block != NULL && (kind == EXEC_V || kind == EXEC_VP) &&
+        (c.execve_fn = __atomic_load_n(&fns[EXEC_VE], __ATOMIC_RELAXED)) != NULL) {
         c.environment = a->env_block(a->ctx);
+        c.search_path = a->env_get(a->ctx, "PATH");
+    }
     if (a != NULL && a->exec_instead != NULL) {
         int rc = a->exec_instead(run_exec, &c);
         if (rc < 0) {
@@ -279,12 +336,7 @@ static int do_exec(int kind, const char *path, int fd, char *const argv[], char 
             return -1;
         }
     }
-    /* this process's exec (a child the program forked, or a library's):
-     * environ is the process's libc's, put back when the exec fails */
-    char **was = environ;
-    int e = -run_exec(&c);
-    environ = was;
-    errno = e;
+    errno = -run_exec(&c); /* this process's exec: a child the program forked, a library's */
     return -1;
 }
 

@@ -230,3 +230,32 @@ def test_the_interposer_holds_no_thread_local_storage():
     kinds = [struct.unpack_from("<I", data, phoff + i * phentsize)[0] for i in range(phnum)]
     pt_tls = 7
     assert kinds and pt_tls not in kinds, kinds
+
+
+def test_a_cpp_program_past_the_namespaces_is_refused_before_any_instance_runs(tmp_path):
+    src = tmp_path / "hi.cpp"
+    marker = tmp_path / "ran"
+    src.write_text(
+        "#include <fstream>\n#include <iostream>\n"
+        f'int main() {{ std::ofstream("{marker}") << 1; std::cout << "hi" << std::endl; }}\n'
+    )
+    exe = tmp_path / "hi"
+    subprocess.run(["g++", str(src), "-o", str(exe)], check=True)
+    r = vlcs_cmd("exec", "-n", "16", "--", str(exe))
+    assert r.returncode == 126 and r.stdout == "", r.stdout + r.stderr
+    assert "run at most 15 instances of a program that links libstdc++" in r.stderr, r.stderr
+    assert len(r.stderr.splitlines()) == 1 and not marker.exists(), r.stderr
+    # fifteen run, each with a namespace of its own
+    r = vlcs_cmd("exec", "-n", "15", "--", str(exe))
+    assert r.returncode == 0 and len(r.stdout.splitlines()) == 15, r.stdout + r.stderr
+
+
+def test_a_time_zone_given_to_every_instance_reaches_those_past_the_namespaces():
+    # libc keeps one zone per process: `--env TZ=` is every instance's, and
+    # the vlcs process takes it too, so that the two past the namespaces see it
+    env = dict(os.environ, TZ="UTC")
+    r = vlcs_cmd(
+        "exec", "-n", "17", "--env", "TZ=Asia/Tokyo", "--", "date", "-d", "@0", "+%H %Z", env=env
+    )
+    assert r.returncode == 0, r.stderr
+    assert sorted(r.stdout.splitlines()) == sorted(f"[{i}] 09 JST" for i in range(17)), r.stdout

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import time
 
 from vlcs._choices import OUTPUTS, PLACES, STDINS
 from vlcs._paths import program_file
@@ -51,6 +52,13 @@ def _exec(args: argparse.Namespace) -> int:
         os.execv(launcher, [launcher, *sized, "--", *python, *args.raw_argv])
     from vlcs._errors import VlcsError
     from vlcs._exec import exec_instances
+
+    if "TZ" in env:
+        # Every instance gets the same --env: this process, which runs
+        # nothing else, takes its time zone too, so that the instances past
+        # the namespaces (libc's one zone per process) see it as well.
+        os.environ["TZ"] = env["TZ"]
+        time.tzset()  # libc loaded the zone already: localtime_r would keep it
 
     try:
         statuses = exec_instances(
