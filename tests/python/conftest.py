@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -63,3 +64,31 @@ def build_dir(tmp_path_factory) -> Path:
         ["cmake", "--build", str(out), "--target", *targets], check=True, capture_output=True
     )
     return out
+
+
+@pytest.fixture(scope="session")
+def prog(tmp_path_factory) -> str:
+    """tests/c/prog/exec_prog.c built as gcc builds by default, with OpenMP:
+    the program the `vlcs exec` tests run many times in one process."""
+    src = Path(__file__).resolve().parent.parent / "c" / "prog" / "exec_prog.c"
+    out = tmp_path_factory.mktemp("exec") / "prog"
+    subprocess.run(["gcc", str(src), "-fopenmp", "-o", str(out)], check=True)
+    return str(out)
+
+
+def prog_lines(stdout: str) -> dict[int, str]:
+    """exec_prog's tagged lines by instance, each checked whole: its own
+    number and variables, its own counter (i rounds from 0: -r {i}), one
+    CPU of the 2 (an OpenMP team of one); run as ``prog -r {i} -t T x``."""
+    seen = {}
+    for line in stdout.splitlines():
+        m = re.fullmatch(
+            r"\[(\d+)\] instance=(\d+) counter=(\d+) tag=T optind=5 rest=x "
+            r"env_seen=1 getenv=yes procs=1 team=1",
+            line,
+        )
+        assert m, f"not a whole tagged line of one instance: {line!r}"
+        i = int(m.group(1))
+        assert m.group(2) == str(i) and m.group(3) == str(i), line
+        seen[i] = line
+    return seen

@@ -8,45 +8,22 @@ from __future__ import annotations
 import gzip
 import hashlib
 import os
-import re
 import shutil
 import subprocess
 import sys
 import textwrap
 
 import pytest
-from conftest import vlcs_cmd
+from conftest import prog_lines, vlcs_cmd
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-PROG = os.path.join(HERE, "..", "c", "prog", "exec_prog.c")
-
-
-@pytest.fixture(scope="module")
-def prog(tmp_path_factory) -> str:
-    """exec_prog.c built as gcc builds by default, with OpenMP."""
-    out = tmp_path_factory.mktemp("exec") / "prog"
-    subprocess.run(["gcc", PROG, "-fopenmp", "-o", str(out)], check=True)
-    return str(out)
 
 
 def test_eight_instances_each_private_tagged_and_the_first_failure_is_the_status(prog):
     r = vlcs_cmd("exec", "-n", "8", "--env", "EXTRA=1", "--", prog, "-r", "{i}", "-t", "T", "x")
     assert r.returncode == 3, r.stderr  # every instance exit(3)s
-    lines = r.stdout.splitlines()
-    assert len(lines) == 8, r.stdout
-    seen = {}
-    for line in lines:
-        m = re.fullmatch(
-            r"\[(\d)\] instance=(\d) counter=(\d+) tag=T optind=5 rest=x "
-            r"env_seen=1 getenv=yes procs=1 team=1",
-            line,
-        )
-        assert m, f"not a whole tagged line of one instance: {line!r}"
-        i = int(m.group(1))
-        # its own number and variables, its own counter (i rounds from 0),
-        # one of the 2 CPUs: an OpenMP team of one
-        assert m.group(2) == str(i) and m.group(3) == str(i), line
-        seen[i] = line
+    assert len(r.stdout.splitlines()) == 8, r.stdout
+    seen = prog_lines(r.stdout)
     assert sorted(seen) == list(range(8))
 
 

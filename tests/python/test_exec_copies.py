@@ -14,18 +14,7 @@ import subprocess
 import sys
 
 import pytest
-from conftest import vlcs_cmd
-
-HERE = os.path.dirname(os.path.abspath(__file__))
-PROG = os.path.join(HERE, "..", "c", "prog", "exec_prog.c")
-
-
-@pytest.fixture(scope="module")
-def prog(tmp_path_factory) -> str:
-    """exec_prog.c built as gcc builds by default, with OpenMP."""
-    out = tmp_path_factory.mktemp("exec_copies") / "prog"
-    subprocess.run(["gcc", PROG, "-fopenmp", "-o", str(out)], check=True)
-    return str(out)
+from conftest import prog_lines, vlcs_cmd
 
 
 def test_twenty_instances_fifteen_namespaces_then_copies_each_private(prog):
@@ -33,17 +22,7 @@ def test_twenty_instances_fifteen_namespaces_then_copies_each_private(prog):
     # team, exit(3): the five past the namespaces as the fifteen before
     r = vlcs_cmd("exec", "-n", "20", "--", prog, "-r", "{i}", "-t", "T", "x", timeout=300)
     assert r.returncode == 3, r.stderr
-    seen = {}
-    for line in r.stdout.splitlines():
-        m = re.fullmatch(
-            r"\[(\d+)\] instance=(\d+) counter=(\d+) tag=T optind=5 rest=x "
-            r"env_seen=1 getenv=yes procs=1 team=1",
-            line,
-        )
-        assert m, f"not a whole tagged line of one instance: {line!r}"
-        i = int(m.group(1))
-        assert m.group(2) == str(i) and m.group(3) == str(i), line
-        seen[i] = line
+    seen = prog_lines(r.stdout)
     assert sorted(seen) == list(range(20)), r.stdout
 
 
