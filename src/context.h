@@ -144,7 +144,8 @@ struct ctx_gpus {
 /* Copy mode (copies.c), while copy_mode. */
 struct ctx_copies {
     struct copyset *set;
-    /* a program's run (exec.c): its interposer copy's vlcs_ip_exec_files */
+    /* a program's run: its interposer copy's vlcs_ip_exec_files, found
+     * with its streams (exec_streams.c), called at its exit (exec_flush) */
     void (*run_files)(int how);
     struct copy_env *env; /* its environment (copies_env.c) */
     void *_Atomic py_state_dict; /* its interpreter dict (service_python.c) */

@@ -131,8 +131,7 @@ static int bind_in_copy_mode(vlcs_ctx *c, const struct link_map *lm, const struc
                              const char *argv0)
 {
     run_fn tell = (run_fn)dlsym(exec_interposer(c), "vlcs_ip_exec_run");
-    c->cp.run_files = (void (*)(int))dlsym(exec_interposer(c), "vlcs_ip_exec_files");
-    if (tell == NULL || c->cp.run_files == NULL)
+    if (tell == NULL)
         return program_refuse(VLCS_E_NOT_FOUND, p->path,
                       "the vlcs interposer lacks vlcs_ip_exec_run (an older build)");
     static const char *const run_own[] = {

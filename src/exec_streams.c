@@ -29,7 +29,7 @@ static void base_streams(vlcs_ctx *c, struct run_streams *s, FILE **const progra
     s->fclose = fclose;
     s->setvbuf = setvbuf;
     s->fpurge = __fpurge;
-    s->files = (void (*)(int))dlsym(exec_interposer(c), "vlcs_ip_exec_files");
+    s->files = c->cp.run_files = (void (*)(int))dlsym(exec_interposer(c), "vlcs_ip_exec_files");
 }
 
 int streams_give(vlcs_ctx *c, struct run_streams *s, const char *path, FILE **const program[3])

@@ -637,22 +637,27 @@ static void alt_stack_ensure(void)
 
 /* ---- after a contained fault ---------------------------------------------- */
 
+/* An object's file: a copy is named after its original's descriptor
+ * (/proc/PID/fd/N), whose target is read into buf. */
+static const char *original_file(const char *name, char *buf, size_t size)
+{
+    if (strncmp(name, "/proc/", 6) != 0)
+        return name;
+    ssize_t n = readlink(name, buf, size - 1);
+    if (n <= 0)
+        return name;
+    buf[n] = '\0';
+    return buf;
+}
+
 static void describe_at(char *buf, size_t size, const void *pc)
 {
     Dl_info info;
     void *map = NULL;
     char path[512];
     const char *file = "unknown code";
-    if (dladdr1(pc, &info, &map, RTLD_DL_LINKMAP) != 0 && map != NULL) {
-        file = map_name(map);
-        if (strncmp(file, "/proc/", 6) == 0) { /* a copy: named after its original's descriptor */
-            ssize_t n = readlink(file, path, sizeof path - 1);
-            if (n > 0) {
-                path[n] = '\0';
-                file = path;
-            }
-        }
-    }
+    if (dladdr1(pc, &info, &map, RTLD_DL_LINKMAP) != 0 && map != NULL)
+        file = original_file(map_name(map), path, sizeof path);
     if (map != NULL && info.dli_sname != NULL)
         snprintf(buf, size, "%s+0x%lx in %s", info.dli_sname,
                  (unsigned long)((uintptr_t)pc - (uintptr_t)info.dli_saddr), file);
@@ -671,14 +676,7 @@ static bool in_libc(const void *pc)
     char path[512];
     if (dladdr(pc, &info) == 0 || info.dli_fname == NULL)
         return false;
-    const char *file = info.dli_fname;
-    if (strncmp(file, "/proc/", 6) == 0) { /* a copy: named after its original's descriptor */
-        ssize_t n = readlink(file, path, sizeof path - 1);
-        if (n > 0) {
-            path[n] = '\0';
-            file = path;
-        }
-    }
+    const char *file = original_file(info.dli_fname, path, sizeof path);
     const char *slash = strrchr(file, '/');
     const char *name = slash ? slash + 1 : file;
     return strncmp(name, "libc.so", 7) == 0 || strncmp(name, "libvlcs_interpose", 17) == 0;

@@ -63,8 +63,8 @@ __attribute__((destructor)) static void ip_flush_at_exit(void)
 
 /* The namespace's libc would run its own, empty, atexit list and flush its
  * own streams, losing what the base has buffered and its handlers.  Before
- * binding (the namespace's libc starting up) the namespace's own are used. */
-/* A signal's end that came while the run was inside libc goes first. */
+ * binding (the namespace's libc starting up) the namespace's own are used.
+ * A signal's end that came while a run was inside libc goes first. */
 #define END_OF_PROCESS(name, field)                                             \
     IP_EXPORT __attribute__((noreturn)) void name(int status)                   \
     {                                                                           \
