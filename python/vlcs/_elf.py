@@ -3,7 +3,6 @@ its section headers (``vlcs shim`` and ``vlcs exec`` ask)."""
 
 from __future__ import annotations
 
-import os
 import struct
 
 SHT_DYNAMIC = 6
@@ -26,11 +25,9 @@ def string_at(blob: bytes, table_offset: int, at: int) -> str:
     return blob[start : blob.index(b"\0", start)].decode(errors="replace")
 
 
-def dynamic_strings(path: str | os.PathLike[str], tag: int) -> list[str]:
-    """The strings of the dynamic entries tagged tag (DT_NEEDED, DT_SONAME),
-    in their order."""
-    with open(path, "rb") as f:
-        blob = f.read()
+def dynamic_strings(blob: bytes, tag: int) -> list[str]:
+    """The strings of blob's dynamic entries tagged tag (DT_NEEDED,
+    DT_SONAME), in their order."""
     heads = sections(blob)
     out = []
     for sh in heads:

@@ -195,8 +195,11 @@ def _needed(program: str | os.PathLike[str]) -> list[str]:
         dirs = os.environ.get("PATH", os.defpath).split(os.pathsep)
         found = (os.path.join(d or ".", path) for d in dirs)
         path = next((f for f in found if os.path.isfile(f) and os.access(f, os.X_OK)), "")
+    if not path:
+        return []
     try:
-        return _elf.dynamic_strings(path, _elf.DT_NEEDED) if path else []
+        with open(path, "rb") as f:
+            return _elf.dynamic_strings(f.read(), _elf.DT_NEEDED)
     except (OSError, ValueError, IndexError):
         return []
 
