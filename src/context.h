@@ -120,7 +120,7 @@ struct ctx_ns {
     void **stdio_slot[3]; /* the namespace libc's stdin, stdout, stderr (FILE **) */
     void *start[16]; /* the objects the namespace was created with (struct link_map *) */
     size_t nstart;
-    char *given[3]; /* the names ld.so gave its first objects (namespace.c) */
+    char *given[4]; /* the names ld.so gave its first objects (namespace.c) */
     size_t ngiven;
 };
 

@@ -306,13 +306,15 @@ int forwarder_root(const char *const *needed, size_t n, char *err, size_t errsiz
  * that one put out of the list never closes a root being loaded. */
 enum { ROOTS_KEPT = 8 };
 static struct {
+    root_maker make;
     char *key; /* the paths, one per line */
     int fd;
 } roots[ROOTS_KEPT];
 static size_t roots_made;
 static pthread_mutex_t roots_lock = PTHREAD_MUTEX_INITIALIZER;
 
-int forwarder_root_shared(const char *const *needed, size_t n, char *err, size_t errsize)
+int forwarder_root_shared(root_maker make, const char *const *needed, size_t n, char *err,
+                          size_t errsize)
 {
     size_t len = 1;
     for (size_t i = 0; i < n; i++)
@@ -329,16 +331,17 @@ int forwarder_root_shared(const char *const *needed, size_t n, char *err, size_t
     pthread_mutex_lock(&roots_lock);
     int fd = -1;
     for (size_t i = 0; i < ROOTS_KEPT && fd < 0; i++)
-        if (roots[i].key != NULL && strcmp(roots[i].key, key) == 0)
+        if (roots[i].key != NULL && roots[i].make == make && strcmp(roots[i].key, key) == 0)
             fd = roots[i].fd;
     if (fd < 0) {
-        fd = forwarder_root(needed, n, err, errsize);
+        fd = make(needed, n, err, errsize);
         if (fd >= 0) {
             size_t slot = roots_made++ % ROOTS_KEPT;
             if (roots[slot].key != NULL) {
                 free(roots[slot].key);
                 close(roots[slot].fd);
             }
+            roots[slot].make = make;
             roots[slot].key = key;
             roots[slot].fd = fd;
             key = NULL;

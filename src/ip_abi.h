@@ -22,6 +22,12 @@
 
 #define VLCS_IP_ABI_VERSION 14
 
+/* Room in the interposer's writable data for the names of a namespace's
+ * first objects: libvlcs's copy of the interposer that starts a namespace
+ * names them there and in spare dynamic entries (ns_root.c). */
+#define VLCS_IP_NEEDED_SYMBOL "vlcs_ip_needed"
+#define VLCS_IP_NEEDED_ROOM 4096
+
 struct vlcs_ctx;
 
 struct rusage;

@@ -22,6 +22,7 @@
 #include "hooks.h"
 #include "interposer_path.h"
 #include "keys.h"
+#include "ns_root.h"
 #include "object_syms.h"
 #include "registry.h"
 #include "room.h"
@@ -328,14 +329,24 @@ static void first_objects(vlcs_ctx *c, void *h, struct link_map **libc, struct l
     }
 }
 
+/* Whether addr is in lm itself (a lookup in an object without symbols
+ * goes on to its dependencies). */
+static bool defines(struct link_map *lm, void *addr)
+{
+    Dl_info info;
+    struct link_map *owner = NULL;
+    return addr != NULL && dladdr1(addr, &info, (void **)&owner, RTLD_DL_LINKMAP) != 0 &&
+           owner == lm;
+}
+
 int ns_create(vlcs_ctx *c)
 {
-    /* The first object is a generated root whose DT_NEEDED entries are the
-     * interposer, libm where the base has it in its scope, the context's
-     * own global library, the services' forwarders, then libc: together
-     * they are the namespace's global scope. */
+    /* The first object is the interposer's copy whose DT_NEEDED entries
+     * are libm where the base has it in its scope, the context's own
+     * global library, the services' forwarders, then libc: together they
+     * are the namespace's global scope (ns_root.c). */
     char why[512], rootpath[FD_PATH_SIZE], libm[PATH_MAX], soname[256];
-    struct first_file files[3]; /* interposer, libm, libc */
+    struct first_file files[4]; /* interposer, libm, libc; the interposer's copy */
     size_t nfiles = 0;
     const char *first[3], *last[1], *except = NULL;
     size_t nfirst = 0, nlast = 0;
@@ -385,12 +396,21 @@ int ns_create(vlcs_ctx *c)
         return -1;
     }
     ns_handed_over();
+    struct link_map *libc = NULL, *ip = NULL, *first_lm = NULL;
+    bool in_ns = dlinfo(h, RTLD_DI_LMID, &c->ns.lmid) == 0;
+    /* The interposer's copy is named by the interposer's file too (the
+     * generated object, which has no symbols, keeps its descriptor's). */
+    if (in_ns && root >= 0 && dlinfo(h, RTLD_DI_LINKMAP, &first_lm) == 0 && first_lm != NULL &&
+        defines(first_lm, object_sym(c->ns.lmid, first_lm, "vlcs_ip_bind"))) {
+        files[nfiles].real = interposer_path();
+        memcpy(files[nfiles++].path, rootpath, sizeof rootpath);
+        ns_root_share(first_lm, origin_keep(interposer_path()));
+    }
     name_by_path(c, h, files, nfiles);
     /* libc's own symbols, and the interposer's, looked up in those objects
      * (a service might export a name libc has), each name once for every
      * namespace (object_syms.c). */
-    struct link_map *libc = NULL, *ip = NULL;
-    if (dlinfo(h, RTLD_DI_LMID, &c->ns.lmid) == 0)
+    if (in_ns)
         first_objects(c, h, &libc, &ip);
     vlcs_ip_bind_fn bind = (vlcs_ip_bind_fn)object_sym(c->ns.lmid, ip, "vlcs_ip_bind");
     char ***ns_environ = object_sym(c->ns.lmid, libc, "__environ");

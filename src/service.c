@@ -12,6 +12,7 @@
 #include "forwarder.h"
 #include "handles.h"
 #include "hooks.h"
+#include "ns_root.h"
 #include "registry.h"
 
 #include <errno.h>
@@ -151,9 +152,10 @@ static void *load_one(vlcs_ctx *c, const struct service *s, int *code, char *why
     return h;
 }
 
-/* The object a new namespace starts with: the interposer, then every
- * service's forwarder.  *fd is a memfd, or -1 when there are no services
- * (the interposer itself is then the first object).  The caller holds
+/* The object a new namespace starts with (ns_root.c): first[0], the
+ * interposer, naming the rest of first, every service's forwarder, then
+ * last.  *fd is a memfd, or -1 when there is nothing but the interposer
+ * (it is then the first object itself).  The caller holds
  * services_read_lock. */
 int services_root(const char *const *first, size_t nfirst, const char *const *last,
                   size_t nlast, const char *except, int *fd_out, char *err, size_t errsize)
@@ -176,7 +178,7 @@ int services_root(const char *const *first, size_t nfirst, const char *const *la
                 }
             memcpy(needed + i, last, nlast * sizeof *needed);
             i += nlast;
-            fd = i > 1 ? forwarder_root_shared(needed, i, err, errsize) : -1;
+            fd = i > 1 ? forwarder_root_shared(ns_root_make, needed, i, err, errsize) : -1;
             if (fd < -1)
                 code = -fd;
         } else {

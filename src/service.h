@@ -6,10 +6,11 @@
 
 #include "common.h"
 
-/* In *fd a memfd holding the first object for a new namespace: `first`,
- * the forwarders of the services (but the one whose soname is `except`, or
- * NULL), then `last`, as DT_NEEDED; -1 when that is one object.  Returns
- * VLCS_OK, or a vlcs_errcode_t with err set. */
+/* In *fd a memfd holding the first object for a new namespace: first[0]
+ * (the interposer) needing the rest of `first`, the forwarders of the
+ * services (but the one whose soname is `except`, or NULL), then `last`,
+ * in that order (ns_root.h); -1 when that is one object.  Returns VLCS_OK,
+ * or a vlcs_errcode_t with err set. */
 HIDDEN int services_root(const char *const *first, size_t nfirst, const char *const *last,
                          size_t nlast, const char *except, int *fd, char *err, size_t errsize);
 /* Held (read) around creating a namespace and loading into one, before the

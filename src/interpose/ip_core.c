@@ -23,6 +23,11 @@
 IP_HIDDEN const struct vlcs_ip_api *vlcs_ip;
 static struct vlcs_ip_api bound_api;
 
+/* Never read here: libvlcs's copy of this file that starts a namespace
+ * holds the names of the namespace's first objects in it (ns_root.c).  Not
+ * all zeros, so that it takes room in the file. */
+IP_EXPORT char vlcs_ip_needed[VLCS_IP_NEEDED_ROOM] = "names of a namespace's first objects";
+
 static const struct vlcs_ip_api *api(void) { return __atomic_load_n(&vlcs_ip, __ATOMIC_ACQUIRE); }
 
 /* Once bound, libvlcs finds libc's functions without a lookup (a lookup by

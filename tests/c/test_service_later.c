@@ -1,13 +1,15 @@
 /* A service added while contexts exist reaches each of their namespaces,
- * whatever vlcs made before: the files it generates (a namespace's first
- * object, a service's forwarder) are named in ld.so's link maps by their
- * descriptors' numbers, and a number given back and taken again by a later
- * file would make ld.so take the new file for the old one. */
+ * whatever vlcs made before: a service's forwarder is named in ld.so's link
+ * maps by its descriptor's number, and a number given back and taken again
+ * by a later file would make ld.so take the new file for the old one.  A
+ * namespace's first object, the interposer's copy, is named by the
+ * interposer's file. */
 #define _GNU_SOURCE
 #include "check.h"
 
 #include <dlfcn.h>
 #include <link.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -24,20 +26,29 @@ int main(void)
     CHECK_EQ(0, vlcs_ctx_set_mode(old, VLCS_MODE_NAMESPACE), vlcs_error());
     void *p = vlcs_ctx_load(old, PROBE_LIB);
     CHECK(p != NULL, "a namespace made with the first service: %s", vlcs_error());
-    /* the name ld.so (and a debugger reading the link map) has for the
-     * namespace's first object opens that object while the namespace lives */
+    /* the namespace's first object is the interposer's copy that names the
+     * service's forwarder (ns_root.c), named in the link map by the
+     * interposer's file: what a debugger reads its symbols from */
     struct link_map *lm = NULL;
     CHECK_EQ(0, dlinfo(p, RTLD_DI_LINKMAP, &lm), "its link map");
     while (lm->l_prev != NULL)
         lm = lm->l_prev;
-    int pid = 0, fd = -1;
-    CHECK(sscanf(lm->l_name, "/proc/%d/fd/%d", &pid, &fd) == 2 && pid == getpid(),
-          "the first object is a file vlcs made: %s", lm->l_name);
-    char link[64], target[256] = "";
-    snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
-    ssize_t n = readlink(link, target, sizeof target - 1);
-    target[n > 0 ? n : 0] = '\0';
-    CHECK(strstr(target, "vlcs-root") != NULL, "%s still names it: %s", lm->l_name, target);
+    const char *slash = strrchr(lm->l_name, '/');
+    CHECK(slash != NULL && strcmp(slash + 1, "libvlcs_interpose.so") == 0,
+          "the first object is the interposer: %s", lm->l_name);
+    CHECK(access(lm->l_name, R_OK) == 0, "its name is a file: %s", lm->l_name);
+    bool names_forwarder = false;
+    for (struct link_map *o = lm->l_next; o != NULL; o = o->l_next) {
+        char link[64], target[256] = "";
+        int pid = 0, fd = -1;
+        if (sscanf(o->l_name, "/proc/%d/fd/%d", &pid, &fd) != 2 || pid != getpid())
+            continue;
+        snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+        ssize_t n = readlink(link, target, sizeof target - 1);
+        target[n > 0 ? n : 0] = '\0';
+        names_forwarder |= strstr(target, "vlcs-forwarder") != NULL;
+    }
+    CHECK(names_forwarder, "the service's forwarder is loaded by its descriptor, still open");
 
     /* a second service, made after that namespace: its forwarder is loaded
      * into it */
