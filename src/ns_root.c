@@ -25,7 +25,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 /* The file offset of vaddr..vaddr+size inside one PT_LOAD's file-backed
@@ -54,18 +53,13 @@ static bool inside(uint64_t off, uint64_t size, size_t img_size)
     return off <= img_size && size <= img_size - off;
 }
 
-/* The dynamic symbol `name` of the image (from its section headers), or
- * NULL. */
-static const ElfW(Sym) *dynamic_symbol(const unsigned char *img, size_t size, const char *name)
+/* The dynamic symbol `name` of the image, found from its nsh section
+ * headers, or NULL. */
+static const ElfW(Sym) *dynamic_symbol(const unsigned char *img, size_t size,
+                                       const ElfW(Shdr) *sh, size_t nsh, const char *name)
 {
-    const ElfW(Ehdr) *eh = (const ElfW(Ehdr) *)img;
-    if (eh->e_shentsize != sizeof(ElfW(Shdr)) ||
-        !inside(eh->e_shoff, (uint64_t)eh->e_shnum * sizeof(ElfW(Shdr)), size) ||
-        eh->e_shoff % _Alignof(ElfW(Shdr)) != 0)
-        return NULL;
-    const ElfW(Shdr) *sh = (const ElfW(Shdr) *)(img + eh->e_shoff);
-    for (size_t i = 0; i < eh->e_shnum; i++) {
-        if (sh[i].sh_type != SHT_DYNSYM || sh[i].sh_link >= eh->e_shnum ||
+    for (size_t i = 0; i < nsh; i++) {
+        if (sh[i].sh_type != SHT_DYNSYM || sh[i].sh_link >= nsh ||
             sh[i].sh_entsize != sizeof(ElfW(Sym)) || !inside(sh[i].sh_offset, sh[i].sh_size, size) ||
             sh[i].sh_offset % _Alignof(ElfW(Sym)) != 0)
             continue;
@@ -86,14 +80,10 @@ static const ElfW(Sym) *dynamic_symbol(const unsigned char *img, size_t size, co
 
 /* The interposer's image with `needed` as its first DT_NEEDED entries, in
  * order: 0, or -1 where the image has no room for them. */
-static int name_needed(unsigned char *img, size_t size, const char *const *needed, size_t n)
+static int name_needed(unsigned char *img, size_t size, const ElfW(Shdr) *sh, size_t nsh,
+                       const char *const *needed, size_t n)
 {
     const ElfW(Ehdr) *eh = (const ElfW(Ehdr) *)img;
-    if (size < sizeof *eh || memcmp(eh->e_ident, ELFMAG, SELFMAG) != 0 ||
-        eh->e_ident[EI_CLASS] != ELFCLASS64 || eh->e_phentsize != sizeof(ElfW(Phdr)) ||
-        !inside(eh->e_phoff, (uint64_t)eh->e_phnum * sizeof(ElfW(Phdr)), size) ||
-        eh->e_phoff % _Alignof(ElfW(Phdr)) != 0)
-        return -1;
     const ElfW(Phdr) *ph = (const ElfW(Phdr) *)(img + eh->e_phoff);
     const ElfW(Phdr) *dyn_ph = NULL;
     for (size_t i = 0; i < eh->e_phnum; i++)
@@ -108,7 +98,7 @@ static int name_needed(unsigned char *img, size_t size, const char *const *neede
     for (; end < slots && dyn[end].d_tag != DT_NULL; end++)
         if (dyn[end].d_tag == DT_STRTAB)
             strtab = dyn[end].d_un.d_ptr;
-    const ElfW(Sym) *room = dynamic_symbol(img, size, VLCS_IP_NEEDED_SYMBOL);
+    const ElfW(Sym) *room = dynamic_symbol(img, size, sh, nsh, VLCS_IP_NEEDED_SYMBOL);
     int64_t room_at = room != NULL ? file_offset(ph, eh->e_phnum, room->st_value, room->st_size)
                                    : -1;
     /* what is written lies in the writable segment: the pages of the rest
@@ -151,22 +141,50 @@ static int name_needed(unsigned char *img, size_t size, const char *const *neede
     return 0;
 }
 
+/* The part of the file ld.so maps (headers and PT_LOAD segments, not its
+ * section headers nor debugging sections), malloc'd, its size in *size;
+ * its section headers in sh (at most nsh of them, the count in *nsh).
+ * NULL where it is not a 64-bit ELF file that says so consistently. */
+static unsigned char *loaded_part(int fd, size_t *size, ElfW(Shdr) *sh, size_t *nsh)
+{
+    ElfW(Ehdr) eh;
+    ElfW(Phdr) ph[64];
+    if (pread(fd, &eh, sizeof eh, 0) != sizeof eh || memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0 ||
+        eh.e_ident[EI_CLASS] != ELFCLASS64 || eh.e_phentsize != sizeof *ph ||
+        eh.e_phnum > sizeof ph / sizeof *ph || eh.e_shentsize != sizeof *sh ||
+        eh.e_shnum > *nsh || eh.e_phoff % _Alignof(ElfW(Phdr)) != 0 ||
+        pread(fd, ph, eh.e_phnum * sizeof *ph, (off_t)eh.e_phoff) !=
+            (ssize_t)(eh.e_phnum * sizeof *ph) ||
+        pread(fd, sh, eh.e_shnum * sizeof *sh, (off_t)eh.e_shoff) !=
+            (ssize_t)(eh.e_shnum * sizeof *sh))
+        return NULL;
+    uint64_t end = eh.e_phoff + eh.e_phnum * sizeof *ph;
+    for (size_t i = 0; i < eh.e_phnum; i++)
+        if (ph[i].p_type == PT_LOAD && ph[i].p_offset + ph[i].p_filesz > end)
+            end = ph[i].p_offset + ph[i].p_filesz;
+    unsigned char *img = end < (64u << 20) ? malloc(end) : NULL;
+    if (img == NULL || pread(fd, img, end, 0) != (ssize_t)end) {
+        free(img);
+        return NULL;
+    }
+    *size = end;
+    *nsh = eh.e_shnum;
+    return img;
+}
+
 /* A copy of the interposer at `path` naming `needed`, as a memfd, or -1. */
 static int interposer_copy(const char *path, const char *const *needed, size_t n)
 {
     int in = open(path, O_RDONLY | O_CLOEXEC);
-    struct stat st;
-    if (in < 0 || fstat(in, &st) != 0 || st.st_size <= 0) {
-        if (in >= 0)
-            close(in);
+    if (in < 0)
         return -1;
-    }
-    size_t size = (size_t)st.st_size;
-    unsigned char *img = malloc(size);
-    bool named = img != NULL && pread(in, img, size, 0) == (ssize_t)size &&
-                 name_needed(img, size, needed, n) == 0;
+    ElfW(Shdr) sh[128];
+    size_t size = 0, nsh = sizeof sh / sizeof *sh;
+    unsigned char *img = loaded_part(in, &size, sh, &nsh);
     close(in);
-    int fd = named ? memfd_create("vlcs-interposer", MFD_CLOEXEC) : -1;
+    int fd = img != NULL && name_needed(img, size, sh, nsh, needed, n) == 0
+                 ? memfd_create("vlcs-interposer", MFD_CLOEXEC)
+                 : -1;
     if (fd >= 0 && write(fd, img, size) != (ssize_t)size) {
         close(fd);
         fd = -1;
