@@ -4,11 +4,15 @@ glibc's own ``dlmopen(LM_ID_NEWLM)`` of the same small library.
 That dlmopen is what the paper's prototype does per context before its
 monitor's part (a registration through shared memory and a signal, and a
 ptrace stop at every file the loader opens), so it is a floor for the
-prototype as well as for vlcs.  Three ways, each in fresh processes under
+prototype as well as for vlcs.  Four ways, each in fresh processes under
 the ``vlcs-run`` launcher (the same glibc tunables for all), their order
 alternating from one round to the next:
 
 * dlmopen: ``dlmopen(LM_ID_NEWLM, lib, RTLD_NOW)``;
+* dlmopen-local: libc in a new namespace, then the library by a second
+  ``dlmopen``: what glibc alone charges for a library kept local (the
+  first object of a new namespace is its global scope, whose symbols reach
+  every later load there);
 * namespace: ``vlcs_ctx_create`` and ``vlcs_ctx_load`` of the library, in a
   linker namespace of its own (its libc, vlcs's interposer);
 * copies: the same in copy mode (renamed copies, no namespace);
@@ -42,7 +46,7 @@ from vlcs import program_path
 from vlcs_bench import programs
 from vlcs_bench._build import CSRC, build
 
-WAYS = ("dlmopen", "namespace", "copies")
+WAYS = ("dlmopen", "dlmopen-local", "namespace", "copies")
 PROTOTYPE_WAYS = ("prototype", "prototype-bare")
 #: contexts per process: glibc's 16 namespaces less the base's and a spare
 PER_RUN = 12
@@ -116,6 +120,7 @@ def run(rounds: int = 7, progress: bool = True, prototype: Path | None = None) -
 
 _NAMES = {
     "dlmopen": "glibc dlmopen(LM_ID_NEWLM)",
+    "dlmopen-local": "glibc: libc's namespace, then lib",
     "namespace": "vlcs context, namespace",
     "copies": "vlcs context, copies",
     "prototype": "prototype (its monitor on)",

@@ -5,8 +5,10 @@
  *
  *   vlcs-bench-create LIBRARY WAY N
  *
- * WAY: "dlmopen" (the floor), "namespace" (vlcs, a linker namespace of its
- * own) or "copies" (vlcs, renamed copies).  Prints the N times in
+ * WAY: "dlmopen" (the floor), "dlmopen-local" (glibc's libc in a new
+ * namespace, then the library by a second call: kept local, as a context
+ * keeps it), "namespace" (vlcs, a linker namespace of its own) or "copies"
+ * (vlcs, renamed copies).  Prints the N times in
  * microseconds as JSON.  Run under vlcs-run: every way gets its tunables. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -33,6 +35,15 @@ static int make_one(const char *way, const char *library)
         fprintf(stderr, "vlcs-bench-create: %s\n", dlerror());
         return -1;
     }
+    if (strcmp(way, "dlmopen-local") == 0) {
+        void *libc = dlmopen(LM_ID_NEWLM, "libc.so.6", RTLD_NOW | RTLD_LOCAL);
+        Lmid_t ns;
+        if (libc != NULL && dlinfo(libc, RTLD_DI_LMID, &ns) == 0 &&
+            dlmopen(ns, library, RTLD_NOW | RTLD_LOCAL) != NULL)
+            return 0;
+        fprintf(stderr, "vlcs-bench-create: %s\n", dlerror());
+        return -1;
+    }
     vlcs_ctx *c = vlcs_ctx_create(NULL);
     int mode = strcmp(way, "copies") == 0 ? VLCS_MODE_COPIES : VLCS_MODE_NAMESPACE;
     if (c != NULL && vlcs_ctx_set_mode(c, mode) == 0 && vlcs_ctx_load(c, library) != NULL)
@@ -44,8 +55,9 @@ static int make_one(const char *way, const char *library)
 int main(int argc, char **argv)
 {
     if (argc != 4 || atoi(argv[3]) < 1 ||
-        (strcmp(argv[2], "dlmopen") && strcmp(argv[2], "namespace") && strcmp(argv[2], "copies"))) {
-        fprintf(stderr, "usage: vlcs-bench-create LIBRARY dlmopen|namespace|copies N\n");
+        (strcmp(argv[2], "dlmopen") && strcmp(argv[2], "dlmopen-local") &&
+         strcmp(argv[2], "namespace") && strcmp(argv[2], "copies"))) {
+        fprintf(stderr, "usage: vlcs-bench-create LIBRARY dlmopen|dlmopen-local|namespace|copies N\n");
         return 2;
     }
     int n = atoi(argv[3]);
