@@ -147,6 +147,14 @@ struct ctx_copies {
     /* a program's run: its interposer copy's vlcs_ip_exec_files, found
      * with its streams (exec_streams.c), called at its exit (exec_flush) */
     void (*run_files)(int how);
+    /* A context that runs programs: the stdin, stdout and stderr its
+     * libraries bind to (every root of its loads defines them:
+     * copies_tree.c), made before its first program's load, whose
+     * constructors may keep them (C++'s std::cout): the run's streams
+     * while a program runs, else its vlcs_ctx_set_stdio streams (in
+     * ns.stdio_file) or the process's (exec_streams.c). */
+    void *std[3]; /* FILE * */
+    bool std_made;
     struct copy_env *env; /* its environment (copies_env.c) */
     void *_Atomic py_state_dict; /* its interpreter dict (service_python.c) */
 };

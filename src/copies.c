@@ -28,6 +28,7 @@
 #include "elf_search.h"
 #include "env.h"
 #include "error.h"
+#include "exec_streams.h"
 #include "fork.h"
 #include "handles.h"
 #include "interposer_path.h"
@@ -529,6 +530,7 @@ static int copies_unload(vlcs_ctx *c, char *why, size_t size)
         return -1;
     }
     dlclose(cs->ip);
+    streams_for_copies_end(c); /* nothing bound to them is left */
     atomic_store(&c->cp.py_state_dict, NULL);
     fork_forget(c);
     shim_forget(c);
@@ -539,6 +541,8 @@ static int copies_unload(vlcs_ctx *c, char *why, size_t size)
     copy_env_free(c);
     return 0;
 }
+
+static void copies_closing(vlcs_ctx *c) { streams_for_copies_retire(c); }
 
 const struct ctx_backend copies_backend = {
     .name = "copies",
@@ -551,6 +555,6 @@ const struct ctx_backend copies_backend = {
     .owns = copies_owns,
     .setenv = copies_setenv,
     .getenv = copies_getenv,
-    .closing = NULL,
+    .closing = copies_closing,
     .unload = copies_unload,
 };

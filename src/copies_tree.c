@@ -13,6 +13,7 @@
 #include "elf_copy.h"
 #include "elf_read.h"
 #include "elf_search.h"
+#include "exec_streams.h"
 #include "error.h"
 #include "forwarder.h"
 #include "handles.h"
@@ -364,7 +365,12 @@ static int tree_root(struct tree *t)
             needed[nn] = paths[nn];
             nn++;
         }
-    int root = forwarder_root(needed, nn, t->why, WHY_SIZE);
+    /* a context that runs programs: its libraries' stdin, stdout and
+     * stderr are its own, defined first (exec_streams.c) */
+    static const char *const streams[3] = {"stdin", "stdout", "stderr"};
+    void *const vars[3] = {&t->c->cp.std[0], &t->c->cp.std[1], &t->c->cp.std[2]};
+    int root = forwarder_root_vars(needed, nn, streams, vars, t->c->cp.std_made ? 3 : 0, t->why,
+                                   WHY_SIZE);
     free(needed);
     free(paths);
     if (root < 0) {
@@ -556,17 +562,10 @@ void *copies_load_tree(vlcs_ctx *c, const char *real, const char *shown)
     t.n = 1;
     void *h = NULL;
     int code = tree_read(&t);
-    /* A program (vlcs_ctx_exec) that links libstdc++ is refused before its
-     * load: the constructors of the copy of libstdc++ would make std::cout
-     * on the process's libc's stdout, not the run's. */
-    for (size_t i = 0; code == VLCS_OK && c->loading_program && i < t.n; i++)
-        if (strncmp(base_name(t.items[i].origin), "libstdc++.so", 12) == 0) {
-            snprintf(t.why, WHY_SIZE, "past glibc's 15 namespaces a program shares the "
-                     "process's libc, and a C++ program's std::cout would write to the "
-                     "process's stdout; run at most 15 instances of a program that links "
-                     "libstdc++ per process");
-            code = VLCS_E_UNSUPPORTED;
-        }
+    /* A program's libraries bind to the context's streams, made before
+     * any constructor runs (C++'s std::cout keeps what stdout is then). */
+    if (code == VLCS_OK && c->loading_program && streams_for_copies(c) != 0)
+        goto out;
     /* Room for the new copies and the root: their maps, their memfds. */
     size_t fresh = 1;
     for (size_t i = 0; i < t.n; i++)

@@ -18,6 +18,7 @@
 #include "common.h"
 #include "exec_instance.h"
 #include "context.h"
+#include "exec_streams.h"
 #include "exec_signals.h"
 #include "fault.h"
 #include "handles.h"
@@ -44,6 +45,8 @@ void exec_flush(vlcs_ctx *c)
         c->ns.libc_fflush(NULL);
     else if (c->cp.run_files != NULL)
         c->cp.run_files(0); /* the streams the run opened, and its own */
+    if (c->copy_mode) /* and the context's, where std::cout writes */
+        streams_for_copies_flush(c);
 }
 
 /* A child the program forks (system, popen, fork and exec) is a process

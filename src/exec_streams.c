@@ -12,6 +12,8 @@
 #include "error.h"
 #include "registry.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio_ext.h>
 #include <stdio.h>
@@ -30,6 +32,73 @@ static void base_streams(vlcs_ctx *c, struct run_streams *s, FILE **const progra
     s->setvbuf = setvbuf;
     s->fpurge = __fpurge;
     s->files = c->cp.run_files = (void (*)(int))dlsym(exec_interposer(c), "vlcs_ip_exec_files");
+    for (int i = 0; i < 3 && c->cp.std_made; i++)
+        s->also[i] = &c->cp.std[i];
+}
+
+int streams_for_copies(vlcs_ctx *c)
+{
+    if (c->cp.std_made)
+        return 0;
+    FILE *process[3] = {stdin, stdout, stderr};
+    for (int i = 0; i < 3; i++) {
+        FILE *f = process[i];
+        if (c->ns.stdio_set[i]) {
+            int fd = dup(c->ns.stdio_fd[i]);
+            f = fd >= 0 ? fdopen(fd, i == 0 ? "r" : "w") : NULL;
+            if (f == NULL) {
+                set_error(VLCS_E_SYSTEM, "Error loading into context '%s': descriptor %d given "
+                          "to vlcs_ctx_set_stdio cannot be used: %s", c->name,
+                          c->ns.stdio_fd[i], strerror(errno));
+                if (fd >= 0)
+                    close(fd);
+                streams_for_copies_end(c);
+                return -1;
+            }
+            if (i > 0) /* as a namespace's (namespace.c) */
+                setvbuf(f, NULL, _IOLBF, 0);
+            c->ns.stdio_file[i] = f;
+        }
+        c->cp.std[i] = f;
+    }
+    c->cp.std_made = true;
+    return 0;
+}
+
+void streams_for_copies_flush(vlcs_ctx *c)
+{
+    for (int i = 1; i < 3; i++)
+        if (c->ns.stdio_file[i] != NULL)
+            fflush(c->ns.stdio_file[i]);
+}
+
+void streams_for_copies_retire(vlcs_ctx *c)
+{
+    int null = -1;
+    for (int i = 0; i < 3; i++) {
+        FILE *f = c->ns.stdio_file[i];
+        if (f == NULL)
+            continue;
+        if (i > 0 && c->fault == NULL) /* a fault may have left its lock held */
+            fflush(f);
+        if (null < 0)
+            null = open("/dev/null", O_RDWR | O_CLOEXEC);
+        if (null >= 0)
+            dup2(null, fileno_unlocked(f));
+    }
+    if (null >= 0)
+        close(null);
+}
+
+void streams_for_copies_end(vlcs_ctx *c)
+{
+    for (int i = 0; i < 3; i++) {
+        if (c->ns.stdio_file[i] != NULL)
+            fclose(c->ns.stdio_file[i]);
+        c->ns.stdio_file[i] = NULL;
+        c->cp.std[i] = NULL;
+    }
+    c->cp.std_made = false;
 }
 
 int streams_give(vlcs_ctx *c, struct run_streams *s, const char *path, FILE **const program[3])
@@ -71,6 +140,10 @@ int streams_give(vlcs_ctx *c, struct run_streams *s, const char *path, FILE **co
             s->setvbuf(f, NULL, _IONBF, 0);
         s->open[i] = f;
         *s->slot[i] = f;
+        if (s->also[i] != NULL) {
+            s->also_saved[i] = *s->also[i];
+            *s->also[i] = f;
+        }
     }
     s->tell(s->open);
     return 0;
@@ -104,6 +177,8 @@ void streams_abandon(struct run_streams *s)
             }
         }
         *s->slot[i] = s->saved[i];
+        if (s->also[i] != NULL && s->also_saved[i] != NULL)
+            *s->also[i] = s->also_saved[i];
     }
 }
 
@@ -116,6 +191,8 @@ void streams_take_back(struct run_streams *s)
         if (s->open[i] != NULL)
             s->fclose(s->open[i]);
         *s->slot[i] = s->saved[i];
+        if (s->also[i] != NULL && s->also_saved[i] != NULL)
+            *s->also[i] = s->also_saved[i];
     }
 }
 

@@ -19,6 +19,10 @@ struct run_streams {
      * program's copies of them (or spare, where it has none) */
     FILE **slot[3];
     FILE *spare[3];
+    /* copy mode: the context's streams its libraries bind to (c->cp.std),
+     * the run's while it runs, and what they were */
+    void **also[3];
+    void *also_saved[3];
     bool copy_mode;
     FILE *saved[3];
     void *open[3]; /* the run's, NULL once closed */
@@ -47,6 +51,20 @@ HIDDEN void streams_abandon(struct run_streams *s);
 /* As streams_take_back, what the run's streams buffered lost (an end as
  * _exit's or a signal's). */
 HIDDEN void streams_discard(struct run_streams *s);
+/* Copy mode: the streams every copy of a context that runs programs binds
+ * to (c->cp.std), made before its first program loads: its
+ * vlcs_ctx_set_stdio streams (on duplicates of those descriptors), else
+ * the process's.  0, or -1 with the error set. */
+HIDDEN int streams_for_copies(vlcs_ctx *c);
+/* Its streams' buffers written (a program's end). */
+HIDDEN void streams_for_copies_flush(vlcs_ctx *c);
+/* Its streams flushed and turned to /dev/null as the context closes: their
+ * descriptors let go (a pipe's reader sees its end, though a thread the
+ * program left running keeps its copies loaded), the streams still there
+ * for the destructors of what is loaded (std::cout's flush). */
+HIDDEN void streams_for_copies_retire(vlcs_ctx *c);
+/* Its streams closed, once nothing of the context's is loaded. */
+HIDDEN void streams_for_copies_end(vlcs_ctx *c);
 /* A fault's first line on the run's stderr (its thread's descriptor 2), as
  * a shell reports a signal's end, the program named by path. */
 HIDDEN void streams_say_fault(vlcs_ctx *c, const char *path);

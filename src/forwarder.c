@@ -295,8 +295,22 @@ int forwarder_create(void *handle, const struct fwd_spec *spec, char *soname_out
  * modules, plugins) bind to it. */
 int forwarder_root(const char *const *needed, size_t n, char *err, size_t errsize)
 {
+    return forwarder_root_vars(needed, n, NULL, NULL, 0, err, errsize);
+}
+
+int forwarder_root_vars(const char *const *needed, size_t n, const char *const *names,
+                        void *const *vars, size_t nvars, char *err, size_t errsize)
+{
+    struct fwd_sym syms[8];
+    if (nvars > sizeof syms / sizeof *syms) {
+        snprintf(err, errsize, "a root defines at most %zu variables",
+                 sizeof syms / sizeof *syms);
+        return -VLCS_E_INVALID;
+    }
+    for (size_t i = 0; i < nvars; i++)
+        syms[i] = (struct fwd_sym){names[i], (uintptr_t)vars[i], STT_OBJECT, sizeof(void *)};
     size_t size = 0;
-    unsigned char *img = build("vlcs-namespace-root", NULL, 0, needed, n, &size);
+    unsigned char *img = build("vlcs-namespace-root", syms, nvars, needed, n, &size);
     return write_memfd("vlcs-root", img, size, err, errsize);
 }
 

@@ -29,6 +29,11 @@ HIDDEN int forwarder_create(void *handle, const struct fwd_spec *spec, char *son
 /* A symbol-less object whose DT_NEEDED are `needed`, as a memfd, or
  * -VLCS_E_* with err set. */
 HIDDEN int forwarder_root(const char *const *needed, size_t n, char *err, size_t errsize);
+/* The same, defining nvars pointer-sized variables: names[i] at vars[i]
+ * (an address of the process's), found before any definition of its
+ * dependencies' by what is loaded under it. */
+HIDDEN int forwarder_root_vars(const char *const *needed, size_t n, const char *const *names,
+                               void *const *vars, size_t nvars, char *err, size_t errsize);
 /* What makes a namespace's first object from the paths it needs. */
 typedef int (*root_maker)(const char *const *needed, size_t n, char *err, size_t errsize);
 /* One made by `make`, once per list of paths: a new descriptor of it. */

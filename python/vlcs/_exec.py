@@ -21,7 +21,6 @@ import sys
 import threading
 from collections.abc import Mapping, Sequence
 
-from vlcs import _elf
 from vlcs._choices import OUTPUTS, STDINS
 from vlcs._cpus import CpuList, resolve
 from vlcs._isolation.threads import base_thread
@@ -37,7 +36,6 @@ if TYPE_CHECKING:
 # namespaces (16, less the base's) they hold renamed copies
 # (docs/copy-mode.md)
 MAX_INSTANCES = 256
-NAMESPACES = 15
 
 
 class _Feed:
@@ -186,24 +184,6 @@ class _Tagger:
             sink.flush()
 
 
-def _needed(program: str | os.PathLike[str]) -> list[str]:
-    """The libraries program names itself (DT_NEEDED), found as the C side
-    finds it (PATH when it has no slash); [] when it cannot be read (the C
-    side says why, in one sentence, when it runs)."""
-    path = os.fsdecode(program)
-    if "/" not in path:
-        dirs = os.environ.get("PATH", os.defpath).split(os.pathsep)
-        found = (os.path.join(d or ".", path) for d in dirs)
-        path = next((f for f in found if os.path.isfile(f) and os.access(f, os.X_OK)), "")
-    if not path:
-        return []
-    try:
-        with open(path, "rb") as f:
-            return _elf.dynamic_strings(f.read(), _elf.DT_NEEDED)
-    except (OSError, ValueError, IndexError):
-        return []
-
-
 def _open_for(pattern: str | None, i: int) -> int | None:
     """The descriptor of instance i's file for a stream, or None."""
     if pattern is None:
@@ -242,13 +222,6 @@ def exec_instances(
         raise ValueError(
             f"{n} instances asked for, and one process runs at most {MAX_INSTANCES} at once; "
             f"run {MAX_INSTANCES} or fewer per process"
-        )
-    if n > NAMESPACES and "libstdc++.so.6" in _needed(argv[0]):
-        raise ValueError(
-            f"{n} instances of {argv[0]} asked for, and past glibc's {NAMESPACES} namespaces "
-            "a program shares the process's libc, where a C++ program's std::cout would write "
-            f"to the process's stdout; run at most {NAMESPACES} instances of a program that "
-            "links libstdc++ per process"
         )
     if output not in OUTPUTS:
         raise ValueError(f"output must be one of {', '.join(OUTPUTS)}; got {output!r}")
