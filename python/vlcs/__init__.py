@@ -13,20 +13,6 @@ True
 
 from __future__ import annotations
 
-import importlib
-
-from vlcs._errors import (
-    ContextBusyError,
-    ContextDestroyedError,
-    ContextFaultError,
-    Errcode,
-    InvalidArgumentError,
-    LibraryNotFoundError,
-    Limit,
-    UnsupportedPlatformError,
-    VlcsError,
-    VlcsLimitError,
-)
 from vlcs._paths import include_dir, library_path, native_dir, program_path
 from vlcs._pools import joblib_backend as _joblib
 from vlcs._version import __version__
@@ -39,6 +25,18 @@ if TYPE_CHECKING:
     from typing import Any
 
     from vlcs._context import VLC, Context, NamespaceKeptWarning, current, info
+    from vlcs._errors import (
+        ContextBusyError,
+        ContextDestroyedError,
+        ContextFaultError,
+        Errcode,
+        InvalidArgumentError,
+        LibraryNotFoundError,
+        Limit,
+        UnsupportedPlatformError,
+        VlcsError,
+        VlcsLimitError,
+    )
     from vlcs._exec import exec_instances
     from vlcs._isolation.imports import share
     from vlcs._isolation.threads import base_thread
@@ -63,9 +61,19 @@ _joblib.install()  # joblib's backend "vlcs", now or when joblib is imported
 # Everything else is imported at first use: contexts bring ctypes, the
 # import machinery and the Python runtimes, the pools
 # concurrent.futures.process (multiprocessing, tempfile, ...), the tuner
-# statistics and hashlib; `vlcs exec`, `vlcs --help` and a script that only
-# reads vlcs.__version__ need none of them.
+# statistics and hashlib, the errors enum; `vlcs exec`, `vlcs --help` and a
+# script that only reads vlcs.__version__ need none of them.
 _LAZY = {
+    "ContextBusyError": "vlcs._errors",
+    "ContextDestroyedError": "vlcs._errors",
+    "ContextFaultError": "vlcs._errors",
+    "Errcode": "vlcs._errors",
+    "InvalidArgumentError": "vlcs._errors",
+    "LibraryNotFoundError": "vlcs._errors",
+    "Limit": "vlcs._errors",
+    "UnsupportedPlatformError": "vlcs._errors",
+    "VlcsError": "vlcs._errors",
+    "VlcsLimitError": "vlcs._errors",
     "VLC": "vlcs._context",
     "Context": "vlcs._context",
     "NamespaceKeptWarning": "vlcs._context",
@@ -95,6 +103,8 @@ _LAZY = {
 
 
 def __getattr__(name: str) -> Any:
+    import importlib
+
     module = _LAZY.get(name)
     if module is None:
         # a submodule (vlcs.shim, vlcs._lib...), each at first use as well

@@ -19,12 +19,15 @@ vlcs demo [python|gemm]                                       (package vlcs-benc
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 
 from vlcs import _cli
 from vlcs._version import __version__
+
+TYPE_CHECKING = False  # typing is not imported at run time (see vlcs/__init__.py)
+if TYPE_CHECKING:
+    import argparse
 
 
 def _columns() -> int:
@@ -42,12 +45,17 @@ def _columns() -> int:
     return columns or 80
 
 
-class _Parser(argparse.ArgumentParser):
-    """argparse's, its help as wide as argparse makes it (subcommands'
-    parsers are of this class too)."""
+def _parser_class() -> type[argparse.ArgumentParser]:
+    """argparse's parser, its help as wide as argparse makes it
+    (subcommands' parsers are of this class too); argparse is imported
+    here, after a `vlcs exec` that starts again has gone (_cli.again)."""
+    import argparse
 
-    def _get_formatter(self) -> argparse.HelpFormatter:
-        return self.formatter_class(prog=self.prog, width=_columns() - 2)
+    class _Parser(argparse.ArgumentParser):
+        def _get_formatter(self) -> argparse.HelpFormatter:
+            return self.formatter_class(prog=self.prog, width=_columns() - 2)
+
+    return _Parser
 
 
 def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
@@ -56,7 +64,7 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     that is none)."""
     args = sys.argv[1:] if argv is None else argv
     named = next((a for a in args if not a.startswith("-")), None)
-    p = _Parser(prog="vlcs", description="Virtual Library Contexts for Linux.")
+    p = _parser_class()(prog="vlcs", description="Virtual Library Contexts for Linux.")
     p.add_argument("--version", action="version", version=f"vlcs {__version__}")
     sub = p.add_subparsers(dest="cmd", required=True)
     for command in _cli.modules(named):
@@ -65,6 +73,12 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    if argv is None and sys.argv[1:2] == ["exec"]:
+        from vlcs._cli.again import instances_asked, start_again_if_many
+
+        n = instances_asked(sys.argv[2:])
+        if n is not None:
+            start_again_if_many(n, sys.argv[1:])
     args = build_parser(argv).parse_args(argv)
     args.raw_argv = sys.argv[1:] if argv is None else None  # to start again as given
     try:

@@ -8,15 +8,7 @@ import sys
 import time
 
 from vlcs._choices import OUTPUTS, PLACES, STDINS
-from vlcs._paths import program_file
-
-# The command line once more, under the launcher; not `-m vlcs`, which
-# imports runpy.  Where vlcs is installed with its native parts beside it,
-# without site (`-S`: an environment's .pth files can cost a Python half
-# its start), vlcs found where it is: its instances are programs, never
-# Python code, and it needs no other package.
-_AGAIN = "import sys; from vlcs.cli import main; sys.exit(main())"
-_AGAIN_FROM = "import sys; sys.path.append({!r}); " + _AGAIN
+from vlcs._cli.again import start_again_if_many
 
 
 def _exec(args: argparse.Namespace) -> int:
@@ -36,20 +28,12 @@ def _exec(args: argparse.Namespace) -> int:
             print(f"vlcs exec: --env takes NAME=VALUE; got {item!r}", file=sys.stderr)
             return 2
         env[key] = value
-    tuned = "glibc.rtld.nns" in os.environ.get("GLIBC_TUNABLES", "")
-    if args.instances > 4 and not tuned and args.raw_argv is not None:
+    if args.raw_argv is not None:
         # Each instance is a context with a namespace of its own while
         # glibc has one, then renamed copies: past a few, start again under
-        # the launcher, which raises glibc's namespaces and static TLS to
-        # what that many contexts need (a few fit without, and skip the
-        # second start of Python).
-        launcher = program_file("vlcs-run")
-        package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-        python = [sys.executable, "-c", _AGAIN]
-        if os.path.isdir(os.path.join(package, "_native")):  # not an editable install's
-            python = [sys.executable, "-S", "-c", _AGAIN_FROM.format(os.path.dirname(package))]
-        sized = ["--contexts", str(args.instances)]
-        os.execv(launcher, [launcher, *sized, "--", *python, *args.raw_argv])
+        # the launcher (a few fit without, and skip the second start of
+        # Python; `vlcs` checks this before it builds its parser).
+        start_again_if_many(args.instances, args.raw_argv)
     from vlcs._errors import VlcsError
     from vlcs._exec import exec_instances
 
