@@ -72,28 +72,32 @@ void streams_for_copies_flush(vlcs_ctx *c)
             fflush(c->ns.stdio_file[i]);
 }
 
+void stream_retire(FILE *f, bool broken)
+{
+    if (broken)
+        __fpurge(f); /* takes no lock */
+    else
+        fflush(f);
+    int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+    if (null >= 0) {
+        dup2(null, fileno_unlocked(f));
+        close(null);
+    } else {
+        close(fileno_unlocked(f)); /* the reader's end at least */
+    }
+}
+
 void streams_for_copies_retire(vlcs_ctx *c)
 {
-    int null = -1;
-    for (int i = 0; i < 3; i++) {
-        FILE *f = c->ns.stdio_file[i];
-        if (f == NULL)
-            continue;
-        if (i > 0 && c->fault == NULL) /* a fault may have left its lock held */
-            fflush(f);
-        if (null < 0)
-            null = open("/dev/null", O_RDWR | O_CLOEXEC);
-        if (null >= 0)
-            dup2(null, fileno_unlocked(f));
-    }
-    if (null >= 0)
-        close(null);
+    for (int i = 0; i < 3; i++)
+        if (c->ns.stdio_file[i] != NULL)
+            stream_retire(c->ns.stdio_file[i], c->fault != NULL);
 }
 
 void streams_for_copies_end(vlcs_ctx *c)
 {
     for (int i = 0; i < 3; i++) {
-        if (c->ns.stdio_file[i] != NULL)
+        if (c->ns.stdio_file[i] != NULL && c->fault == NULL) /* else its lock may be held */
             fclose(c->ns.stdio_file[i]);
         c->ns.stdio_file[i] = NULL;
         c->cp.std[i] = NULL;

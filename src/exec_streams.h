@@ -51,6 +51,15 @@ HIDDEN void streams_abandon(struct run_streams *s);
 /* As streams_take_back, what the run's streams buffered lost (an end as
  * _exit's or a signal's). */
 HIDDEN void streams_discard(struct run_streams *s);
+/* f, a context's stream on a duplicate of a vlcs_ctx_set_stdio descriptor,
+ * let go while what is loaded may still hold it (C++'s std::cout, whose
+ * destructor flushes it when libstdc++ unloads, or at the process's exit
+ * where it never does): its buffer written (broken: dropped, as a crashed
+ * process's, a fault having perhaps left its lock held), its descriptor
+ * made /dev/null's, so that the reader sees the end and nothing written
+ * later lands on a number reused since.  The FILE stays, to be closed once
+ * nothing holds it. */
+HIDDEN void stream_retire(FILE *f, bool broken);
 /* Copy mode: the streams every copy of a context that runs programs binds
  * to (c->cp.std), made before its first program loads: its
  * vlcs_ctx_set_stdio streams (on duplicates of those descriptors), else
@@ -58,12 +67,11 @@ HIDDEN void streams_discard(struct run_streams *s);
 HIDDEN int streams_for_copies(vlcs_ctx *c);
 /* Its streams' buffers written (a program's end). */
 HIDDEN void streams_for_copies_flush(vlcs_ctx *c);
-/* Its streams flushed and turned to /dev/null as the context closes: their
- * descriptors let go (a pipe's reader sees its end, though a thread the
- * program left running keeps its copies loaded), the streams still there
- * for the destructors of what is loaded (std::cout's flush). */
+/* Its streams retired as the context closes (a thread the program left
+ * running keeps its copies loaded). */
 HIDDEN void streams_for_copies_retire(vlcs_ctx *c);
-/* Its streams closed, once nothing of the context's is loaded. */
+/* Its streams closed, once nothing of the context's is loaded (a broken
+ * context's are left). */
 HIDDEN void streams_for_copies_end(vlcs_ctx *c);
 /* A fault's first line on the run's stderr (its thread's descriptor 2), as
  * a shell reports a signal's end, the program named by path. */

@@ -18,6 +18,7 @@
 #include "error.h"
 #include "exec_instance.h"
 #include "exec_signals.h"
+#include "exec_streams.h"
 #include "fork.h"
 #include "hooks.h"
 #include "interposer_path.h"
@@ -595,10 +596,16 @@ void ns_teardown(vlcs_ctx *c)
     c->ns.ip_handle = NULL;
     fork_forget(c);
     ns_forget_given(c);
-    /* the namespace's libc is gone: its stream pointers with it */
+    /* the namespace's libc is gone: its stream pointers with it, and all
+     * that held its streams */
     for (int i = 0; i < 3; i++)
         c->ns.stdio_slot[i] = NULL;
     ns_streams_release(c, false);
+    for (int i = 0; i < 3; i++)
+        if (c->ns.stdio_file[i] != NULL) {
+            fclose(c->ns.stdio_file[i]);
+            c->ns.stdio_file[i] = NULL;
+        }
 }
 
 void ns_streams_release(vlcs_ctx *c, bool broken)
@@ -608,14 +615,11 @@ void ns_streams_release(vlcs_ctx *c, bool broken)
         if (c->ns.stdio_file[i] != NULL) {
             if (c->ns.stdio_slot[i] != NULL)
                 *c->ns.stdio_slot[i] = process[i];
-            /* A fault may have left a stream locked: a broken context's
-             * are dropped unflushed (as a crashed process's), their
-             * descriptors closed so that readers see the end. */
-            if (broken)
-                close(fileno_unlocked(c->ns.stdio_file[i]));
-            else
-                fclose(c->ns.stdio_file[i]);
-            c->ns.stdio_file[i] = NULL;
+            /* a namespace that stays (libstdc++ does) may flush them at
+             * the process's exit: retired, closed at teardown */
+            stream_retire(c->ns.stdio_file[i], broken);
+            if (broken) /* its lock may be held: never closed */
+                c->ns.stdio_file[i] = NULL;
         }
 }
 

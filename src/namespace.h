@@ -26,8 +26,9 @@ HIDDEN void ns_teardown(vlcs_ctx *c);
 static inline int ns_slot(Lmid_t lmid) { return (int)((unsigned long)lmid % NS_SLOTS); }
 
 HIDDEN void ns_flush(vlcs_ctx *c);
-/* The streams vlcs_ctx_set_stdio gave: closed (their descriptors with them,
- * so that a reader sees the end), the namespace's back on the process's. */
+/* The streams vlcs_ctx_set_stdio gave: retired (stream_retire: their
+ * descriptors let go, so that a reader sees the end; closed when the
+ * namespace is torn down), the namespace's back on the process's. */
 HIDDEN void ns_streams_release(vlcs_ctx *c, bool broken);
 
 /* The names ld.so gave the namespace's first objects (their descriptors'),
