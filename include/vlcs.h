@@ -661,7 +661,9 @@ VLCS_API int vlcs_ctx_exec(vlcs_ctx *c, char *const argv[]);
  * The file descriptors the context's C streams (stdin, stdout, stderr) read
  * and write, instead of the process's; -1 leaves one as it is.  Set them
  * before the context's first load: the descriptors are duplicated when its
- * namespace is made, so keep them open until then.
+ * namespace is made, so keep them open until then.  vlcs_ctx_destroy
+ * flushes the streams and lets go of the duplicates (a reader of a pipe
+ * sees its end then), even where the context's libraries stay loaded.
  *
  * @return 0, or -1 with vlcs_error() set (VLCS_E_INVALID: not an open
  *         descriptor, or the context has loaded libraries already).
