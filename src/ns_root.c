@@ -27,23 +27,15 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-/* The file offset of vaddr..vaddr+size inside one PT_LOAD's file-backed
- * part, or -1. */
-static int64_t file_offset(const ElfW(Phdr) *ph, size_t nph, uint64_t vaddr, uint64_t size)
-{
-    for (size_t i = 0; i < nph; i++)
-        if (ph[i].p_type == PT_LOAD && vaddr >= ph[i].p_vaddr &&
-            size <= ph[i].p_filesz && vaddr - ph[i].p_vaddr <= ph[i].p_filesz - size)
-            return (int64_t)(ph[i].p_offset + (vaddr - ph[i].p_vaddr));
-    return -1;
-}
-
-/* The same, in a writable PT_LOAD, or -1. */
+/* The file offset of vaddr..vaddr+size inside the file-backed part of a
+ * writable PT_LOAD, or -1: what the copy writes lies there, so that the
+ * pages of the rest stay the file's (ns_root_share). */
 static int64_t writable_at(const ElfW(Phdr) *ph, size_t nph, uint64_t vaddr, uint64_t size)
 {
     for (size_t i = 0; i < nph; i++)
-        if ((ph[i].p_flags & PF_W) && file_offset(&ph[i], 1, vaddr, size) >= 0)
-            return file_offset(&ph[i], 1, vaddr, size);
+        if (ph[i].p_type == PT_LOAD && (ph[i].p_flags & PF_W) && vaddr >= ph[i].p_vaddr &&
+            size <= ph[i].p_filesz && vaddr - ph[i].p_vaddr <= ph[i].p_filesz - size)
+            return (int64_t)(ph[i].p_offset + (vaddr - ph[i].p_vaddr));
     return -1;
 }
 
@@ -99,12 +91,9 @@ static int name_needed(unsigned char *img, size_t size, const ElfW(Shdr) *sh, si
         if (dyn[end].d_tag == DT_STRTAB)
             strtab = dyn[end].d_un.d_ptr;
     const ElfW(Sym) *room = dynamic_symbol(img, size, sh, nsh, VLCS_IP_NEEDED_SYMBOL);
-    int64_t room_at = room != NULL ? file_offset(ph, eh->e_phnum, room->st_value, room->st_size)
+    int64_t room_at = room != NULL ? writable_at(ph, eh->e_phnum, room->st_value, room->st_size)
                                    : -1;
-    /* what is written lies in the writable segment: the pages of the rest
-     * stay the file's (ns_root_share) */
-    if (writable_at(ph, eh->e_phnum, dyn_ph->p_vaddr, dyn_ph->p_filesz) < 0 ||
-        (room != NULL && writable_at(ph, eh->e_phnum, room->st_value, room->st_size) < 0))
+    if (writable_at(ph, eh->e_phnum, dyn_ph->p_vaddr, dyn_ph->p_filesz) < 0)
         return -1;
     size_t len = 0;
     for (size_t i = 0; i < n; i++)
