@@ -542,7 +542,7 @@ static int copies_unload(vlcs_ctx *c, char *why, size_t size)
     return 0;
 }
 
-static void copies_closing(vlcs_ctx *c) { streams_for_copies_retire(c); }
+static void copies_closing(vlcs_ctx *c) { context_streams_retire(c, c->fault != NULL); }
 
 const struct ctx_backend copies_backend = {
     .name = "copies",

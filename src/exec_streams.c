@@ -36,40 +36,36 @@ static void base_streams(vlcs_ctx *c, struct run_streams *s, FILE **const progra
         s->also[i] = &c->cp.std[i];
 }
 
-int streams_for_copies(vlcs_ctx *c)
+int context_streams_open(vlcs_ctx *c, int *failed)
 {
-    if (c->cp.std_made)
-        return 0;
-    FILE *process[3] = {stdin, stdout, stderr};
     for (int i = 0; i < 3; i++) {
-        FILE *f = process[i];
-        if (c->ns.stdio_set[i]) {
-            int fd = dup(c->ns.stdio_fd[i]);
-            f = fd >= 0 ? fdopen(fd, i == 0 ? "r" : "w") : NULL;
-            if (f == NULL) {
-                set_error(VLCS_E_SYSTEM, "Error loading into context '%s': descriptor %d given "
-                          "to vlcs_ctx_set_stdio cannot be used: %s", c->name,
-                          c->ns.stdio_fd[i], strerror(errno));
-                if (fd >= 0)
-                    close(fd);
-                streams_for_copies_end(c);
-                return -1;
-            }
-            if (i > 0) /* as a namespace's (namespace.c) */
-                setvbuf(f, NULL, _IOLBF, 0);
-            c->ns.stdio_file[i] = f;
+        if (!c->ns.stdio_set[i])
+            continue;
+        int fd = dup(c->ns.stdio_fd[i]);
+        FILE *f = fd >= 0 ? fdopen(fd, i == 0 ? "r" : "w") : NULL;
+        if (f == NULL) {
+            int e = errno;
+            if (fd >= 0)
+                close(fd);
+            context_streams_close(c);
+            *failed = c->ns.stdio_fd[i];
+            errno = e;
+            return -1;
         }
-        c->cp.std[i] = f;
+        if (i > 0)
+            setvbuf(f, NULL, _IOLBF, 0);
+        c->ns.stdio_file[i] = f;
     }
-    c->cp.std_made = true;
     return 0;
 }
 
-void streams_for_copies_flush(vlcs_ctx *c)
+void context_streams_close(vlcs_ctx *c)
 {
-    for (int i = 1; i < 3; i++)
-        if (c->ns.stdio_file[i] != NULL)
-            fflush(c->ns.stdio_file[i]);
+    for (int i = 0; i < 3; i++)
+        if (c->ns.stdio_file[i] != NULL) {
+            fclose(c->ns.stdio_file[i]);
+            c->ns.stdio_file[i] = NULL;
+        }
 }
 
 void stream_retire(FILE *f, bool broken)
@@ -87,21 +83,45 @@ void stream_retire(FILE *f, bool broken)
     }
 }
 
-void streams_for_copies_retire(vlcs_ctx *c)
+void context_streams_retire(vlcs_ctx *c, bool broken)
 {
     for (int i = 0; i < 3; i++)
+        if (c->ns.stdio_file[i] != NULL) {
+            stream_retire(c->ns.stdio_file[i], broken);
+            if (broken) /* its lock may be held: never closed */
+                c->ns.stdio_file[i] = NULL;
+        }
+}
+
+int streams_for_copies(vlcs_ctx *c)
+{
+    if (c->cp.std_made)
+        return 0;
+    int failed = -1;
+    if (context_streams_open(c, &failed) != 0) {
+        set_error(VLCS_E_SYSTEM, "Error loading into context '%s': descriptor %d given to "
+                  "vlcs_ctx_set_stdio cannot be used: %s", c->name, failed, strerror(errno));
+        return -1;
+    }
+    FILE *process[3] = {stdin, stdout, stderr};
+    for (int i = 0; i < 3; i++)
+        c->cp.std[i] = c->ns.stdio_file[i] != NULL ? c->ns.stdio_file[i] : process[i];
+    c->cp.std_made = true;
+    return 0;
+}
+
+void streams_for_copies_flush(vlcs_ctx *c)
+{
+    for (int i = 1; i < 3; i++)
         if (c->ns.stdio_file[i] != NULL)
-            stream_retire(c->ns.stdio_file[i], c->fault != NULL);
+            fflush(c->ns.stdio_file[i]);
 }
 
 void streams_for_copies_end(vlcs_ctx *c)
 {
-    for (int i = 0; i < 3; i++) {
-        if (c->ns.stdio_file[i] != NULL && c->fault == NULL) /* else its lock may be held */
-            fclose(c->ns.stdio_file[i]);
-        c->ns.stdio_file[i] = NULL;
+    context_streams_close(c);
+    for (int i = 0; i < 3; i++)
         c->cp.std[i] = NULL;
-    }
     c->cp.std_made = false;
 }
 

@@ -51,27 +51,33 @@ HIDDEN void streams_abandon(struct run_streams *s);
 /* As streams_take_back, what the run's streams buffered lost (an end as
  * _exit's or a signal's). */
 HIDDEN void streams_discard(struct run_streams *s);
-/* f, a context's stream on a duplicate of a vlcs_ctx_set_stdio descriptor,
- * let go while what is loaded may still hold it (C++'s std::cout, whose
- * destructor flushes it when libstdc++ unloads, or at the process's exit
- * where it never does): its buffer written (broken: dropped, as a crashed
- * process's, a fault having perhaps left its lock held), its descriptor
- * made /dev/null's, so that the reader sees the end and nothing written
- * later lands on a number reused since.  The FILE stays, to be closed once
- * nothing holds it. */
+/* A context's vlcs_ctx_set_stdio streams (c->ns.stdio_file), each on a
+ * duplicate of its descriptor, stdout and stderr line-buffered: 0, or -1
+ * with none made, errno set and the descriptor that failed in *failed. */
+HIDDEN int context_streams_open(vlcs_ctx *c, int *failed);
+/* f, such a stream, let go while what is loaded may still hold it (C++'s
+ * std::cout, whose destructor flushes it when libstdc++ unloads, or at the
+ * process's exit where it never does): its buffer written (broken:
+ * dropped, as a crashed process's, a fault having perhaps left its lock
+ * held), its descriptor made /dev/null's, so that the reader sees the end
+ * and nothing written later lands on a number reused since.  The FILE
+ * stays, to be closed once nothing holds it. */
 HIDDEN void stream_retire(FILE *f, bool broken);
+/* Each of the context's streams retired; a broken context's forgotten,
+ * never closed. */
+HIDDEN void context_streams_retire(vlcs_ctx *c, bool broken);
+/* Those left closed, once nothing holds them. */
+HIDDEN void context_streams_close(vlcs_ctx *c);
 /* Copy mode: the streams every copy of a context that runs programs binds
  * to (c->cp.std), made before its first program loads: its
- * vlcs_ctx_set_stdio streams (on duplicates of those descriptors), else
- * the process's.  0, or -1 with the error set. */
+ * vlcs_ctx_set_stdio streams, else the process's.  0, or -1 with the
+ * error set. */
 HIDDEN int streams_for_copies(vlcs_ctx *c);
 /* Its streams' buffers written (a program's end). */
 HIDDEN void streams_for_copies_flush(vlcs_ctx *c);
-/* Its streams retired as the context closes (a thread the program left
- * running keeps its copies loaded). */
-HIDDEN void streams_for_copies_retire(vlcs_ctx *c);
-/* Its streams closed, once nothing of the context's is loaded (a broken
- * context's are left). */
+/* Its streams closed, once nothing of the context's is loaded (retired
+ * before, as it closed: a thread the program left running keeps its
+ * copies loaded). */
 HIDDEN void streams_for_copies_end(vlcs_ctx *c);
 /* A fault's first line on the run's stderr (its thread's descriptor 2), as
  * a shell reports a signal's end, the program named by path. */

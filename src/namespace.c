@@ -465,28 +465,13 @@ int ns_create(vlcs_ctx *c)
     }
     /* vlcs_ctx_set_stdio's: streams of the base's libc (a namespace's libc
      * accepts another copy's FILE), on descriptors of their own */
-    for (int i = 0; i < 3; i++) {
-        if (!c->ns.stdio_set[i])
-            continue;
-        int fd = dup(c->ns.stdio_fd[i]);
-        FILE *f = fd >= 0 ? fdopen(fd, i == 0 ? "r" : "w") : NULL;
-        if (f == NULL) {
-            if (fd >= 0)
-                close(fd);
-            set_error(VLCS_E_SYSTEM,
-                      "Error creating the namespace of context '%s': descriptor %d given to "
-                      "vlcs_ctx_set_stdio cannot be used: %s",
-                      c->name, c->ns.stdio_fd[i], strerror(errno));
-            for (int j = 0; j < i; j++)
-                if (c->ns.stdio_file[j] != NULL) {
-                    fclose(c->ns.stdio_file[j]);
-                    c->ns.stdio_file[j] = NULL;
-                }
-            goto fail;
-        }
-        if (i > 0)
-            setvbuf(f, NULL, _IOLBF, 0);
-        c->ns.stdio_file[i] = f;
+    int failed = -1;
+    if (context_streams_open(c, &failed) != 0) {
+        set_error(VLCS_E_SYSTEM,
+                  "Error creating the namespace of context '%s': descriptor %d given to "
+                  "vlcs_ctx_set_stdio cannot be used: %s",
+                  c->name, failed, strerror(errno));
+        goto fail;
     }
     char **own = NULL, **env = environ_copy(c->pending_env, &own);
     if (env == NULL) {
@@ -601,26 +586,18 @@ void ns_teardown(vlcs_ctx *c)
     for (int i = 0; i < 3; i++)
         c->ns.stdio_slot[i] = NULL;
     ns_streams_release(c, false);
-    for (int i = 0; i < 3; i++)
-        if (c->ns.stdio_file[i] != NULL) {
-            fclose(c->ns.stdio_file[i]);
-            c->ns.stdio_file[i] = NULL;
-        }
+    context_streams_close(c);
 }
 
 void ns_streams_release(vlcs_ctx *c, bool broken)
 {
     FILE *process[3] = {stdin, stdout, stderr};
     for (int i = 0; i < 3; i++)
-        if (c->ns.stdio_file[i] != NULL) {
-            if (c->ns.stdio_slot[i] != NULL)
-                *c->ns.stdio_slot[i] = process[i];
-            /* a namespace that stays (libstdc++ does) may flush them at
-             * the process's exit: retired, closed at teardown */
-            stream_retire(c->ns.stdio_file[i], broken);
-            if (broken) /* its lock may be held: never closed */
-                c->ns.stdio_file[i] = NULL;
-        }
+        if (c->ns.stdio_file[i] != NULL && c->ns.stdio_slot[i] != NULL)
+            *c->ns.stdio_slot[i] = process[i];
+    /* a namespace that stays (libstdc++ does) may flush them at the
+     * process's exit: retired, closed at teardown */
+    context_streams_retire(c, broken);
 }
 
 void ns_flush(vlcs_ctx *c) { c->ns.libc_fflush(NULL); }
