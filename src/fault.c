@@ -695,7 +695,8 @@ static char *report(const struct guard *g)
                  code_meaning(g->sig, g->code), (unsigned long)(uintptr_t)g->addr, where);
     /* In libc (the context's own copy) or the interposer, the caller says
      * more: strlen, abort, assert */
-    for (int i = 1; i < g->nframes && in_libc(g->frames[0]); i++)
+    bool in_libc_first = g->nframes > 0 && in_libc(g->frames[0]);
+    for (int i = 1; i < g->nframes && in_libc_first; i++)
         if (!in_libc(g->frames[i])) {
             size_t n = strlen(first);
             describe_at(where, sizeof where, g->frames[i]);

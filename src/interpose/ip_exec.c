@@ -263,8 +263,6 @@ IP_EXPORT int fclose(FILE *f)
  * and 2 (glibc's own system() spawns without fork handlers, so the child
  * would write to the process's).  Signals are left as they are: the
  * process's dispositions are every instance's. */
-extern char **environ;
-
 IP_EXPORT int system(const char *command)
 {
     typedef int (*system_fn)(const char *);
@@ -283,18 +281,12 @@ IP_EXPORT int system(const char *command)
     for (int i = 1; i < 3; i++)
         if (s[i] != NULL)
             fflush((FILE *)s[i]);
-    char *argv[] = {"sh", "-c", (char *)command, NULL};
-    const struct vlcs_ip_api *a = copy_mode(); /* the context's environment, not the process's */
     pid_t pid;
-    int rc = posix_spawn(&pid, "/bin/sh", &fa, NULL, argv, a ? a->env_block(a->ctx) : environ);
+    int rc = ip_run_shell(&pid, &fa, command);
     posix_spawn_file_actions_destroy(&fa);
     if (rc != 0)
         return 127 << 8; /* as system() when the shell cannot run */
-    int status;
-    while (waitpid(pid, &status, 0) < 0)
-        if (errno != EINTR)
-            return -1;
-    return status;
+    return ip_run_wait(pid);
 }
 
 /* ---- a program's atexit handlers ------------------------------------------

@@ -265,6 +265,23 @@ static struct {
     pid_t pid;
 } piped[64];
 
+int ip_run_shell(pid_t *pid, const posix_spawn_file_actions_t *fa, const char *command)
+{
+    const struct vlcs_ip_api *a = __atomic_load_n(&vlcs_ip, __ATOMIC_ACQUIRE);
+    char *argv[] = {"sh", "-c", (char *)command, NULL};
+    return posix_spawn(pid, "/bin/sh", fa, NULL, argv,
+                       a != NULL && a->env_block != NULL ? a->env_block(a->ctx) : environ);
+}
+
+int ip_run_wait(pid_t pid)
+{
+    int status;
+    while (waitpid(pid, &status, 0) < 0)
+        if (errno != EINTR)
+            return -1;
+    return status;
+}
+
 static FILE *run_popen(const char *command, const char *mode)
 {
     bool reading = mode[0] == 'r', cloexec = strchr(mode, 'e') != NULL;
@@ -279,11 +296,8 @@ static FILE *run_popen(const char *command, const char *mode)
     posix_spawn_file_actions_t fa;
     posix_spawn_file_actions_init(&fa);
     posix_spawn_file_actions_adddup2(&fa, theirs, reading ? 1 : 0);
-    const struct vlcs_ip_api *a = __atomic_load_n(&vlcs_ip, __ATOMIC_ACQUIRE);
-    char *argv[] = {"sh", "-c", (char *)command, NULL};
     pid_t pid;
-    int rc = posix_spawn(&pid, "/bin/sh", &fa, NULL, argv,
-                         a && a->env_block ? a->env_block(a->ctx) : environ);
+    int rc = ip_run_shell(&pid, &fa, command);
     posix_spawn_file_actions_destroy(&fa);
     close(theirs);
     FILE *f = rc == 0 ? fdopen(mine, reading ? "r" : "w") : NULL;
@@ -330,11 +344,7 @@ IP_EXPORT int pclose(FILE *f)
         return next_pclose(f);
     }
     fclose(f);
-    int status;
-    while (waitpid(pid, &status, 0) < 0)
-        if (errno != EINTR)
-            return -1;
-    return status;
+    return ip_run_wait(pid);
 }
 
 /* ---- the implicit streams ------------------------------------------------ */

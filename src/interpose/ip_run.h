@@ -8,6 +8,7 @@
 #include "ip.h"
 
 #include <getopt.h>
+#include <spawn.h>
 #include <stdbool.h>
 #include <stdio.h>
 
@@ -27,6 +28,13 @@ IP_HIDDEN void ip_run_opened(FILE *f);
 IP_HIDDEN void ip_run_closing(FILE *f);
 /* after the context's environment changed: the program's environ follows */
 IP_HIDDEN void ip_run_environ_changed(void);
+/* sh -c command, its descriptors as fa says, with a copy-mode context's
+ * environment (the process's libc would give the base's; elsewhere
+ * environ): posix_spawn's result.  system()'s and popen's shells. */
+IP_HIDDEN int ip_run_shell(pid_t *pid, const posix_spawn_file_actions_t *fa, const char *command);
+/* The status of a child once it ends (waits cut short by a signal
+ * resumed), or -1. */
+IP_HIDDEN int ip_run_wait(pid_t pid);
 IP_HIDDEN int ip_run_getopt(int argc, char *const argv[], const char *opts,
                             const struct option *longopts, int *longind, bool long_only,
                             bool posix);
