@@ -1,12 +1,12 @@
 """What vlcs reads of an ELF64 little-endian file's dynamic section, from
-its section headers (``vlcs shim`` and ``vlcs exec`` ask)."""
+its section headers (``vlcs shim`` asks)."""
 
 from __future__ import annotations
 
 import struct
 
 SHT_DYNAMIC = 6
-DT_NEEDED, DT_SONAME = 1, 14
+DT_SONAME = 14
 
 
 def sections(blob: bytes) -> list[tuple[int, ...]]:
@@ -25,10 +25,11 @@ def string_at(blob: bytes, table_offset: int, at: int) -> str:
     return blob[start : blob.index(b"\0", start)].decode(errors="replace")
 
 
-def dynamic_strings(blob: bytes, tag: int) -> list[str]:
+def dynamic_strings(blob: bytes, tag: int, heads: list[tuple[int, ...]] | None = None) -> list[str]:
     """The strings of blob's dynamic entries tagged tag (DT_NEEDED,
-    DT_SONAME), in their order."""
-    heads = sections(blob)
+    DT_SONAME), in their order; heads: its sections, where read already."""
+    if heads is None:
+        heads = sections(blob)
     out = []
     for sh in heads:
         if sh[1] != SHT_DYNAMIC:

@@ -47,7 +47,7 @@ def read_exports(path: str | os.PathLike) -> Exports:
         heads = _elf.sections(blob)
     except ValueError:
         raise ShimError(f"{path} is not a 64-bit little-endian ELF file") from None
-    sonames = _elf.dynamic_strings(blob, _elf.DT_SONAME)
+    sonames = _elf.dynamic_strings(blob, _elf.DT_SONAME, heads)
     soname = sonames[0] if sonames else None
     names: dict[str, int] = {}
     for sh in heads:
