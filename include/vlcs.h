@@ -298,6 +298,41 @@ VLCS_API int vlcs_trace_mark(const char *name, char phase, const char *args_json
  */
 VLCS_API int vlcs_ctx_set_elastic(vlcs_ctx *c, const char *bound, unsigned weight);
 
+/**
+ * Report progress: `units` more of the work the calling code repeats
+ * (iterations, batches, solves: of about equal size) done in context c, or,
+ * with c NULL, in the calling thread's context (vlcs_current(); outside
+ * every context the call does nothing).  Cheap, an atomic add and now and
+ * then a clock read: call it once per iteration.
+ *
+ * An elastic context that reports progress keeps a lend only where it
+ * pays.  vlcs measures its rate (units per second) in windows of at least
+ * 3 units and 10 ms; when a lend has brought it from k to k' CPUs and its
+ * rate rose less than 5 %, it gives back half of what the lend added, then
+ * half again, down to k if none of it paid, and those CPUs go to other
+ * borrowers or stay with their idle owners.  A lend given back is tried
+ * whole again after 2 s, then 4, 8, ... up to 64 s.  A context that reports
+ * nothing is lent what the plan gives it.  VLCS_TRACE=elastic prints each
+ * verdict.
+ *
+ * @return 0, or -1 with vlcs_error() set (VLCS_E_INVALID: c is not a context).
+ */
+VLCS_API int vlcs_ctx_progress(vlcs_ctx *c, unsigned long long units);
+
+/** What vlcs_ctx_get_progress() reads. */
+typedef struct vlcs_progress {
+    unsigned long long units; /* progress reported in all */
+    double rate;              /* units per second in the last window measured; 0: none yet */
+    int rate_cpus;            /* the CPUs it ran on through that window */
+    int most_cpus;            /* the most CPUs lends may bring it to now; 0: no limit but its bound */
+} vlcs_progress_t;
+
+/**
+ * Read what vlcs has measured of a context's progress (vlcs_ctx_progress).
+ * @return 0, or -1 with vlcs_error() set (VLCS_E_INVALID: not a context, out NULL).
+ */
+VLCS_API int vlcs_ctx_get_progress(const vlcs_ctx *c, vlcs_progress_t *out);
+
 /** Which CPU list vlcs_ctx_get_cpuset() writes. */
 typedef enum vlcs_cpuset {
     VLCS_CPUSET_CURRENT = 0, /* where its threads run now (vlcs_ctx_get_cpus) */

@@ -30,6 +30,7 @@
 #include "places.h"
 #include "pools.h"
 #include "registry.h"
+#include "thread.h"
 #include "trace.h"
 #include "view.h"
 
@@ -105,6 +106,7 @@ static size_t gather(uint64_t *keys)
         plan_in[i].home = c->home;
         plan_in[i].bound = c->el.bound;
         plan_in[i].weight = c->el.weight;
+        plan_in[i].most = c->el.most;
         plan_in[i].busy = c->entered > 0 && c->magic == CTX_ALIVE;
         pthread_mutex_unlock(&c->lock);
         keys[i] = (uint64_t)(uintptr_t)c;
@@ -132,6 +134,8 @@ static void apply(size_t n, const vlcs_ctx *cause, const char *why)
         pthread_mutex_unlock(&c->lock);
         if (!changed)
             continue;
+        /* A rate measured across a change of CPUs says nothing of either. */
+        __atomic_store_n(&c->el.window_ns, 0, __ATOMIC_RELEASE);
         if (tracing())
             trace(c, &from, &plan_out[i], why, cause);
         if (tracing_on())
@@ -160,6 +164,181 @@ static void rebalance(const vlcs_ctx *cause, const char *why)
     apply(n, cause, why);
 }
 
+/* ---- whether a lend pays ------------------------------------------------- */
+
+/* A window of the rate spans this much at least: one unit alone is noise,
+ * and 50 ms keeps short units from being judged on a few scheduler ticks. */
+#define WINDOW_UNITS 3
+#define WINDOW_NS UINT64_C(50000000)
+/* A lend pays when it raises the rate by this much: less is within the
+ * noise of one window against the next. */
+#define PAYS 1.05
+#define RETRY_FIRST_NS UINT64_C(2000000000)
+#define RETRY_MOST_NS UINT64_C(64000000000)
+
+static uint64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * UINT64_C(1000000000) + (uint64_t)ts.tv_nsec;
+}
+
+/* One line per verdict on a lend (VLCS_TRACE=elastic); `gain` 0: no rate
+ * on fewer CPUs to compare with yet. */
+static void trace_verdict(const vlcs_ctx *c, int cpus, double rate, double gain, const char *what)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    char compared[64] = "no rate on fewer CPUs yet";
+    if (gain > 0)
+        snprintf(compared, sizeof compared, "%.2fx its rate on %d", gain, c->el.known_cpus);
+    char line[512];
+    int n = snprintf(line, sizeof line, "vlcs elastic %ld.%06ld: context '%s' on %d CPUs: %.4g units/s, %s: %s\n",
+                     (long)ts.tv_sec, ts.tv_nsec / 1000, c->name, cpus, rate, compared, what);
+    if (n > 0)
+        (void)!write(STDERR_FILENO, line, (size_t)n < sizeof line ? (size_t)n : sizeof line - 1);
+}
+
+/* With elastic_mutex held: the next window of c opens now. */
+static void window_open(vlcs_ctx *c, uint64_t units, uint64_t now, int cpus)
+{
+    c->el.window_cpus = cpus;
+    __atomic_store_n(&c->el.window_units, units, __ATOMIC_RELAXED);
+    __atomic_store_n(&c->el.window_ns, now, __ATOMIC_RELEASE);
+}
+
+/* With elastic_mutex held: the verdict on a lend that brought c from
+ * known_cpus to `cpus`, where it ran at `rate`.  One that did not pay
+ * shrinks to half of what it added (then half again, down to nothing), and
+ * is tried whole again after a wait that doubles. */
+static void verdict(vlcs_ctx *c, int cpus, double rate, uint64_t now)
+{
+    struct ctx_elastic *e = &c->el;
+    double gain = rate / e->known_rate;
+    if (gain >= PAYS) {
+        if (tracing())
+            trace_verdict(c, cpus, rate, gain, "keeps the lend");
+        e->known_cpus = cpus;
+        e->known_rate = rate;
+        e->backoff_ns = 0;
+        if (e->most != 0 && e->most < cpus) { /* it was measured on its home meanwhile */
+            e->most = 0;
+            rebalance(c, "gained from its lend");
+        }
+        return;
+    }
+    int added = cpus - e->known_cpus;
+    e->most = added >= 2 ? e->known_cpus + added / 2 : e->known_cpus;
+    e->backoff_ns = e->backoff_ns == 0 ? RETRY_FIRST_NS
+                    : e->backoff_ns >= RETRY_MOST_NS / 2 ? RETRY_MOST_NS
+                                                         : 2 * e->backoff_ns;
+    __atomic_store_n(&e->retry_ns, now + e->backoff_ns, __ATOMIC_RELAXED);
+    if (tracing()) {
+        char what[96];
+        snprintf(what, sizeof what, "runs on %d at most for %.0f s", e->most,
+                 (double)e->backoff_ns / 1e9);
+        trace_verdict(c, cpus, rate, gain, what);
+    }
+    rebalance(c, "did not gain from its lend");
+}
+
+/* With elastic_mutex held: c reported progress, and a window may have
+ * closed or a refused lend may be due again.  A closed window's rate on
+ * more CPUs than the last measured is judged against it (verdict); a
+ * context lent CPUs before any rate of it was known runs one window on its
+ * home first, so that the lend has something to be judged against. */
+static void judge(vlcs_ctx *c)
+{
+    struct ctx_elastic *e = &c->el;
+    if (!e->active)
+        return;
+    uint64_t now = now_ns();
+    uint64_t units = __atomic_load_n(&e->units, __ATOMIC_RELAXED);
+    uint64_t retry = __atomic_load_n(&e->retry_ns, __ATOMIC_RELAXED);
+    if (retry != 0 && now >= retry) {
+        __atomic_store_n(&e->retry_ns, 0, __ATOMIC_RELAXED);
+        e->most = 0;
+        rebalance(c, "tries its lend again");
+        return;
+    }
+    int cpus = mask_count(&ctx_view(c)->mask);
+    uint64_t opened = __atomic_load_n(&e->window_ns, __ATOMIC_ACQUIRE);
+    if (opened == 0 || cpus != e->window_cpus) {
+        window_open(c, units, now, cpus);
+        e->window_settled = false;
+        return;
+    }
+    uint64_t done = units - __atomic_load_n(&e->window_units, __ATOMIC_RELAXED);
+    if (done < WINDOW_UNITS || now - opened < WINDOW_NS)
+        return;
+    double rate = (double)done * 1e9 / (double)(now - opened);
+    bool settling = !e->window_settled;
+    window_open(c, units, now, cpus);
+    /* The first window after a change of CPUs is the libraries' settling
+     * (a pool thread that lost its CPU spins on in its old one's time, a
+     * resized pool starts threads): it is not what the CPUs are worth. */
+    e->window_settled = true;
+    if (settling)
+        return;
+    e->last_rate = rate;
+    e->last_cpus = cpus;
+    int home = mask_count(&c->home);
+    if (e->known_cpus == 0 && cpus > home) {
+        e->untried_cpus = cpus;
+        e->untried_rate = rate;
+        e->most = home;
+        if (tracing())
+            trace_verdict(c, cpus, rate, 0, "runs one window on its home to judge the lend");
+        rebalance(c, "measures its rate on its home");
+        return;
+    }
+    if (e->known_cpus == 0 || cpus <= e->known_cpus) {
+        e->known_cpus = cpus;
+        e->known_rate = rate;
+        if (e->untried_cpus > cpus) {
+            int lent = e->untried_cpus;
+            e->untried_cpus = 0;
+            verdict(c, lent, e->untried_rate, now);
+        }
+        return;
+    }
+    verdict(c, cpus, rate, now);
+}
+
+/* Lock-free unless a window may close or a retry is due: a report costs an
+ * atomic add and, past a window's units, a clock read. */
+static void progress_add(vlcs_ctx *c, uint64_t n)
+{
+    struct ctx_elastic *e = &c->el;
+    uint64_t units = __atomic_add_fetch(&e->units, n, __ATOMIC_RELAXED);
+    if (!__atomic_load_n(&e->active, __ATOMIC_RELAXED))
+        return;
+    uint64_t opened = __atomic_load_n(&e->window_ns, __ATOMIC_ACQUIRE);
+    uint64_t retry = __atomic_load_n(&e->retry_ns, __ATOMIC_RELAXED);
+    if (opened != 0 && retry == 0 &&
+        units - __atomic_load_n(&e->window_units, __ATOMIC_RELAXED) < WINDOW_UNITS)
+        return;
+    uint64_t now = now_ns();
+    if (opened != 0 && now - opened < WINDOW_NS && (retry == 0 || now < retry))
+        return;
+    elastic_lock();
+    judge(c);
+    elastic_unlock();
+}
+
+/* With elastic_mutex held: what was learnt of c's lends is forgotten (its
+ * bound changed, or it stopped being elastic). */
+static void progress_forget(vlcs_ctx *c)
+{
+    struct ctx_elastic *e = &c->el;
+    __atomic_store_n(&e->window_ns, 0, __ATOMIC_RELEASE);
+    __atomic_store_n(&e->retry_ns, 0, __ATOMIC_RELAXED);
+    e->known_cpus = 0;
+    e->untried_cpus = 0;
+    e->most = 0;
+    e->backoff_ns = 0;
+}
+
 void elastic_node_changed(uint32_t generation)
 {
     elastic_lock();
@@ -181,6 +360,10 @@ void elastic_node_joined(void)
 void elastic_busy_changed(vlcs_ctx *c, bool busy)
 {
     elastic_lock();
+    /* What its lends were worth belongs to the work it did: the next
+     * thread to enter may bring other work. */
+    if (!busy)
+        progress_forget(c);
     if (c->el.active)
         rebalance(c, busy ? "entered" : "left");
     elastic_unlock();
@@ -321,6 +504,7 @@ VLCS_API int vlcs_ctx_set_elastic(vlcs_ctx *h, const char *bound, unsigned weigh
         __atomic_store_n(&c->el.active, !off, __ATOMIC_RELAXED);
         c->el.bound = off ? c->home : b;
         c->el.weight = weight;
+        progress_forget(c);
         if (off && was) /* home again; its view was made when the home was set */
             (void)ctx_switch_view(c, &c->home);
     }
@@ -381,4 +565,39 @@ VLCS_API int vlcs_ctx_get_cpuset(const vlcs_ctx *h, int which, char *buf, unsign
     char list[4096];
     mask_format(&m, list, sizeof list);
     return snprintf(buf, size, "%s", list);
+}
+
+VLCS_API int vlcs_ctx_progress(vlcs_ctx *h, unsigned long long units)
+{
+    vlcs_ctx *c;
+    if (h == NULL) {
+        /* Outside any context a library's reports cost nothing and mean
+         * nothing: the base has no lends to judge. */
+        if ((c = thread_current()) == NULL)
+            return 0;
+    } else if ((c = ctx_get(h, "reporting progress")) == NULL) {
+        return -1;
+    }
+    if (units > 0)
+        progress_add(c, units);
+    return 0;
+}
+
+VLCS_API int vlcs_ctx_get_progress(const vlcs_ctx *h, vlcs_progress_t *out)
+{
+    vlcs_ctx *c = ctx_get(h, "reading progress");
+    if (c == NULL)
+        return -1;
+    if (out == NULL) {
+        set_error(VLCS_E_INVALID, "Error reading progress of context '%s': the vlcs_progress_t is NULL",
+                  c->name);
+        return -1;
+    }
+    elastic_lock();
+    out->units = __atomic_load_n(&c->el.units, __ATOMIC_RELAXED);
+    out->rate = c->el.last_rate;
+    out->rate_cpus = c->el.last_cpus;
+    out->most_cpus = c->el.active ? c->el.most : 0;
+    elastic_unlock();
+    return 0;
 }

@@ -11,12 +11,16 @@
  *     bound.  Borrowers that want the same CPUs share them in proportion to
  *     their weights (their home sizes unless a priority says otherwise):
  *     each gets its quota, largest remainders first, as a run of the lowest
- *     CPUs still free in its bound, so that borrowed CPUs stay together.
+ *     CPUs still free in its bound, so that borrowed CPUs stay together;
+ *   - a borrower never runs on more CPUs than its `most` (a limit elastic.c
+ *     sets where lends did not raise its progress); what that leaves goes to
+ *     other borrowers, or stays idle on its owner.
  *
  * A pure function of its input: the same input gives the same plan.
  */
 #include "elastic_policy.h"
 
+#include <limits.h>
 #include <string.h>
 
 static bool has(const vmask *m, int cpu) { return (m->w[cpu / 64] >> (cpu % 64)) & 1; }
@@ -37,6 +41,15 @@ static int count_both(const vmask *a, const vmask *b)
     for (int i = 0; i < MASK_WORDS; i++)
         n += __builtin_popcountll(a->w[i] & b->w[i]);
     return n;
+}
+
+/* How many more CPUs context i may borrow; INT_MAX without a limit. */
+static int room(const struct elastic_in *in, const vmask *now)
+{
+    if (in->most <= 0)
+        return INT_MAX;
+    int left = in->most - count(now);
+    return left > 0 ? left : 0;
 }
 
 void elastic_plan(const struct elastic_in *in, size_t n, vmask *out)
@@ -87,6 +100,11 @@ void elastic_plan(const struct elastic_in *in, size_t n, vmask *out)
         unsigned long share = (unsigned long)wanted * wt;
         quota[i] = (int)(share / total_weight);
         rem[i] = share % total_weight;
+        int r = room(&in[i], &out[i]);
+        if (quota[i] >= r) {
+            quota[i] = r;
+            rem[i] = 0;
+        }
         given += quota[i];
     }
     /* The CPUs the floors left over go to the largest remainders (the
@@ -94,7 +112,8 @@ void elastic_plan(const struct elastic_in *in, size_t n, vmask *out)
     for (; given < wanted; given++) {
         size_t best = m;
         for (size_t i = 0; i < m; i++)
-            if (in[i].busy && rem[i] > 0 && (best == m || rem[i] > rem[best]))
+            if (in[i].busy && rem[i] > 0 && quota[i] < room(&in[i], &out[i]) &&
+                (best == m || rem[i] > rem[best]))
                 best = i;
         if (best == m)
             break;
@@ -116,7 +135,7 @@ void elastic_plan(const struct elastic_in *in, size_t n, vmask *out)
         if (!has(&free_cpus, cpu))
             continue;
         for (size_t i = 0; i < m; i++)
-            if (in[i].busy && has(&in[i].bound, cpu)) {
+            if (in[i].busy && has(&in[i].bound, cpu) && room(&in[i], &out[i]) > 0) {
                 set(&out[i], cpu);
                 break;
             }

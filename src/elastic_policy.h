@@ -13,6 +13,7 @@ struct elastic_in {
     vmask bound;     /* the most it may grow to; contains home */
     bool busy;       /* a thread is inside it */
     unsigned weight; /* its share of lent CPUs; 0: its home's size */
+    int most;        /* the most CPUs lends may bring it to; 0: its bound's */
 };
 
 /* out[i]: the CPUs context i runs on now. */

@@ -75,7 +75,7 @@ struct slot {
     uint32_t weight;
     uint64_t key;   /* the owner's name for the context */
     uint32_t busy;
-    uint32_t pad;
+    int32_t most; /* the most CPUs lends may bring it to; 0: its bound's */
     vmask home, bound;
     vmask current; /* the last plan's share */
 };
@@ -198,6 +198,8 @@ static void check_locked(void)
         clamp(&s->current);
         if (s->weight > WEIGHT_LIMIT)
             s->weight = WEIGHT_LIMIT;
+        if (s->most < 0 || s->most > VLCS_MAX_CPUS)
+            s->most = 0;
     }
     clamp(&L->freed);
 }
@@ -244,6 +246,7 @@ static uint32_t replan_locked(void)
         node_in[n].bound = s->bound;
         node_in[n].busy = s->busy != 0;
         node_in[n].weight = s->weight;
+        node_in[n].most = s->most;
         index[n++] = i;
         for (int w = 0; w < MASK_WORDS; w++)
             homes.w[w] |= s->home.w[w];
@@ -259,6 +262,7 @@ static uint32_t replan_locked(void)
         node_in[n].home = node_in[n].bound = L->freed;
         node_in[n].busy = false;
         node_in[n].weight = 0;
+        node_in[n].most = 0;
     }
     elastic_plan(node_in, n + any_freed, node_out);
     for (size_t k = 0; k < n; k++)
@@ -313,6 +317,7 @@ void node_plan(const uint64_t *keys, const struct elastic_in *in, size_t n, vmas
         s->bound = in[k].bound;
         s->busy = in[k].busy;
         s->weight = in[k].weight;
+        s->most = in[k].most;
     }
     own_generation = replan_locked();
     for (size_t k = 0; k < n; k++)

@@ -24,7 +24,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-    from vlcs._context import VLC, Context, NamespaceKeptWarning, current, info
+    from vlcs._context import VLC, Context, NamespaceKeptWarning, current, info, progress
     from vlcs._errors import (
         ContextBusyError,
         ContextDestroyedError,
@@ -79,6 +79,7 @@ _LAZY = {
     "NamespaceKeptWarning": "vlcs._context",
     "current": "vlcs._context",
     "info": "vlcs._context",
+    "progress": "vlcs._context",
     "exec_instances": "vlcs._exec",
     "share": "vlcs._isolation.imports",
     "base_thread": "vlcs._isolation.threads",
@@ -149,6 +150,7 @@ __all__ = [
     "exec_instances",
     "get_reusable_executor",
     "info",
+    "progress",
     "__version__",
     "auto_service",
     "auto_services",

@@ -424,6 +424,43 @@ class VLC:
         """Its home CPUs that busy elastic contexts borrow now."""
         return self._cpuset(3)
 
+    def progress(self, units: int = 1) -> None:
+        """Report ``units`` more iterations (batches, solves: of about equal
+        size) done in this context.  An elastic context that reports its
+        progress keeps a lend only where its rate rises by 5 % or more
+        with it; what did not pay goes back to idle owners or to other
+        borrowers, and is tried again after 2 s, then 4, up to 64 s.  Inside
+        the context, ``vlcs.progress()`` reports without the object.
+
+        >>> import vlcs
+        >>> ctx = vlcs.VLC(cpus="0", elastic="0")
+        >>> for _ in range(3):
+        ...     ctx.progress()
+        >>> ctx.progress_info()["units"]
+        3
+        >>> ctx.close()
+        """
+        if not isinstance(units, int) or isinstance(units, bool) or units < 0:
+            raise InvalidArgumentError(f"progress units must be a whole number >= 0, not {units!r}")
+        check(lib().vlcs_ctx_progress(self._h, units))
+
+    def progress_info(self) -> dict[str, Any]:
+        """What vlcs measured of the progress reported (see progress):
+        ``units`` in all, ``rate`` (units per second in the last window
+        measured, 0.0 before the first) on ``rate_cpus`` CPUs, and
+        ``most_cpus``, the most CPUs lends may bring it to now (0: no limit
+        but its bound)."""
+        from vlcs._lib import Progress
+
+        p = Progress()
+        check(lib().vlcs_ctx_get_progress(self._h, ctypes.byref(p)))
+        return {
+            "units": p.units,
+            "rate": p.rate,
+            "rate_cpus": p.rate_cpus,
+            "most_cpus": p.most_cpus,
+        }
+
     @property
     def thread_count(self) -> int:
         """Live threads created by the context's libraries (their pools)."""
@@ -657,6 +694,7 @@ class VLC:
             "gpus": self.gpus,
             "elastic": elastic,
             "lent_cpus": self.lent_cpus if elastic is not None else [],
+            "progress": self.progress_info(),
             "env": dict(self._env),
             "libraries": list(self._libraries),
             "python_packages": sorted({n.partition(".")[0] for n in self._owner.modules}),
@@ -806,6 +844,25 @@ def current() -> VLC | None:
     """The context the calling thread is in, or None."""
     h = lib().vlcs_current()
     return _contexts.get(h) if h else None
+
+
+def progress(units: int = 1) -> None:
+    """Report ``units`` more iterations done in the calling thread's context
+    (see VLC.progress); outside every context it does nothing, so a library
+    may report whoever calls it.
+
+    >>> import vlcs
+    >>> ctx = vlcs.VLC(cpus="0", elastic="0")
+    >>> with ctx:
+    ...     vlcs.progress(2)
+    >>> ctx.progress_info()["units"]
+    2
+    >>> vlcs.progress()  # in the base: nothing
+    >>> ctx.close()
+    """
+    if not isinstance(units, int) or isinstance(units, bool) or units < 0:
+        raise InvalidArgumentError(f"progress units must be a whole number >= 0, not {units!r}")
+    check(lib().vlcs_ctx_progress(None, units))
 
 
 # The environment variables glibc reads for itself (not through getenv

@@ -48,6 +48,16 @@ class _Family(ctypes.Structure):
     ]
 
 
+class Progress(ctypes.Structure):
+    # vlcs_progress_t of vlcs.h
+    _fields_ = [
+        ("units", ctypes.c_ulonglong),
+        ("rate", ctypes.c_double),
+        ("rate_cpus", ctypes.c_int),
+        ("most_cpus", ctypes.c_int),
+    ]
+
+
 # vlcs_count_type_t
 COUNT_TYPES = ("int", "int64")
 
@@ -77,6 +87,8 @@ _SIGNATURES: dict[str, tuple[Any, list[Any]]] = {
     "vlcs_ctx_get_cpus": (_i, [_c, _s, ctypes.c_ulong]),
     "vlcs_ctx_set_elastic": (_i, [_c, _s, ctypes.c_uint]),
     "vlcs_ctx_get_cpuset": (_i, [_c, _i, _s, ctypes.c_ulong]),
+    "vlcs_ctx_progress": (_i, [_c, ctypes.c_ulonglong]),
+    "vlcs_ctx_get_progress": (_i, [_c, ctypes.POINTER(Progress)]),
     "vlcs_ctx_setenv": (_i, [_c, _s, _s]),
     "vlcs_ctx_unsetenv": (_i, [_c, _s]),
     "vlcs_ctx_getenv": (_s, [_c, _s]),

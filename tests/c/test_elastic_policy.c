@@ -45,7 +45,7 @@ int main(void)
     vmask both = cpus(0, 1, -1);
 
     /* Two contexts of one CPU each, bound to both. */
-    struct elastic_in two[2] = {{cpus(0, -1), both, false, 0}, {cpus(1, -1), both, true, 0}};
+    struct elastic_in two[2] = {{cpus(0, -1), both, false, 0, 0}, {cpus(1, -1), both, true, 0, 0}};
     elastic_plan(two, 2, out);
     EXPECT(out[0], cpus(0, -1)); /* idle: its home, ready for a thread to enter */
     EXPECT(out[1], both);        /* busy: its home and a's CPU */
@@ -59,17 +59,17 @@ int main(void)
     EXPECT(out[1], cpus(1, -1));
 
     /* A bound that does not reach the idle home: nothing is borrowed. */
-    struct elastic_in fenced[2] = {{cpus(0, -1), cpus(0, -1), false, 0},
-                                   {cpus(1, -1), cpus(1, -1), true, 0}};
+    struct elastic_in fenced[2] = {{cpus(0, -1), cpus(0, -1), false, 0, 0},
+                                   {cpus(1, -1), cpus(1, -1), true, 0, 0}};
     elastic_plan(fenced, 2, out);
     EXPECT(out[1], cpus(1, -1));
 
     /* Two borrowers share an idle home in proportion to their homes' sizes,
      * each in a run of the lowest CPUs. */
     vmask all = cpus(0, 1, 2, 3, 4, 5, 6, 7, 8, -1);
-    struct elastic_in three[3] = {{cpus(0, 1, 2, -1), all, false, 0},
-                                  {cpus(3, 4, -1), all, true, 0},
-                                  {cpus(5, 6, 7, 8, -1), all, true, 0}};
+    struct elastic_in three[3] = {{cpus(0, 1, 2, -1), all, false, 0, 0},
+                                  {cpus(3, 4, -1), all, true, 0, 0},
+                                  {cpus(5, 6, 7, 8, -1), all, true, 0, 0}};
     elastic_plan(three, 3, out);
     EXPECT(out[0], cpus(0, 1, 2, -1));
     EXPECT(out[1], cpus(0, 3, 4, -1));       /* 3 lent CPUs * 2/6 = 1 */
@@ -82,18 +82,33 @@ int main(void)
     EXPECT(out[2], cpus(2, 5, 6, 7, 8, -1));
 
     /* Overlapping homes: a CPU in a busy context's home is never lent. */
-    struct elastic_in overlap[2] = {{cpus(0, 1, -1), all, true, 0}, {cpus(1, 2, -1), all, false, 0}};
+    struct elastic_in overlap[2] = {{cpus(0, 1, -1), all, true, 0, 0}, {cpus(1, 2, -1), all, false, 0, 0}};
     elastic_plan(overlap, 2, out);
     EXPECT(out[0], cpus(0, 1, 2, -1));
     EXPECT(out[1], cpus(1, 2, -1));
 
     /* What one bound cannot take goes to a borrower whose bound can. */
-    struct elastic_in narrow[3] = {{cpus(0, 1, -1), all, false, 0},
-                                   {cpus(2, -1), cpus(0, 2, -1), true, 8},
-                                   {cpus(3, -1), cpus(0, 1, 3, -1), true, 1}};
+    struct elastic_in narrow[3] = {{cpus(0, 1, -1), all, false, 0, 0},
+                                   {cpus(2, -1), cpus(0, 2, -1), true, 8, 0},
+                                   {cpus(3, -1), cpus(0, 1, 3, -1), true, 1, 0}};
     elastic_plan(narrow, 3, out);
     EXPECT(out[1], cpus(0, 2, -1)); /* its quota was both, its bound allows CPU 0 */
     EXPECT(out[2], cpus(1, 3, -1)); /* CPU 1 left over: taken by the one that can */
+    /* A borrower held to `most` CPUs (its lends did not pay) takes no more;
+     * what it leaves goes to the other borrower, or stays with the owner. */
+    struct elastic_in held[3] = {{cpus(0, 1, 2, 3, -1), all, false, 0, 0},
+                                 {cpus(4, 5, -1), all, true, 0, 3},
+                                 {cpus(6, -1), all, true, 0, 0}};
+    elastic_plan(held, 3, out);
+    EXPECT(out[1], cpus(0, 4, 5, -1));       /* quota 3 of the 4 lent, cut to 1 by its most */
+    EXPECT(out[2], cpus(1, 2, 3, 6, -1));    /* the rest */
+    held[2].busy = false;
+    elastic_plan(held, 3, out);
+    EXPECT(out[1], cpus(0, 4, 5, -1));       /* alone it still stops at 3 */
+    EXPECT(out[0], cpus(0, 1, 2, 3, -1));
+    held[1].most = 2;                        /* its home's size: it borrows nothing */
+    elastic_plan(held, 3, out);
+    EXPECT(out[1], cpus(4, 5, -1));
     PASS("elastic policy");
     return 0;
 }
