@@ -322,7 +322,8 @@ VLCS_API int vlcs_ctx_progress(vlcs_ctx *c, unsigned long long units);
 /** What vlcs_ctx_get_progress() reads. */
 typedef struct vlcs_progress {
     unsigned long long units; /* progress reported in all */
-    double rate;              /* units per second in the last window measured; 0: none yet */
+    double rate;              /* units per second in the last window measured since it turned
+                                 busy; 0: none yet */
     int rate_cpus;            /* the CPUs it ran on through that window */
     int most_cpus;            /* the most CPUs lends may bring it to now; 0: no limit but its bound */
 } vlcs_progress_t;

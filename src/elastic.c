@@ -334,6 +334,8 @@ static void progress_forget(vlcs_ctx *c)
     __atomic_store_n(&e->window_ns, 0, __ATOMIC_RELEASE);
     __atomic_store_n(&e->retry_ns, 0, __ATOMIC_RELAXED);
     e->known_cpus = 0;
+    e->last_cpus = 0;
+    e->last_rate = 0;
     e->untried_cpus = 0;
     e->most = 0;
     e->backoff_ns = 0;

@@ -447,7 +447,8 @@ class VLC:
     def progress_info(self) -> dict[str, Any]:
         """What vlcs measured of the progress reported (see progress):
         ``units`` in all, ``rate`` (units per second in the last window
-        measured, 0.0 before the first) on ``rate_cpus`` CPUs, and
+        measured since the context last turned busy, 0.0 before the first) on
+        ``rate_cpus`` CPUs, and
         ``most_cpus``, the most CPUs lends may bring it to now (0: no limit
         but its bound)."""
         from vlcs._lib import Progress

@@ -147,6 +147,74 @@ print(json.dumps(out))
 
 
 @needs_two
+@needs("scipy")
+def test_a_lend_is_kept_only_where_the_reported_progress_rises():
+    r = run_code(
+        HELPERS
+        + """
+import json, time
+import numpy as base_np, vlcs
+from threadpoolctl import threadpool_info
+base_pools = sorted((p["internal_api"], p["num_threads"]) for p in threadpool_info())
+a = vlcs.VLC(cpus="0", elastic="0-1", name="a")
+b = vlcs.VLC(cpus="1", elastic="0-1", name="b")
+with b:
+    import numpy as np, scipy.linalg
+x = np.random.default_rng(0).random((300, 300)) + 300 * np.eye(300)
+def until_judged(unit):
+    # units reported one by one until a window on b's home was measured:
+    # the lend b got on entering has then been judged (the deadline only
+    # bounds a failure)
+    deadline = time.monotonic() + 60
+    while b.progress_info()["rate_cpus"] != 1 and time.monotonic() < deadline:
+        unit()
+        vlcs.progress()
+    return {**b.progress_info(), "cpus": b.cpus, "lent": a.lent_cpus}
+def python_loop():
+    s = 0
+    for i in range(100000):
+        s += i
+out = {}
+with b:
+    out["python"] = until_judged(python_loop)
+out["after"] = b.progress_info()["most_cpus"]
+solved = []
+with b:
+    out["scipy"] = until_judged(lambda: solved.append(scipy.linalg.solve(x, x[:, 0])))
+    out["pools"] = pools()
+out["right"] = all(bool(np.allclose(x @ s, x[:, 0])) for s in solved)
+bx = base_np.asarray(x)
+out["base"] = {
+    "pools": sorted((p["internal_api"], p["num_threads"]) for p in threadpool_info()) == base_pools,
+    "affinity": sorted(os.sched_getaffinity(0)),
+    "solve": bool(base_np.allclose(bx @ base_np.linalg.solve(bx, bx[:, 0]), bx[:, 0])),
+}
+errors = []
+for bad in (-1, 1.5, "1"):
+    try:
+        b.progress(bad)
+    except vlcs.InvalidArgumentError as e:
+        errors.append(str(e))
+out["errors"] = errors
+out["units"] = b.progress_info()["units"]
+print(json.dumps(out))
+"""
+    )
+    py, sp = r["python"], r["scipy"]
+    # one Python thread gained nothing from CPU 1's neighbour: given back
+    assert py["most_cpus"] == 1 and py["cpus"] == [1] and py["lent"] == [], py
+    assert r["after"] == 0  # leaving forgets the verdict
+    # scipy's OpenBLAS ran two threads on the lend and its rate rose: kept
+    assert sp["most_cpus"] == 0 and sp["cpus"] == [0, 1] and sp["lent"] == [0], sp
+    assert [n for api, n in r["pools"] if api == "openblas"] == [2, 2], r["pools"]
+    assert r["right"]
+    assert r["base"] == {"pools": True, "affinity": [0, 1], "solve": True}
+    assert len(r["errors"]) == 3 and "whole number >= 0" in r["errors"][0]
+    # units add up across the two works; the refused reports added none
+    assert r["units"] == sp["units"] > py["units"] > 0
+
+
+@needs_two
 def test_submitted_tasks_make_a_context_busy():
     a = vlcs.VLC(cpus="0", elastic="0-1", name="ea")
     b = vlcs.VLC(cpus="1", elastic="0-1", name="eb")

@@ -1,0 +1,117 @@
+/* Elastic lends judged by the progress a context reports: a single thread,
+ * which cannot use a second CPU, gives its lend back; OpenBLAS, which can,
+ * keeps it; leaving forgets the verdict; bad input is refused.  Run alone
+ * (RUN_SERIAL): another test on the other CPU would change what a lend is
+ * worth. */
+#define _GNU_SOURCE
+#include "check.h"
+
+#include <sys/sysinfo.h>
+#include <time.h>
+
+static const char *cpus(const vlcs_ctx *c, int which)
+{
+    static char buf[4][64];
+    static int k;
+    char *b = buf[k++ % 4];
+    CHECK(vlcs_ctx_get_cpuset(c, which, b, 64) >= 0, "get_cpuset");
+    return b;
+}
+#define CURRENT(c) cpus(c, VLCS_CPUSET_CURRENT)
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* About a millisecond of one thread's arithmetic. */
+static void one_thread_unit(void *unused)
+{
+    (void)unused;
+    volatile double x = 0;
+    for (int i = 0; i < 300000; i++)
+        x += i * 0.5;
+}
+
+/* A 400x400 dgemm on operands made once: the unit is OpenBLAS's work
+ * alone (a sanitizer's allocations would otherwise weigh more). */
+enum { N = 400 };
+static double ga[N * N], gb[N * N], gc[N * N];
+static void blas_unit(void *blas)
+{
+    int n = N;
+    double one = 1, zero = 0;
+    SYM(blas, check_dgemm_fn, "dgemm_")("N", "N", &n, &n, &n, &one, ga, &n, gb, &n, &zero, gc, &n);
+}
+
+/* Inside b, units of `unit` reported one by one until vlcs has judged the
+ * lend b got when it entered: a window on its home was measured, so the
+ * verdict was given.  The deadline only bounds a failure. */
+static vlcs_progress_t until_judged(vlcs_ctx *b, void (*unit)(void *), void *arg)
+{
+    vlcs_progress_t p;
+    double deadline = now() + 60;
+    do {
+        unit(arg);
+        CHECK_EQ(0, vlcs_ctx_progress(NULL, 1), "report");
+        CHECK_EQ(0, vlcs_ctx_get_progress(b, &p), "read");
+    } while (p.rate_cpus != 1 && now() < deadline);
+    CHECK(p.rate_cpus == 1, "a window on b's home was measured within 60 s (%llu units)", p.units);
+    CHECK(p.rate > 0, "a rate (%g)", p.rate);
+    return p;
+}
+
+int main(void)
+{
+    if (get_nprocs() < 2) {
+        printf("SKIP: needs 2 CPUs\n");
+        return 77;
+    }
+    vlcs_ctx *a = vlcs_ctx_create("a"), *b = vlcs_ctx_create("b");
+    CHECK_EQ(0, vlcs_ctx_set_cpus(a, "0"), "set");
+    CHECK_EQ(0, vlcs_ctx_set_cpus(b, "1"), "set");
+    CHECK_EQ(0, vlcs_ctx_set_elastic(a, "0-1", 0), "elastic");
+    CHECK_EQ(0, vlcs_ctx_set_elastic(b, "0-1", 0), "elastic");
+    void *blas = must_load(b, "libopenblas.so.0");
+
+    /* One thread: the lend does not raise its rate, so it goes back to a. */
+    CHECK_EQ(0, vlcs_enter(b), "enter b");
+    CHECK_STR("0-1", CURRENT(b), "lent at once: a is idle");
+    vlcs_progress_t p = until_judged(b, one_thread_unit, NULL);
+    CHECK_EQ(1, p.most_cpus, "a single thread gained nothing from a second CPU: b is held to 1");
+    CHECK_STR("1", CURRENT(b), "b gave the lend back");
+    CHECK_STR("", cpus(a, VLCS_CPUSET_LENT), "a's CPU is its own again, idle");
+    CHECK_EQ(0, vlcs_leave(), "leave b");
+    CHECK_EQ(0, vlcs_ctx_get_progress(b, &p), "read");
+    CHECK(p.most_cpus == 0 && p.rate_cpus == 0 && p.units > 6,
+          "leaving forgets the verdict and the rate, the next work is judged afresh; units stay");
+
+    /* OpenBLAS grows to two threads with the lend and keeps it. */
+    CHECK_EQ(0, vlcs_enter(b), "enter b");
+    CHECK_STR("0-1", CURRENT(b), "lent again");
+    for (int i = 0; i < N * N; i++) {
+        ga[i] = (i % 7) * 0.5;
+        gb[i] = (i % 5) * 0.25;
+    }
+    p = until_judged(b, blas_unit, blas);
+    CHECK_EQ(0, p.most_cpus, "OpenBLAS's rate rose with the second CPU: no limit");
+    CHECK_STR("0-1", CURRENT(b), "b runs on the lend again");
+    CHECK(dgemm_right(blas, 300), "the product of a 300x300 dgemm, on the lend");
+    CHECK_EQ(0, vlcs_leave(), "leave b");
+
+    /* Bad input, and reports that mean nothing. */
+    CHECK_EQ(0, vlcs_ctx_progress(NULL, 1), "in the base a report does nothing");
+    CHECK_ERRC(VLCS_E_INVALID, vlcs_ctx_get_progress(b, NULL));
+    CHECK(strstr(vlcs_error(), "vlcs_progress_t is NULL") != NULL, "%s", vlcs_error());
+    vlcs_ctx *still = vlcs_ctx_create("static");
+    CHECK_EQ(0, vlcs_ctx_progress(still, 5), "a static context counts");
+    CHECK_EQ(0, vlcs_ctx_get_progress(still, &p), "read");
+    CHECK(p.units == 5 && p.most_cpus == 0 && p.rate == 0, "counted, nothing judged");
+    CHECK_EQ(0, vlcs_ctx_destroy(still), "destroy");
+    CHECK_ERRC(VLCS_E_DESTROYED, vlcs_ctx_progress(still, 1));
+    CHECK_ERRC(VLCS_E_INVALID, vlcs_ctx_progress((vlcs_ctx *)&p, 1));
+    PASS("elastic progress");
+    return 0;
+}
