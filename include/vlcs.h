@@ -302,18 +302,21 @@ VLCS_API int vlcs_ctx_set_elastic(vlcs_ctx *c, const char *bound, unsigned weigh
  * Report progress: `units` more of the work the calling code repeats
  * (iterations, batches, solves: of about equal size) done in context c, or,
  * with c NULL, in the calling thread's context (vlcs_current(); outside
- * every context the call does nothing).  Cheap, an atomic add and now and
- * then a clock read: call it once per iteration.
+ * every context the call does nothing).  Cheap, an atomic add and a clock
+ * read: call it once per iteration.
  *
  * An elastic context that reports progress keeps a lend only where it
  * pays.  vlcs measures its rate (units per second) in windows of at least
- * 3 units and 10 ms; when a lend has brought it from k to k' CPUs and its
- * rate rose less than 5 %, it gives back half of what the lend added, then
- * half again, down to k if none of it paid, and those CPUs go to other
- * borrowers or stay with their idle owners.  A lend given back is tried
- * whole again after 2 s, then 4, 8, ... up to 64 s.  A context that reports
- * nothing is lent what the plan gives it.  VLCS_TRACE=elastic prints each
- * verdict.
+ * 2 units and 30 ms, after one of 1 unit and 50 ms that lets the libraries
+ * settle after each change of CPUs.  When a lend has brought it from k to
+ * k' CPUs and its rate rose less than 5 %, it gives back half of what the
+ * lend added, then half again, down to k if none of it paid, and those
+ * CPUs go to other borrowers or stay with their idle owners; a lend given
+ * back is tried whole again after 2 s, then 4, 8, ... up to 64 s.  A
+ * context lent CPUs before any rate of it was known runs one window on its
+ * home first, to judge the lend against.  A context that turns idle
+ * forgets all this; one that reports nothing is lent what the plan gives
+ * it.  VLCS_TRACE=elastic prints each verdict.
  *
  * @return 0, or -1 with vlcs_error() set (VLCS_E_INVALID: c is not a context).
  */

@@ -166,10 +166,15 @@ static void rebalance(const vlcs_ctx *cause, const char *why)
 
 /* ---- whether a lend pays ------------------------------------------------- */
 
-/* A window of the rate spans this much at least: one unit alone is noise,
- * and 50 ms keeps short units from being judged on a few scheduler ticks. */
-#define WINDOW_UNITS 3
-#define WINDOW_NS UINT64_C(50000000)
+/* A window of the rate spans this much at least: two units, as one alone
+ * is noise, and 30 ms, so that short units are not judged on a few
+ * scheduler ticks.  The first window after a change of CPUs only lets the
+ * libraries settle: one unit and 50 ms (a pool thread that lost its CPU
+ * spins out its wait in the time of the others). */
+#define WINDOW_UNITS 2
+#define WINDOW_NS UINT64_C(30000000)
+#define SETTLE_UNITS 1
+#define SETTLE_NS UINT64_C(50000000)
 /* A lend pays when it raises the rate by this much: less is within the
  * noise of one window against the next. */
 #define PAYS 1.05
@@ -269,16 +274,14 @@ static void judge(vlcs_ctx *c)
         return;
     }
     uint64_t done = units - __atomic_load_n(&e->window_units, __ATOMIC_RELAXED);
-    if (done < WINDOW_UNITS || now - opened < WINDOW_NS)
+    bool settling = !e->window_settled;
+    if (settling ? done < SETTLE_UNITS || now - opened < SETTLE_NS
+                 : done < WINDOW_UNITS || now - opened < WINDOW_NS)
         return;
     double rate = (double)done * 1e9 / (double)(now - opened);
-    bool settling = !e->window_settled;
     window_open(c, units, now, cpus);
-    /* The first window after a change of CPUs is the libraries' settling
-     * (a pool thread that lost its CPU spins on in its old one's time, a
-     * resized pool starts threads): it is not what the CPUs are worth. */
     e->window_settled = true;
-    if (settling)
+    if (settling) /* not what the CPUs are worth */
         return;
     e->last_rate = rate;
     e->last_cpus = cpus;
@@ -316,7 +319,7 @@ static void progress_add(vlcs_ctx *c, uint64_t n)
     uint64_t opened = __atomic_load_n(&e->window_ns, __ATOMIC_ACQUIRE);
     uint64_t retry = __atomic_load_n(&e->retry_ns, __ATOMIC_RELAXED);
     if (opened != 0 && retry == 0 &&
-        units - __atomic_load_n(&e->window_units, __ATOMIC_RELAXED) < WINDOW_UNITS)
+        units - __atomic_load_n(&e->window_units, __ATOMIC_RELAXED) < SETTLE_UNITS)
         return;
     uint64_t now = now_ns();
     if (opened != 0 && now - opened < WINDOW_NS && (retry == 0 || now < retry))

@@ -29,6 +29,18 @@ def on_threads(*calls: Callable[[], Any]) -> list[Any]:
     return out
 
 
+def progress_reporters() -> tuple[Callable[[], None], int]:
+    """What the elastic strategies report their iterations with:
+    ``vlcs.progress`` for Python loops, and the address of
+    ``vlcs_ctx_progress`` for the C kernels' ``_p`` forms."""
+    import ctypes
+
+    import vlcs
+
+    fn = ctypes.CDLL(str(vlcs.library_path())).vlcs_ctx_progress
+    return vlcs.progress, ctypes.cast(fn, ctypes.c_void_p).value or 0
+
+
 def split_cpus(ncpu: int, first: int) -> tuple[str, str]:
     """CPU lists for two contexts: `first` CPUs, then the rest."""
     first = max(1, min(first, ncpu - 1))

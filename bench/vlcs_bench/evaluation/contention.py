@@ -18,7 +18,7 @@ from vlcs_bench.evaluation._harness import (
     set_ideal,
     timed_runs,
 )
-from vlcs_bench.evaluation._tasks import on_threads, split_cpus
+from vlcs_bench.evaluation._tasks import on_threads, progress_reporters, split_cpus
 
 TITLE = "Contention and load balance (paper Fig. 8)"
 MODELS = (
@@ -39,32 +39,40 @@ def build_kernels() -> Path:
 
 
 def _bind(lib: ctypes.CDLL) -> ctypes.CDLL:
-    lib.stencil3d.restype = ctypes.c_double
-    lib.stencil3d.argtypes = [ctypes.c_int, ctypes.c_int]
-    lib.kmeans.restype = ctypes.c_double
-    lib.kmeans.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_int]
-    lib.cfd.restype = ctypes.c_double
-    lib.cfd.argtypes = [ctypes.c_int, ctypes.c_int]
+    """The kernels' types; the _p forms take a progress reporter's address
+    (0: none) after the other arguments."""
+    args = {"stencil3d": 2, "kmeans": 4, "cfd": 2}
+    for name, n in args.items():
+        for fn, extra in ((getattr(lib, name), []), (getattr(lib, name + "_p"), [ctypes.c_void_p])):
+            fn.restype = ctypes.c_double
+            fn.argtypes = [ctypes.c_int] * n + extra
     return lib
 
 
-def _cholesky(np: Any, m: Any, reps: int) -> float:
+def _nothing() -> None:
+    pass
+
+
+def _cholesky(np: Any, m: Any, reps: int, report: Any = _nothing) -> float:
     s = 0.0
     for _ in range(reps):
         s += float(np.linalg.cholesky(m).trace())
+        report()
     return s
 
 
-def _gemm(np: Any, m: Any, reps: int) -> float:
+def _gemm(np: Any, m: Any, reps: int, report: Any = _nothing) -> float:
     s = 0.0
     for _ in range(reps):
         s += float((m @ m)[0, 0])
+        report()
     return s
 
 
-def _train_mlp(torch: Any, steps: int) -> float:
+def _train_mlp(torch: Any, steps: int, report: Any = _nothing) -> float:
     """A small DNN trained with SGD on fixed random data; the final loss.
-    Its own generator, so concurrent trainings draw the same numbers."""
+    Its own generator, so concurrent trainings draw the same numbers;
+    `report` is called after each step (vlcs.progress in elastic contexts)."""
     g = torch.Generator().manual_seed(0)
     x = torch.randn(2048, 256, generator=g)
     y = torch.randn(2048, 16, generator=g)
@@ -82,6 +90,7 @@ def _train_mlp(torch: Any, steps: int) -> float:
         loss = torch.nn.functional.mse_loss(model(x), y)
         loss.backward()
         opt.step()
+        report()
     return round(float(loss.detach()), 4)
 
 
@@ -115,6 +124,7 @@ def run(quick: bool) -> dict[str, Any]:
     omp_el = vlcs.VLC(cpus=ca, elastic=every, name="openmp-elastic")
     blas_el = vlcs.VLC(cpus=cb, elastic=every, name="openblas-elastic")
     el_lib = _bind(omp_el.load(str(path)))
+    report, report_c = progress_reporters()
     with blas_el:
         import numpy as np_e
 
@@ -131,17 +141,17 @@ def run(quick: bool) -> dict[str, Any]:
     pairs: list[tuple[str, Any, Any, Any, Any]] = [
         (
             f"stencil3d {sten[0]}³ x{sten[1]} + numpy Cholesky {size}² x{reps}",
-            lambda lib: lib.stencil3d(*sten),
+            lambda lib, rp=0: lib.stencil3d_p(*sten, rp),
             lambda: _cholesky(np, spd, reps),
             lambda: _cholesky(np_c, spd_c, reps),
-            lambda: _cholesky(np_e, spd_e, reps),
+            lambda report=_nothing: _cholesky(np_e, spd_e, reps, report),
         ),
         (
             f"k-means {km[0]} points + numpy GEMM {size}² x{reps}",
-            lambda lib: lib.kmeans(*km),
+            lambda lib, rp=0: lib.kmeans_p(*km, rp),
             lambda: _gemm(np, g, reps),
             lambda: _gemm(np_c, g_c, reps),
-            lambda: _gemm(np_e, g_e, reps),
+            lambda report=_nothing: _gemm(np_e, g_e, reps, report),
         ),
     ]
     if not quick:
@@ -157,10 +167,10 @@ def run(quick: bool) -> dict[str, Any]:
         pairs.append(
             (
                 f"CFD-like {cells[0]} cells x{cells[1]} + torch MLP training x{steps}",
-                lambda lib: lib.cfd(*cells),
+                lambda lib, rp=0: lib.cfd_p(*cells, rp),
                 lambda: _train_mlp(torch, steps),
                 lambda: _train_mlp(torch_c, steps),
-                lambda: _train_mlp(torch_e, steps),
+                lambda report=_nothing: _train_mlp(torch_e, steps, report),
             )
         )
 
@@ -183,6 +193,11 @@ def run(quick: bool) -> dict[str, Any]:
             fb = blas_el.submit(other_e)
             return [fa.result(), fb.result()]
 
+        def judged(omp_call=omp_call, other_e=other_e) -> list[float]:
+            fa = omp_el.submit(omp_call, el_lib, report_c)
+            fb = blas_el.submit(other_e, report)
+            return [fa.result(), fb.result()]
+
         lent = f"vlcs elastic contexts ({ca} | {cb}, lending)"
         grp = measure(
             title,
@@ -191,6 +206,7 @@ def run(quick: bool) -> dict[str, Any]:
                 Strategy("composed on threads, no contexts", composed),
                 Strategy(f"vlcs contexts ({ca} | {cb})", contexts),
                 Strategy(lent, elastic),
+                Strategy(f"vlcs elastic contexts ({ca} | {cb}, lends judged by progress)", judged),
             ],
             timed_runs(quick),
             timeline=lent,
@@ -221,7 +237,10 @@ def run(quick: bool) -> dict[str, Any]:
             "torch three times); GESV is exercised by case 3's workloads.",
             "Elastic contexts: the same homes, each may grow to every CPU; the task that "
             "finishes first lends its CPUs to the other (OpenBLAS resized, libgomp's "
-            "dynamic teams, threads moved) until the next run enters it again.",
+            "dynamic teams, threads moved) until the next run enters it again. Lends judged "
+            "by progress: the same, each task reporting its iterations (vlcs.progress, "
+            "vlcs_ctx_progress from the kernels), so that a borrower keeps a lend only where "
+            "its rate rose 5 % or more with it.",
             f"OMP_WAIT_POLICY={os.environ.get('OMP_WAIT_POLICY', 'unset (libgomp default)')}.",
         ],
     }

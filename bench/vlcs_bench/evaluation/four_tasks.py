@@ -15,7 +15,7 @@ from vlcs_bench.evaluation._harness import (
     set_ideal,
     timed_runs,
 )
-from vlcs_bench.evaluation._tasks import on_threads
+from vlcs_bench.evaluation._tasks import on_threads, progress_reporters
 from vlcs_bench.evaluation.contention import _bind, _fastest, _gemm, _train_mlp, build_kernels
 
 TITLE = "Four unequal tasks: static and elastic contexts (nOS-V co-execution)"
@@ -92,6 +92,14 @@ def run(quick: bool) -> dict[str, Any]:
         (ctx["gemm"], lambda: _gemm(np_c, g_c, reps)),
         (ctx["torch"], lambda: _train_mlp(torch_c, steps)),
     ]
+    # The same, each task reporting its iterations.
+    report, report_c = progress_reporters()
+    reporting_calls = [
+        (ctx["stencil"], lambda: stencil_lib.stencil3d_p(*sten, report_c)),
+        (ctx["kmeans"], lambda: kmeans_lib.kmeans_p(*km, report_c)),
+        (ctx["gemm"], lambda: _gemm(np_c, g_c, reps, report)),
+        (ctx["torch"], lambda: _train_mlp(torch_c, steps, report)),
+    ]
 
     def lending(on: bool) -> None:
         for name in names:
@@ -103,8 +111,8 @@ def run(quick: bool) -> dict[str, Any]:
     def threads() -> list[Any]:
         return on_threads(*base_calls)
 
-    def submit_all() -> list[Any]:
-        futures = [c.submit(call) for c, call in ctx_calls]
+    def submit_all(calls: list[tuple[Any, Any]] = ctx_calls) -> list[Any]:
+        futures = [c.submit(call) for c, call in calls]
         return [f.result() for f in futures]
 
     def static() -> list[Any]:
@@ -117,11 +125,15 @@ def run(quick: bool) -> dict[str, Any]:
     def elastic() -> list[Any]:
         return submit_all()
 
+    def judged() -> list[Any]:
+        return submit_all(reporting_calls)
+
     title = (
         f"stencil3d {sten[0]}³ x{sten[1]} + k-means {km[0]} points + numpy GEMM {size}² "
         f"x{reps} + torch MLP x{steps}"
     )
-    lent = f"vlcs elastic contexts ({' | '.join(cpus)}, lending)"
+    homes_s = " | ".join(cpus)
+    lent = f"vlcs elastic contexts ({homes_s}, lending)"
     group = measure(
         title,
         [
@@ -129,6 +141,7 @@ def run(quick: bool) -> dict[str, Any]:
             Strategy("four threads, no contexts", threads),
             Strategy(f"vlcs static contexts ({' | '.join(cpus)})", static),
             Strategy(lent, elastic),
+            Strategy(f"vlcs elastic contexts ({homes_s}, lends judged by progress)", judged),
         ],
         timed_runs(quick),
         # each task's first call (torch's lazy start, four runtimes' pools)
@@ -162,7 +175,9 @@ def run(quick: bool) -> dict[str, Any]:
         "notes": [
             "Static contexts are the same four contexts with lending off "
             "(set_elastic(None)); elastic contexts may each grow to every CPU while others "
-            "are idle. Where there are fewer CPUs than tasks, two homes share a CPU.",
+            "are idle. Where there are fewer CPUs than tasks, two homes share a CPU. Lends "
+            "judged by progress: the same, each task reporting its iterations, so that a "
+            "borrower keeps a lend only where its rate rose 5 % or more with it.",
         ],
     }
 

@@ -1,12 +1,22 @@
 /* OpenMP kernels of the contention case, built at run time with -fopenmp:
  * a 7-point 3-D stencil (Hotspot3D-like), k-means assignment + update, and a
  * CFD-like unstructured finite-volume update (euler3d-like).
- * Each returns a checksum so strategies can be compared. */
+ * Each returns a checksum so strategies can be compared.  The _p forms
+ * report each iteration to `progress` (vlcs_ctx_progress, called with a NULL
+ * context: the calling thread's), so that elastic contexts can judge what a
+ * lend is worth; NULL reports nothing. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-double stencil3d(int n, int iters)
+typedef int (*progress_fn)(void *ctx, unsigned long long units);
+#define REPORT(progress)             \
+    do {                             \
+        if (progress != NULL)        \
+            (void)progress(NULL, 1); \
+    } while (0)
+
+double stencil3d_p(int n, int iters, progress_fn progress)
 {
     size_t total = (size_t)n * n * n;
     double *a = malloc(total * sizeof *a), *b = malloc(total * sizeof *b);
@@ -30,6 +40,7 @@ double stencil3d(int n, int iters)
         double *t = a;
         a = b;
         b = t;
+        REPORT(progress);
     }
     double s = 0;
     for (size_t i = 0; i < total; i++)
@@ -39,7 +50,7 @@ double stencil3d(int n, int iters)
     return s;
 }
 
-double kmeans(int npoints, int dims, int k, int iters)
+double kmeans_p(int npoints, int dims, int k, int iters, progress_fn progress)
 {
     double *p = malloc((size_t)npoints * dims * sizeof *p);
     double *c = malloc((size_t)k * dims * sizeof *c), *sum = calloc((size_t)k * dims, sizeof *sum);
@@ -81,6 +92,7 @@ double kmeans(int npoints, int dims, int k, int iters)
             for (int t = 0; t < dims; t++)
                 if (cnt[j])
                     c[(size_t)j * dims + t] = sum[(size_t)j * dims + t] / cnt[j];
+        REPORT(progress);
     }
     double r = 0;
     for (size_t i = 0; i < (size_t)k * dims; i++)
@@ -105,7 +117,7 @@ static double speed(const double *q)
     return sqrt(1.4 * (p > 1e-9 ? p : 1e-9) / rho) + sqrt(u2);
 }
 
-double cfd(int ncells, int iters)
+double cfd_p(int ncells, int iters, progress_fn progress)
 {
     int *nb = malloc((size_t)ncells * 4 * sizeof *nb);
     double *v = malloc((size_t)ncells * 5 * sizeof *v), *flux = malloc((size_t)ncells * 5 * sizeof *flux);
@@ -136,6 +148,7 @@ double cfd(int ncells, int iters)
 #pragma omp parallel for schedule(static)
         for (size_t c = 0; c < (size_t)ncells * 5; c++)
             v[c] += 0.2 * flux[c];
+        REPORT(progress);
     }
     double r = 0;
     for (size_t c = 0; c < (size_t)ncells * 5; c++)
@@ -145,3 +158,7 @@ double cfd(int ncells, int iters)
     free(flux);
     return r;
 }
+
+double stencil3d(int n, int iters) { return stencil3d_p(n, iters, NULL); }
+double kmeans(int npoints, int dims, int k, int iters) { return kmeans_p(npoints, dims, k, iters, NULL); }
+double cfd(int ncells, int iters) { return cfd_p(ncells, iters, NULL); }
