@@ -130,6 +130,15 @@ public:
     {
         detail::check(vlcs_ctx_set_elastic(c_, bound.c_str(), weight));
     }
+    /* `units` more iterations done in it: an elastic context keeps a lend
+     * only where its rate rose with it (vlcs_ctx_progress). */
+    void progress(unsigned long long units = 1) { detail::check(vlcs_ctx_progress(c_, units)); }
+    vlcs_progress_t progress_info() const
+    {
+        vlcs_progress_t p;
+        detail::check(vlcs_ctx_get_progress(c_, &p));
+        return p;
+    }
     /* The CPUs and environment `vlcs tune` planned for `task` (plan.json). */
     void apply_plan(const std::string &path, const std::string &task)
     {

@@ -82,6 +82,9 @@ int main()
         auto in = f.enter(); // e idle: f borrows its CPU
         EXPECT(f.allowed_cpus() == "0-1" && f.cpuset(VLCS_CPUSET_HOME) == "1");
         EXPECT(e.cpuset(VLCS_CPUSET_LENT) == "0" && f.cpuset(VLCS_CPUSET_BOUND) == "0-1");
+        f.progress(3);
+        f.progress();
+        EXPECT(f.progress_info().units == 4 && f.progress_info().most_cpus == 0);
     }
 
     threw = false;
