@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import ctypes
 import os
+import sys
 import time
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -51,6 +53,27 @@ def _bind(lib: ctypes.CDLL) -> ctypes.CDLL:
 
 def _nothing() -> None:
     pass
+
+
+def spd_matrix(np: Any, size: int) -> Any:
+    """The case's symmetric positive definite operand (and its GEMM's: the
+    generator's first draw)."""
+    g = np.random.default_rng(0).random((size, size))
+    return g @ g.T + size * np.eye(size)
+
+
+def _tuned(vlcs: Any, tasks: list[Any], quick: bool) -> tuple[dict[str, Any], str]:
+    """vlcs tune's plan for the pair on this machine (whole cores each), and
+    a sentence on what it chose and cost."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="vlcs-eval-tune-") as d:
+        plan = vlcs.tune(tasks, places="core", out=d, progress=False, repeats=1 if quick else 2)
+    chosen = " | ".join(t["cpus"] for t in plan["tasks"])
+    return plan, (
+        f"vlcs tune --places core chose {chosen} in {plan['runs']} runs and "
+        f"{plan['tuning_s']:.1f} s (the {plan['searched']} search)."
+    )
 
 
 def _cholesky(np: Any, m: Any, reps: int, report: Any = _nothing) -> float:
@@ -129,14 +152,41 @@ def run(quick: bool) -> dict[str, Any]:
         import numpy as np_e
 
     size = 1200 if quick else 2000
-    rng = np.random.default_rng(0)
-    g = rng.random((size, size))
-    spd = g @ g.T + size * np.eye(size)
+    g = np.random.default_rng(0).random((size, size))
+    spd = spd_matrix(np, size)
     spd_c, g_c = np_c.asarray(spd), np_c.asarray(g)
     spd_e, g_e = np_e.asarray(spd), np_e.asarray(g)
     sten = (140, 50) if quick else (180, 80)
     km = (200000, 8, 16, 40) if quick else (400000, 8, 16, 60)
     reps = 8 if quick else 16
+
+    # What vlcs tune runs for each pair (fresh processes), and the other
+    # side's call in a context of the tuned partition, made of that
+    # context's own numpy or torch.
+    tmod = "vlcs_bench.evaluation.tunable"
+    lib_path = str(path)
+    tune_tasks = [
+        [
+            vlcs.Task(
+                "openmp",
+                call=f"{tmod}:stencil",
+                args={"library": lib_path, "n": sten[0], "iters": sten[1]},
+            ),
+            vlcs.Task("other", call=f"{tmod}:cholesky_series", args={"n": size, "reps": reps}),
+        ],
+        [
+            vlcs.Task(
+                "openmp",
+                call=f"{tmod}:kmeans",
+                args={"library": lib_path, "points": km[0], "iters": km[3]},
+            ),
+            vlcs.Task("other", call=f"{tmod}:gemm_series", args={"n": size, "reps": reps}),
+        ],
+    ]
+    tuned_other: list[Any] = [
+        lambda mods: partial(_cholesky, mods["numpy"], mods["numpy"].asarray(spd), reps),
+        lambda mods: partial(_gemm, mods["numpy"], mods["numpy"].asarray(g), reps),
+    ]
 
     pairs: list[tuple[str, Any, Any, Any, Any]] = [
         (
@@ -173,9 +223,20 @@ def run(quick: bool) -> dict[str, Any]:
                 lambda report=_nothing: _train_mlp(torch_e, steps, report),
             )
         )
+        tune_tasks.append(
+            [
+                vlcs.Task(
+                    "openmp",
+                    call=f"{tmod}:cfd",
+                    args={"library": lib_path, "cells": cells[0], "iters": cells[1]},
+                ),
+                vlcs.Task("other", call=f"{tmod}:mlp_training", args={"steps": steps}),
+            ]
+        )
+        tuned_other.append(lambda mods: partial(_train_mlp, mods["torch"], steps))
 
     groups = []
-    for title, omp_call, other, other_c, other_e in pairs:
+    for k, (title, omp_call, other, other_c, other_e) in enumerate(pairs):
 
         def sequential(omp_call=omp_call, other=other) -> list[float]:
             return [omp_call(base), other()]
@@ -198,13 +259,48 @@ def run(quick: bool) -> dict[str, Any]:
             fb = blas_el.submit(other_e, report)
             return [fa.result(), fb.result()]
 
+        # The partition vlcs tune finds on this machine; where it is not the
+        # halves, contexts of its own run it, with their own imports (made
+        # before the timing, as a user's would be).
+        say(f"contention: {title}: vlcs tune's partition on this machine")
+        plan, tuning = _tuned(vlcs, tune_tasks[k], quick)
+        ta, tb = (t["cpus"] for t in plan["tasks"])
+        tuned_rows = []
+        halves = f"vlcs contexts ({ca} | {cb})"
+        if (ta, tb) == (ca, cb):
+            halves = f"vlcs contexts ({ca} | {cb}, vlcs tune's choice too)"
+        else:
+            t_omp, t_other = vlcs.VLC.from_plan(plan, "openmp"), vlcs.VLC.from_plan(plan, "other")
+            t_lib = _bind(t_omp.load(lib_path))
+            mods: dict[str, Any] = {}
+            with t_other:
+                import numpy as np_t
+
+                mods["numpy"] = np_t
+                if "torch" in sys.modules:
+                    import torch as torch_t
+
+                    mods["torch"] = torch_t
+
+            call_t = tuned_other[k](mods)
+
+            def tuned(
+                omp_call=omp_call, t_omp=t_omp, t_lib=t_lib, t_other=t_other, call=call_t
+            ) -> list[float]:
+                fa = t_omp.submit(omp_call, t_lib)
+                fb = t_other.submit(call)
+                return [fa.result(), fb.result()]
+
+            tuned_rows = [Strategy(f"vlcs contexts, vlcs tune's ({ta} | {tb})", tuned)]
+
         lent = f"vlcs elastic contexts ({ca} | {cb}, lending)"
         grp = measure(
             title,
             [
                 Strategy("sequential, all cores each", sequential),
                 Strategy("composed on threads, no contexts", composed),
-                Strategy(f"vlcs contexts ({ca} | {cb})", contexts),
+                Strategy(halves, contexts),
+                *tuned_rows,
                 Strategy(lent, elastic),
                 Strategy(f"vlcs elastic contexts ({ca} | {cb}, lends judged by progress)", judged),
             ],
@@ -217,17 +313,17 @@ def run(quick: bool) -> dict[str, Any]:
         # than the longer task alone on its faster of one core or every core.
         # Each part is the fastest of three runs: a bound from one slow run on
         # a noisy machine could exceed sequential, which is itself a schedule.
-        t_omp = _fastest(lambda omp_call=omp_call: omp_call(base))
+        t_omp_s = _fastest(lambda omp_call=omp_call: omp_call(base))
         t_blas = _fastest(other)
         w_omp = _fastest(lambda omp_call=omp_call: omp_ctx.submit(omp_call, ctx_lib).result())
         w_blas = _fastest(lambda other_c=other_c: blas_ctx.submit(other_c).result())
-        ideal = max((w_omp + w_blas) / n, min(t_omp, w_omp), min(t_blas, w_blas))
+        ideal = max((w_omp + w_blas) / n, min(t_omp_s, w_omp), min(t_blas, w_blas))
         set_ideal(grp, min(ideal, baseline_row(grp)["min_s"]))
         grp["note"] = (
-            f"Fastest of 3 runs alone with all cores: OpenMP kernel {t_omp:.2f} s, other "
+            f"Fastest of 3 runs alone with all cores: OpenMP kernel {t_omp_s:.2f} s, other "
             f"library's part {t_blas:.2f} s; on one core {w_omp:.2f} s and {w_blas:.2f} s. "
             "Where both scale perfectly sequential already reaches the bound; a partition "
-            "wins only where a library leaves cores idle or the two fight over them."
+            "wins only where a library leaves cores idle or the two fight over them. " + tuning
         )
         groups.append(grp)
     return {

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import ctypes
 import tempfile
 from typing import Any
 
@@ -18,38 +17,6 @@ MODELS = (
 )
 
 
-# The tasks, run by vlcs tune inside contexts of fresh processes (so they
-# must be importable by name).
-
-
-def kmeans(library: str, points: int, iters: int) -> float:
-    lib = ctypes.CDLL(library)
-    lib.kmeans.restype = ctypes.c_double
-    lib.kmeans.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_int]
-    return float(lib.kmeans(points, 8, 16, iters))
-
-
-def gemm_series(n: int, reps: int) -> float:
-    import numpy as np
-
-    a = np.random.default_rng(0).random((n, n))
-    return float(sum((a @ a)[0, 0] for _ in range(reps)))
-
-
-def large_gemm(n: int) -> float:
-    import numpy as np
-
-    a = np.random.default_rng(0).random((n, n))
-    return float((a @ a).trace())
-
-
-def small_gemms(count: int) -> float:
-    import numpy as np
-
-    xs = [np.random.default_rng(i).random((64, 64)) for i in range(64)]
-    return float(sum((xs[i % 64] @ xs[i % 64])[0, 0] for i in range(count)))
-
-
 def run(quick: bool) -> dict[str, Any]:
     import vlcs
 
@@ -57,7 +24,7 @@ def run(quick: bool) -> dict[str, Any]:
 
     n = ncpus()
     lib = str(build_kernels())
-    mod = __name__
+    mod = "vlcs_bench.evaluation.tunable"
     workloads = {
         "k-means + GEMM series (case 4)": [
             vlcs.Task(
