@@ -101,6 +101,17 @@ static inline void *must_sym(void *lib, const char *name)
     return p;
 }
 
+/* One of a context's CPU lists (vlcs_ctx_get_cpuset), in one of four
+ * rotating buffers. */
+static inline const char *ctx_cpus(const vlcs_ctx *c, int which)
+{
+    static char buf[4][64];
+    static int k;
+    char *b = buf[k++ % 4];
+    CHECK(vlcs_ctx_get_cpuset(c, which, b, 64) >= 0, "get_cpuset");
+    return b;
+}
+
 #define PASS(name) printf("ok - %s\n", name)
 /* A dgemm_ (Fortran BLAS) of the copy `lib` on n x n operands, checked at
  * 16 entries against the plain product: 1 when right. */

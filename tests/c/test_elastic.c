@@ -16,15 +16,7 @@
 typedef int (*nthreads_fn)(void);
 typedef int (*region_fn)(unsigned long *);
 
-static const char *cpus(const vlcs_ctx *c, int which)
-{
-    static char buf[4][64];
-    static int k;
-    char *b = buf[k++ % 4];
-    CHECK(vlcs_ctx_get_cpuset(c, which, b, 64) >= 0, "get_cpuset");
-    return b;
-}
-#define CURRENT(c) cpus(c, VLCS_CPUSET_CURRENT)
+#define CURRENT(c) ctx_cpus(c, VLCS_CPUSET_CURRENT)
 
 static unsigned long affinity(pid_t tid)
 {
@@ -118,7 +110,7 @@ static void bad_input(void)
     CHECK_ERRC(VLCS_E_INVALID, vlcs_ctx_set_elastic(x, "0-1023", 0));
     CHECK(strstr(vlcs_error(), "not available to this process") != NULL, "%s", vlcs_error());
     CHECK_ERRC(VLCS_E_INVALID, vlcs_ctx_set_elastic(x, "1-0", 0));
-    CHECK_STR("1", cpus(x, VLCS_CPUSET_BOUND), "unchanged: static, bound = home");
+    CHECK_STR("1", ctx_cpus(x, VLCS_CPUSET_BOUND), "unchanged: static, bound = home");
     CHECK_EQ(0, vlcs_ctx_set_elastic(x, "1", 0), "a bound equal to the home is fine");
     CHECK_ERRC(VLCS_E_INVALID, vlcs_ctx_set_cpus(x, "0"));
     CHECK(strstr(vlcs_error(), "outside its elastic bound 1") != NULL, "%s", vlcs_error());
@@ -147,7 +139,7 @@ int main(void)
     CHECK_EQ(0, vlcs_ctx_set_cpus(still, "0"), "a static context sharing a's home");
     CHECK_STR("0", CURRENT(a), "idle: at home");
     CHECK_STR("1", CURRENT(b), "idle: at home");
-    CHECK_STR("0-1", cpus(b, VLCS_CPUSET_BOUND), "bound");
+    CHECK_STR("0-1", ctx_cpus(b, VLCS_CPUSET_BOUND), "bound");
     CHECK_STR("true", vlcs_ctx_getenv(b, "OMP_DYNAMIC"), "OpenMP teams follow the CPUs");
     CHECK_STR("2", vlcs_ctx_getenv(b, "OMP_NUM_THREADS"), "at most the bound");
 
@@ -172,8 +164,8 @@ int main(void)
     /* b busy, a idle: b borrows CPU 0 and its libraries grow. */
     CHECK_EQ(0, vlcs_enter(b), "enter b");
     CHECK_STR("0-1", CURRENT(b), "b borrows a's CPU");
-    CHECK_STR("0", cpus(a, VLCS_CPUSET_LENT), "a lends it");
-    CHECK_STR("1", cpus(b, VLCS_CPUSET_HOME), "b's home is unchanged");
+    CHECK_STR("0", ctx_cpus(a, VLCS_CPUSET_LENT), "a lends it");
+    CHECK_STR("1", ctx_cpus(b, VLCS_CPUSET_HOME), "b's home is unchanged");
     CHECK_EQ(3ul, affinity(0), "the thread inside b runs on both CPUs");
     CHECK_EQ(2, blas_threads(), "OpenBLAS resized to b's CPUs");
     gemm(blas_b, 300);
@@ -194,7 +186,7 @@ int main(void)
     pthread_barrier_wait(&entered);
     CHECK_STR("1", CURRENT(b), "b is back on its home");
     CHECK_STR("0", CURRENT(a), "a runs on its home");
-    CHECK_STR("", cpus(a, VLCS_CPUSET_LENT), "a lends nothing while busy");
+    CHECK_STR("", ctx_cpus(a, VLCS_CPUSET_LENT), "a lends nothing while busy");
     CHECK_EQ(1, blas_threads(), "OpenBLAS shrunk with b");
     CHECK_EQ(1 + vlcs_ctx_thread_count(b), threads_on(1ul << 1),
              "b's thread and every thread of its libraries are on CPU 1 alone");

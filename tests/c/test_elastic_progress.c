@@ -9,15 +9,7 @@
 #include <sys/sysinfo.h>
 #include <time.h>
 
-static const char *cpus(const vlcs_ctx *c, int which)
-{
-    static char buf[4][64];
-    static int k;
-    char *b = buf[k++ % 4];
-    CHECK(vlcs_ctx_get_cpuset(c, which, b, 64) >= 0, "get_cpuset");
-    return b;
-}
-#define CURRENT(c) cpus(c, VLCS_CPUSET_CURRENT)
+#define CURRENT(c) ctx_cpus(c, VLCS_CPUSET_CURRENT)
 
 static double now(void)
 {
@@ -82,7 +74,7 @@ int main(void)
     vlcs_progress_t p = until_judged(b, one_thread_unit, NULL);
     CHECK_EQ(1, p.most_cpus, "a single thread gained nothing from a second CPU: b is held to 1");
     CHECK_STR("1", CURRENT(b), "b gave the lend back");
-    CHECK_STR("", cpus(a, VLCS_CPUSET_LENT), "a's CPU is its own again, idle");
+    CHECK_STR("", ctx_cpus(a, VLCS_CPUSET_LENT), "a's CPU is its own again, idle");
     CHECK_EQ(0, vlcs_leave(), "leave b");
     CHECK_EQ(0, vlcs_ctx_get_progress(b, &p), "read");
     CHECK(p.most_cpus == 0 && p.rate_cpus == 0 && p.units > 6,

@@ -43,20 +43,28 @@ class Owner(threading.Thread):
             self.release.wait()
 """
 
-
-@needs_two
-@needs("scipy")
-@needs("sklearn")
-def test_numpy_scipy_sklearn_pools_follow_the_lent_cpus():
-    r = run_code(
-        HELPERS
-        + """
+# Two 1-CPU elastic contexts a (CPU 0) and b (CPU 1), bound to both, after
+# the base's numpy and its pools.
+TWO_ELASTIC = (
+    HELPERS
+    + """
 import json
 import numpy as base_np, vlcs
 from threadpoolctl import threadpool_info
 base_pools = sorted((p["internal_api"], p["num_threads"]) for p in threadpool_info())
 a = vlcs.VLC(cpus="0", elastic="0-1", name="a")
 b = vlcs.VLC(cpus="1", elastic="0-1", name="b")
+"""
+)
+
+
+@needs_two
+@needs("scipy")
+@needs("sklearn")
+def test_numpy_scipy_sklearn_pools_follow_the_lent_cpus():
+    r = run_code(
+        TWO_ELASTIC
+        + """
 out = {}
 with b:  # a is idle: b has both CPUs
     import numpy as np, scipy.linalg, sklearn.cluster
@@ -150,14 +158,9 @@ print(json.dumps(out))
 @needs("scipy")
 def test_a_lend_is_kept_only_where_the_reported_progress_rises():
     r = run_code(
-        HELPERS
+        TWO_ELASTIC
         + """
-import json, time
-import numpy as base_np, vlcs
-from threadpoolctl import threadpool_info
-base_pools = sorted((p["internal_api"], p["num_threads"]) for p in threadpool_info())
-a = vlcs.VLC(cpus="0", elastic="0-1", name="a")
-b = vlcs.VLC(cpus="1", elastic="0-1", name="b")
+import time
 with b:
     import numpy as np, scipy.linalg
 x = np.random.default_rng(0).random((300, 300)) + 300 * np.eye(300)
