@@ -18,10 +18,12 @@ _P = ctypes.c_void_p
 C_TO_CTYPES = {
     "void": None,
     "int": ctypes.c_int,
+    "double": ctypes.c_double,
     "char": ctypes.c_char,
     "unsigned": ctypes.c_uint,
     "unsigned long": ctypes.c_ulong,
     "unsigned long *": ctypes.POINTER(ctypes.c_ulong),
+    "unsigned long long": ctypes.c_ulonglong,
     "size_t": ctypes.c_size_t,
     "char *": ctypes.c_char_p,
     "const char *": ctypes.c_char_p,
@@ -37,6 +39,7 @@ C_TO_CTYPES = {
     "vlcs_call_fn": _P,
     "const vlcs_opts *": ctypes.POINTER(_lib._Opts),
     "const vlcs_family *": ctypes.POINTER(_lib._Family),
+    "vlcs_progress_t *": ctypes.POINTER(_lib.Progress),
 }
 
 
@@ -128,7 +131,11 @@ def _c_fields(struct: str) -> list[tuple[str, str]]:
 
 
 def test_the_structures_are_the_headers():
-    for struct, cls in (("vlcs_opts", _lib._Opts), ("vlcs_family", _lib._Family)):
+    for struct, cls in (
+        ("vlcs_opts", _lib._Opts),
+        ("vlcs_family", _lib._Family),
+        ("vlcs_progress", _lib.Progress),
+    ):
         c_fields = _c_fields(struct)
         assert [n for n, _ in cls._fields_] == [n for n, _ in c_fields], struct
         for (name, given), (_, c_type) in zip(cls._fields_, c_fields, strict=True):

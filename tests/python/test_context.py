@@ -169,6 +169,7 @@ def test_info_is_json_able_and_lists_contexts():
             "gpus": None,  # never set: the process's
             "elastic": None,
             "lent_cpus": [],
+            "progress": {"units": 0, "rate": 0.0, "rate_cpus": 0, "most_cpus": 0},
             "env": {"X_VLCS": "1"},
             "libraries": ["libm.so.6"],
             "python_packages": [],
