@@ -47,3 +47,28 @@ def split_cpus(ncpu: int, first: int) -> tuple[str, str]:
     a = "0" if first == 1 else f"0-{first - 1}"
     b = str(first) if first == ncpu - 1 else f"{first}-{ncpu - 1}"
     return a, b
+
+
+def tuned_partition(tasks: list[Any], quick: bool) -> tuple[dict[str, Any], str]:
+    """vlcs tune's plan for `tasks` (vlcs.Task, importable by name) on this
+    machine, each task on whole cores, and a sentence on what it chose and
+    what the tuning cost."""
+    import tempfile
+
+    import vlcs
+
+    with tempfile.TemporaryDirectory(prefix="vlcs-eval-tune-") as d:
+        plan = vlcs.tune(tasks, places="core", out=d, progress=False, repeats=1 if quick else 2)
+    chosen = " | ".join(t["cpus"] for t in plan["tasks"])
+    return plan, (
+        f"vlcs tune --places core chose {chosen} in {plan['runs']} runs and "
+        f"{plan['tuning_s']:.1f} s (its {plan['searched']} search)."
+    )
+
+
+def same_sizes(plan: dict[str, Any], cpus: tuple[str, ...]) -> bool:
+    """Whether the plan gives each task as many CPUs as `cpus` does (on a
+    machine of like cores, "1 | 0" is "0 | 1")."""
+    from vlcs._cpus import parse_list
+
+    return [len(parse_list(t["cpus"])) for t in plan["tasks"]] == [len(parse_list(c)) for c in cpus]

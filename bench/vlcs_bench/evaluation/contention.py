@@ -20,7 +20,13 @@ from vlcs_bench.evaluation._harness import (
     set_ideal,
     timed_runs,
 )
-from vlcs_bench.evaluation._tasks import on_threads, progress_reporters, split_cpus
+from vlcs_bench.evaluation._tasks import (
+    on_threads,
+    progress_reporters,
+    same_sizes,
+    split_cpus,
+    tuned_partition,
+)
 
 TITLE = "Contention and load balance (paper Fig. 8)"
 MODELS = (
@@ -60,20 +66,6 @@ def spd_matrix(np: Any, size: int) -> Any:
     generator's first draw)."""
     g = np.random.default_rng(0).random((size, size))
     return g @ g.T + size * np.eye(size)
-
-
-def _tuned(vlcs: Any, tasks: list[Any], quick: bool) -> tuple[dict[str, Any], str]:
-    """vlcs tune's plan for the pair on this machine (whole cores each), and
-    a sentence on what it chose and cost."""
-    import tempfile
-
-    with tempfile.TemporaryDirectory(prefix="vlcs-eval-tune-") as d:
-        plan = vlcs.tune(tasks, places="core", out=d, progress=False, repeats=1 if quick else 2)
-    chosen = " | ".join(t["cpus"] for t in plan["tasks"])
-    return plan, (
-        f"vlcs tune --places core chose {chosen} in {plan['runs']} runs and "
-        f"{plan['tuning_s']:.1f} s (the {plan['searched']} search)."
-    )
 
 
 def _cholesky(np: Any, m: Any, reps: int, report: Any = _nothing) -> float:
@@ -263,12 +255,12 @@ def run(quick: bool) -> dict[str, Any]:
         # halves, contexts of its own run it, with their own imports (made
         # before the timing, as a user's would be).
         say(f"contention: {title}: vlcs tune's partition on this machine")
-        plan, tuning = _tuned(vlcs, tune_tasks[k], quick)
+        plan, tuning = tuned_partition(tune_tasks[k], quick)
         ta, tb = (t["cpus"] for t in plan["tasks"])
         tuned_rows = []
         halves = f"vlcs contexts ({ca} | {cb})"
-        if (ta, tb) == (ca, cb):
-            halves = f"vlcs contexts ({ca} | {cb}, vlcs tune's choice too)"
+        if same_sizes(plan, (ca, cb)):
+            halves = f"vlcs contexts ({ca} | {cb}; vlcs tune chose these sizes)"
         else:
             t_omp, t_other = vlcs.VLC.from_plan(plan, "openmp"), vlcs.VLC.from_plan(plan, "other")
             t_lib = _bind(t_omp.load(lib_path))

@@ -7,7 +7,7 @@ import subprocess
 from typing import Any
 
 from vlcs_bench.evaluation._harness import Strategy, measure, ncpus, say, summarise, timed_runs
-from vlcs_bench.evaluation._tasks import on_threads, split_cpus
+from vlcs_bench.evaluation._tasks import on_threads, same_sizes, split_cpus, tuned_partition
 from vlcs_bench.evaluation.contention import _fastest
 from vlcs_bench.programs import launch
 
@@ -83,6 +83,38 @@ def _python(quick: bool) -> dict[str, Any]:
         fs = small_el.submit(_small, np_small_el, xs_small_el)
         return [fb.result(), fs.result()]
 
+    # The partition vlcs tune finds on this machine; where it is not the
+    # static one above, contexts of its own run it.
+    say("nested: vlcs tune's partition on this machine")
+    tmod = "vlcs_bench.evaluation.tunable"
+    plan, tuning = tuned_partition(
+        [
+            vlcs.Task("big", call=f"{tmod}:large_gemm", args={"n": big_n}),
+            vlcs.Task("small", call=f"{tmod}:small_gemms", args={"count": count}),
+        ],
+        quick,
+    )
+    tb, ts = (t["cpus"] for t in plan["tasks"])
+    static = f"vlcs contexts ({cb} | {cs})"
+    tuned_rows = []
+    if same_sizes(plan, (cb, cs)):
+        static = f"vlcs contexts ({cb} | {cs}; vlcs tune chose these sizes)"
+    else:
+        big_t, small_t = vlcs.VLC.from_plan(plan, "big"), vlcs.VLC.from_plan(plan, "small")
+        with big_t:
+            import numpy as np_big_t
+        with small_t:
+            import numpy as np_small_t
+        a_big_t = np_big_t.asarray(a)
+        xs_small_t = [np_small_t.asarray(x) for x in xs[:64]] * (count // 64)
+
+        def tuned() -> list[float]:
+            fb = big_t.submit(_big, np_big_t, a_big_t)
+            fs = small_t.submit(_small, np_small_t, xs_small_t)
+            return [fb.result(), fs.result()]
+
+        tuned_rows = [Strategy(f"vlcs contexts, vlcs tune's ({tb} | {ts})", tuned)]
+
     # The makespan lower bound: the work measured on one core each, spread
     # over every core, but no shorter than the large GEMM with every core.
     # Each part is the fastest of three runs (as in case 4): one slow run on
@@ -99,7 +131,8 @@ def _python(quick: bool) -> dict[str, Any]:
             Strategy("sequential, all cores each", sequential),
             Strategy("threads, one OpenBLAS", threads),
             Strategy(f"threads + threadpoolctl ({max(1, n // 2)} each)", limited),
-            Strategy(f"vlcs contexts ({cb} | {cs})", contexts),
+            Strategy(static, contexts),
+            *tuned_rows,
             Strategy(lent, elastic),
         ],
         repeats=timed_runs(quick),
@@ -109,7 +142,7 @@ def _python(quick: bool) -> dict[str, Any]:
         f"Work on one core: large {w_big:.3f} s, small {w_small:.3f} s; the large GEMM "
         f"alone with all cores {big_all:.3f} s. Ideal makespan = "
         f"max(one-core work / {n} cores, large GEMM "
-        "with all cores, small ones on one core).",
+        "with all cores, small ones on one core). " + tuning,
     )
     return group
 
