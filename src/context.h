@@ -138,8 +138,8 @@ struct ctx_elastic {
      * are read without a lock by the reporting threads (__atomic); the
      * rest is elastic.c's, under elastic_lock(). */
     uint64_t units;        /* progress reported, in all */
-    uint64_t window_units; /* units when the measuring window opened; WINDOW_SHUT: not open */
-    uint64_t window_ns;    /* CLOCK_MONOTONIC when it opened */
+    uint64_t window_units; /* units when the measuring window opened */
+    uint64_t window_ns;    /* CLOCK_MONOTONIC when it opened; 0: none open */
     uint64_t retry_ns;     /* when a refused lend is tried again; 0: none refused */
     int window_cpus;       /* the CPUs it ran on through the window */
     bool window_settled;   /* a window has closed since they changed */

@@ -309,7 +309,7 @@ static void judge(vlcs_ctx *c)
 }
 
 /* Lock-free unless a window may close or a retry is due: a report costs an
- * atomic add and, past a window's units, a clock read. */
+ * atomic add and a clock read. */
 static void progress_add(vlcs_ctx *c, uint64_t n)
 {
     struct ctx_elastic *e = &c->el;
@@ -329,8 +329,8 @@ static void progress_add(vlcs_ctx *c, uint64_t n)
     elastic_unlock();
 }
 
-/* With elastic_mutex held: what was learnt of c's lends is forgotten (its
- * bound changed, or it stopped being elastic). */
+/* With elastic_mutex held: what was learnt of c's lends is forgotten (it
+ * turned idle, its bound changed, or it stopped being elastic). */
 static void progress_forget(vlcs_ctx *c)
 {
     struct ctx_elastic *e = &c->el;

@@ -43,7 +43,7 @@ static int count_both(const vmask *a, const vmask *b)
     return n;
 }
 
-/* How many more CPUs context i may borrow; INT_MAX without a limit. */
+/* How many more CPUs a borrower now on `now` may take; INT_MAX without a limit. */
 static int room(const struct elastic_in *in, const vmask *now)
 {
     if (in->most <= 0)
