@@ -31,6 +31,31 @@ def numpy_and_loop(n: int, steps: int | None = None) -> float:
     return float(a.sum()) + python_loop(2 * n * n if steps is None else steps)
 
 
+def numpy_and_loop_timed(n: int) -> dict[str, Any]:
+    """numpy_and_loop's work, timed by phase on the wall clock (time.time,
+    which every worker shares), with the BLAS threads the worker's numpy
+    runs: where a pool's tasks wait for each other shows in the spans."""
+    import time
+
+    t0 = time.time()
+    import numpy as np
+
+    t1 = time.time()
+    a = np.random.default_rng(0).random((n, n)) / n
+    for _ in range(3):
+        a = a @ a
+    t2 = time.time()
+    python_loop(2 * n * n)
+    t3 = time.time()
+    try:
+        from threadpoolctl import threadpool_info
+
+        blas = sorted({p["num_threads"] for p in threadpool_info() if p["user_api"] == "blas"})
+    except ImportError:
+        blas = []
+    return {"start": t0, "imported": t1, "gemms_done": t2, "end": t3, "blas_threads": blas}
+
+
 def data_task(a: Any) -> float:
     """A large array in, a small result out (a reduction over all of it)."""
     return float(a.sum())

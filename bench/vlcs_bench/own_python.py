@@ -22,7 +22,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from vlcs_bench.jobs import numpy_and_loop, python_loop
+from vlcs_bench.jobs import numpy_and_loop, numpy_and_loop_timed, python_loop
 
 WAYS = (
     "one after another",
@@ -65,6 +65,24 @@ def _run(way: str, pool: Any, fn: Callable[[int], Any], arg: int, n: int) -> lis
     return list(pool.map(fn, [arg] * n))
 
 
+def _profile(pools: dict[str, Any], size: int, n: int) -> dict[str, Any]:
+    """One more batch of the numpy tasks per way, each task timed by phase:
+    the spans (seconds from the batch's start: first and last task to
+    start, to finish its GEMMs, to end) say whether the tasks ran side by
+    side or waited for each other, and in which phase."""
+    out = {}
+    for way in WAYS:
+        t = time.time()
+        tasks = _run(way, pools[way], numpy_and_loop_timed, size, n)
+        spans = {
+            k: [round(min(x[k] for x in tasks) - t, 3), round(max(x[k] for x in tasks) - t, 3)]
+            for k in ("start", "gemms_done", "end")
+        }
+        spans["blas_threads"] = sorted({c for x in tasks for c in x["blas_threads"]})
+        out[way] = spans
+    return out
+
+
 def run(workers: int | None = None, repeats: int = 3, quick: bool = False) -> dict[str, Any]:
     """Every way on both workloads; wall seconds (median) and each way's
     speedup over one after another."""
@@ -95,6 +113,8 @@ def run(workers: int | None = None, repeats: int = 3, quick: bool = False) -> di
                     _run(way, pools[way], fn, arg, n)
                     times[way].append(time.perf_counter() - t)
             base = statistics.median(times["one after another"])
+            if name == "numpy + Python":
+                result["profile"] = _profile(pools, arg, n)
             result["workloads"][name] = {
                 way: {
                     "wall_s": statistics.median(times[way]),
@@ -123,6 +143,16 @@ def report(result: dict[str, Any]) -> str:
             lines.append(
                 f"  {way:28} {r['wall_s']:8.3f} {r['speedup']:7.2f}x {r['start_s']:8.3f}{same}"
             )
+    prof = result.get("profile")
+    if prof:
+        title = "numpy + Python, one batch timed by phase (s from its start, first-last task):"
+        lines += ["", title]
+        head = f"  {'way':28} {'started':>12} {'GEMMs done':>12} {'ended':>12}"
+        lines.append(head + "  BLAS threads")
+        for way, p in prof.items():
+            spans = [f"{p[k][0]:5.2f}-{p[k][1]:5.2f}" for k in ("start", "gemms_done", "end")]
+            cells = " ".join(c.rjust(12) for c in spans)
+            lines.append(f"  {way:28} {cells}  {p['blas_threads']}")
     return "\n".join(lines)
 
 

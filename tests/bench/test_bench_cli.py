@@ -168,6 +168,15 @@ def test_bench_own_json_schema_and_every_way_computed_the_same():
         for way in ways.values():
             _numbers(way, "wall_s", "speedup", "start_s")
             assert way["same_result"] is True
+    # one batch of the numpy tasks per way, timed by phase: each span runs
+    # forward from the batch's start, and every way's numpy ran OpenBLAS
+    assert set(result["profile"]) == set(result["workloads"]["numpy + Python"])
+    for way, p in result["profile"].items():
+        for phase in ("start", "gemms_done", "end"):
+            first, last = p[phase]
+            assert 0 <= first <= last, (way, phase, p)
+        assert p["start"][0] <= p["gemms_done"][0] <= p["end"][0], (way, p)
+        assert p["blas_threads"] and all(n >= 1 for n in p["blas_threads"]), (way, p)
 
 
 def test_bench_scale_json_rows_and_copies_bound():

@@ -10,10 +10,12 @@
 #   1. the GPU checks of tools/gpu/run.sh (torch in three contexts and the
 #      base, CuPy in two, a pool of GPU workers), when nvidia-smi is there
 #      (VLCS_NODE_GPU=0: not);
-#   2. the evaluation's cases VLCS_NODE_CASES (default 4,9,5,12: 4 first, for
-#      its judged lends and tuned partitions; 9, four unequal tasks) in quick
-#      mode (VLCS_NODE_FULL=1: full), one `vlcs bench all` each, so that a
-#      case cut short by the deadline leaves the others' reports;
+#   2. the evaluation's cases VLCS_NODE_CASES (default 4,own,9,5,12: 4
+#      first, for its judged lends and tuned partitions; "own" is `vlcs bench
+#      own`, a pool of one worker per CPU whose numpy tasks are timed by
+#      phase, to find what makes own Pythons wait for each other there) in
+#      quick mode (VLCS_NODE_FULL=1: full), one command each, so that a case
+#      cut short by the deadline leaves the others' reports;
 #   3. `vlcs doctor --json` and `vlcs.room()`.
 # Everything goes to $OUT (the device runner's folder, which brings back 8
 # files: machine.txt, summary.txt and node.tar.gz holding the rest) or else
@@ -26,7 +28,7 @@ py=${VLCS_NODE_PYTHON:-python3}
 final=${OUT:-$root/bench/results/node-$(date -u +%Y%m%d-%H%M%S)}
 out=$(mktemp -d)
 budget=${VLCS_NODE_SECONDS:-480}
-cases=${VLCS_NODE_CASES:-4,9,5,12}
+cases=${VLCS_NODE_CASES:-4,own,9,5,12}
 mode=--quick
 [ "${VLCS_NODE_FULL:-}" = 1 ] && mode="" # full mode: a warm-up and five timed runs
 deadline=$(( $(date +%s) + budget ))
@@ -85,7 +87,11 @@ fi
 
 IFS=, read -r -a each <<< "$cases"
 for n in "${each[@]}"; do
-    step "case$n" 300 "$py" -m vlcs bench all $mode --cases "$n" --out "$out/case$n"
+    if [ "$n" = own ]; then # N Python tasks on one worker per CPU, timed by phase
+        step own 150 "$py" -m vlcs bench own $mode --json
+    else
+        step "case$n" 300 "$py" -m vlcs bench all $mode --cases "$n" --out "$out/case$n"
+    fi
 done
 
 step doctor 60 "$py" -m vlcs doctor --json
