@@ -52,6 +52,12 @@ for line in sys.stdin:
                 break
             time.sleep(0.0002)
         out["waited_ms"] = (time.monotonic() - t0) * 1e3
+    elif cmd[0] == "judge":  # inside: one thread's loop, reported, until its lend was judged
+        t0 = time.monotonic()
+        while ctx.progress_info()["rate_cpus"] != 1 and time.monotonic() - t0 < 60:
+            sum(i * i for i in range(20000))
+            vlcs.progress()
+        out["most"] = ctx.progress_info()["most_cpus"]
     elif cmd[0] == "work":  # inside: numpy and scipy give right answers
         out["right"] = bool(np.allclose(scipy.linalg.inv(x) @ x, np.eye(300), atol=1e-8))
     elif cmd[0] == "base":
@@ -140,6 +146,32 @@ def test_two_interpreters_lend_and_a_killed_one_gives_back(ledger):
     finally:
         if a.p.poll() is None:
             a.p.kill()
+        b.close()
+
+
+@needs_two
+@needs("scipy")
+@needs("threadpoolctl")
+def test_a_lend_that_did_not_pay_stays_given_back_across_the_node(ledger):
+    a, b = Member("0", "a", ledger), Member("1", "b", ledger)
+    try:
+        assert b.ask("enter")["cpus"] == [0, 1], "b borrows the idle member's CPU"
+        judged = b.ask("judge")
+        # one Python thread gains nothing from a second CPU: b holds itself to 1
+        assert judged["most"] == 1 and judged["cpus"] == [1], judged
+        assert a.ask("enter")["cpus"] == [0]
+        # a's leave plans in a's process, from the ledger: b's limit is in
+        # b's slot, so a's CPU is not lent to b again
+        left = a.ask("leave")
+        assert left["cpus"] == [0] and left["lent"] == [], left
+        assert b.ask("base")["cpus"] == [1]
+        b.ask("leave")
+        assert a.ask("base")["lent"] == [], "b idle: nothing lent"
+        # b's next work is judged afresh: entering, it borrows again
+        assert b.ask("enter")["cpus"] == [0, 1]
+        b.ask("leave")
+    finally:
+        a.close()
         b.close()
 
 
