@@ -440,17 +440,14 @@ class VLC:
         3
         >>> ctx.close()
         """
-        if not isinstance(units, int) or isinstance(units, bool) or units < 0:
-            raise InvalidArgumentError(f"progress units must be a whole number >= 0, not {units!r}")
-        check(lib().vlcs_ctx_progress(self._h, units))
+        check(lib().vlcs_ctx_progress(self._h, _units(units)))
 
     def progress_info(self) -> dict[str, Any]:
         """What vlcs measured of the progress reported (see progress):
-        ``units`` in all, ``rate`` (units per second in the last window
-        measured since the context last turned busy, 0.0 before the first) on
-        ``rate_cpus`` CPUs, and
-        ``most_cpus``, the most CPUs lends may bring it to now (0: no limit
-        but its bound)."""
+        ``units`` in all; ``rate``, units per second in the last window
+        measured since the context last turned busy (0.0 before the first),
+        on ``rate_cpus`` CPUs; and ``most_cpus``, the most CPUs lends may
+        bring it to now (0: no limit but its bound)."""
         from vlcs._lib import Progress
 
         p = Progress()
@@ -861,9 +858,14 @@ def progress(units: int = 1) -> None:
     >>> vlcs.progress()  # in the base: nothing
     >>> ctx.close()
     """
+    check(lib().vlcs_ctx_progress(None, _units(units)))
+
+
+def _units(units: int) -> int:
+    """A count of progress units, checked (an int >= 0; not a bool)."""
     if not isinstance(units, int) or isinstance(units, bool) or units < 0:
         raise InvalidArgumentError(f"progress units must be a whole number >= 0, not {units!r}")
-    check(lib().vlcs_ctx_progress(None, units))
+    return units
 
 
 # The environment variables glibc reads for itself (not through getenv
