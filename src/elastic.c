@@ -178,6 +178,8 @@ static void rebalance(const vlcs_ctx *cause, const char *why)
 /* A lend pays when it raises the rate by this much: less is within the
  * noise of one window against the next. */
 #define PAYS 1.05
+/* ... and fails at once, in its settling window, when it halves the rate. */
+#define FAILS 0.5
 #define RETRY_FIRST_NS UINT64_C(2000000000)
 #define RETRY_MOST_NS UINT64_C(64000000000)
 
@@ -281,7 +283,11 @@ static void judge(vlcs_ctx *c)
     double rate = (double)done * 1e9 / (double)(now - opened);
     window_open(c, units, now, cpus);
     e->window_settled = true;
-    if (settling) /* not what the CPUs are worth */
+    /* A settling window is not what the CPUs are worth, unless a lend
+     * halved the rate already: settling costs far less than that, and each
+     * window more on such a lend costs more than the lend can give. */
+    bool lent = e->known_cpus > 0 && cpus > e->known_cpus;
+    if (settling && !(lent && rate < e->known_rate * FAILS))
         return;
     e->last_rate = rate;
     e->last_cpus = cpus;
@@ -299,9 +305,9 @@ static void judge(vlcs_ctx *c)
         e->known_cpus = cpus;
         e->known_rate = rate;
         if (e->untried_cpus > cpus) {
-            int lent = e->untried_cpus;
+            int untried = e->untried_cpus;
             e->untried_cpus = 0;
-            verdict(c, lent, e->untried_rate, now);
+            verdict(c, untried, e->untried_rate, now);
         }
         return;
     }

@@ -1,8 +1,10 @@
 /* Elastic lends judged by the progress a context reports: a single thread,
  * which cannot use a second CPU, gives its lend back; OpenBLAS, which can,
- * keeps it; leaving forgets the verdict; bad input is refused.  Run alone
- * (RUN_SERIAL): another test on the other CPU would change what a lend is
- * worth. */
+ * keeps it; an OpenMP loop that a larger team runs slower (one critical
+ * section) gives it back, where without reports it keeps the lend and its
+ * slower team; leaving forgets the verdict; bad input is refused.  Run
+ * alone (RUN_SERIAL): another test on the other CPU would change what a
+ * lend is worth. */
 #define _GNU_SOURCE
 #include "check.h"
 
@@ -36,6 +38,19 @@ static void blas_unit(void *blas)
     int n = N;
     double one = 1, zero = 0;
     SYM(blas, check_dgemm_fn, "dgemm_")("N", "N", &n, &n, &n, &one, ga, &n, gb, &n, &zero, gc, &n);
+}
+
+/* 20,000 terms through one critical section, in b's libgomp: its team is
+ * as large as b's CPUs (an elastic context's OpenMP is dynamic). */
+typedef int (*contended_fn)(long, double *);
+static contended_fn contended;
+static int team_seen;
+static void contended_unit(void *unused)
+{
+    (void)unused;
+    double sum;
+    team_seen = contended(20000, &sum);
+    CHECK(sum == 0.5 * 19999.0 * 20000.0 / 2, "the sum (%g)", sum);
 }
 
 /* Inside b, units of `unit` reported one by one until vlcs has judged the
@@ -91,6 +106,21 @@ int main(void)
     CHECK_EQ(0, p.most_cpus, "OpenBLAS's rate rose with the second CPU: no limit");
     CHECK_STR("0-1", CURRENT(b), "b runs on the lend again");
     CHECK(dgemm_right(blas, 300), "the product of a 300x300 dgemm, on the lend");
+    CHECK_EQ(0, vlcs_leave(), "leave b");
+
+    /* A library slower on more CPUs: its team of two on the lend runs the
+     * critical section slower than one, so b gives the lend back and its
+     * team is one again. */
+    void *omp = must_load(b, OMP_LIB);
+    contended = SYM(omp, contended_fn, "omp_probe_contended");
+    CHECK_EQ(0, vlcs_enter(b), "enter b");
+    contended_unit(NULL);
+    CHECK_EQ(2, team_seen, "on the lend, a team of two");
+    p = until_judged(b, contended_unit, NULL);
+    CHECK_EQ(1, p.most_cpus, "the team of two was slower: b holds itself to 1 CPU");
+    CHECK_STR("1", CURRENT(b), "b gave the lend back");
+    contended_unit(NULL);
+    CHECK_EQ(1, team_seen, "a team of one again");
     CHECK_EQ(0, vlcs_leave(), "leave b");
 
     /* Bad input, and reports that mean nothing. */

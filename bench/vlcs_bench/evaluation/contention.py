@@ -49,7 +49,7 @@ def build_kernels() -> Path:
 def _bind(lib: ctypes.CDLL) -> ctypes.CDLL:
     """The kernels' types; the _p forms take a progress reporter's address
     (0: none) after the other arguments."""
-    args = {"stencil3d": 2, "kmeans": 4, "cfd": 2}
+    args = {"stencil3d": 2, "kmeans": 4, "cfd": 2, "contended": 2}
     for name, n in args.items():
         for fn, extra in ((getattr(lib, name), []), (getattr(lib, name + "_p"), [ctypes.c_void_p])):
             fn.restype = ctypes.c_double
@@ -226,6 +226,31 @@ def run(quick: bool) -> dict[str, Any]:
             ]
         )
         tuned_other.append(lambda mods: partial(_train_mlp, mods["torch"], steps))
+    # A library past its scaling, made plain: a loop whose every term takes
+    # one critical section runs slower on two threads than on one, so a
+    # lend of the GEMMs' CPU slows it (what lends judged by progress are
+    # for; on the 16-core node OpenBLAS's Cholesky did this from 8 to 16).
+    crit = (100000, 600 if quick else 2400)
+    pairs.append(
+        (
+            f"OpenMP critical-section loop {crit[0]} x{crit[1]} + numpy GEMM {size}² x{reps}",
+            lambda lib, rp=0: lib.contended_p(*crit, rp),
+            lambda: _gemm(np, g, reps),
+            lambda: _gemm(np_c, g_c, reps),
+            lambda report=_nothing: _gemm(np_e, g_e, reps, report),
+        )
+    )
+    tune_tasks.append(
+        [
+            vlcs.Task(
+                "openmp",
+                call=f"{tmod}:contended",
+                args={"library": lib_path, "n": crit[0], "iters": crit[1]},
+            ),
+            vlcs.Task("other", call=f"{tmod}:gemm_series", args={"n": size, "reps": reps}),
+        ]
+    )
+    tuned_other.append(lambda mods: partial(_gemm, mods["numpy"], mods["numpy"].asarray(g), reps))
 
     groups = []
     for k, (title, omp_call, other, other_c, other_e) in enumerate(pairs):

@@ -25,6 +25,10 @@ def cfd(library: str, cells: int, iters: int) -> float:
     return float(_kernels(library).cfd(cells, iters))
 
 
+def contended(library: str, n: int, iters: int) -> float:
+    return float(_kernels(library).contended(n, iters))
+
+
 def cholesky_series(n: int, reps: int) -> float:
     import numpy as np
 

@@ -44,3 +44,25 @@ double omp_probe_sum(long n)
 /* The load average as code in the context reads it (libgomp's dynamic
  * teams subtract it). */
 int omp_probe_loadavg(double *avg) { return getloadavg(avg, 3); }
+
+/* Work that a larger team does slower: every term goes through one
+ * critical section, so two threads hand its lock back and forth (here
+ * 7-8 times slower than one).  Returns the team size it ran with. */
+int omp_probe_contended(long n, double *sum)
+{
+    double s = 0;
+    int team = 0;
+#pragma omp parallel
+    {
+#pragma omp single
+        team = omp_get_num_threads();
+#pragma omp for
+        for (long i = 0; i < n; i++) {
+            double x = (double)i * 0.5;
+#pragma omp critical
+            s += x;
+        }
+    }
+    *sum = s;
+    return team;
+}

@@ -159,6 +159,26 @@ double cfd_p(int ncells, int iters, progress_fn progress)
     return r;
 }
 
+/* A loop that a larger team runs slower: every term goes through one
+ * critical section, whose lock two threads hand back and forth (7-8 times
+ * slower than one thread on the 2-core VM).  What an elastic lend does to
+ * a library past its scaling, made plain. */
+double contended_p(int n, int iters, progress_fn progress)
+{
+    double s = 0;
+    for (int it = 0; it < iters; it++) {
+#pragma omp parallel for
+        for (int i = 0; i < n; i++) {
+            double x = (double)i * 0.5;
+#pragma omp critical
+            s += x;
+        }
+        REPORT(progress);
+    }
+    return s;
+}
+
 double stencil3d(int n, int iters) { return stencil3d_p(n, iters, NULL); }
 double kmeans(int npoints, int dims, int k, int iters) { return kmeans_p(npoints, dims, k, iters, NULL); }
 double cfd(int ncells, int iters) { return cfd_p(ncells, iters, NULL); }
+double contended(int n, int iters) { return contended_p(n, iters, NULL); }
