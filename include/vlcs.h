@@ -309,9 +309,10 @@ VLCS_API int vlcs_ctx_set_elastic(vlcs_ctx *c, const char *bound, unsigned weigh
  * pays.  vlcs measures its rate (units per second) in windows of at least
  * 2 units and 30 ms, after one of 1 unit and 50 ms that lets the libraries
  * settle after each change of CPUs.  When a lend has brought it from k to
- * k' CPUs and its rate rose less than 5 %, it gives back half of what the
- * lend added, then half again, down to k if none of it paid, and those
- * CPUs go to other borrowers or stay with their idle owners; a lend given
+ * k' CPUs and its rate rose less than 5 % (or halved, seen in the settling
+ * window already), it gives back half of what the lend added, then half
+ * again, down to k if none of it paid, and those CPUs go to other
+ * borrowers or stay with their idle owners; a lend given
  * back is tried whole again after 2 s, then 4, 8, ... up to 64 s.  A
  * context lent CPUs before any rate of it was known runs one window on its
  * home first, to judge the lend against.  A context that turns idle
