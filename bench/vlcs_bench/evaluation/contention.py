@@ -230,14 +230,19 @@ def run(quick: bool) -> dict[str, Any]:
     # one critical section runs slower on two threads than on one, so a
     # lend of the GEMMs' CPU slows it (what lends judged by progress are
     # for; on the 16-core node OpenBLAS's Cholesky did this from 8 to 16).
-    crit = (100000, 600 if quick else 2400)
+    # The GEMMs beside it are fewer and smaller than the other pairs', so
+    # that they end first and the loop is the one lent a CPU.
+    crit, small, small_reps = (100000, 400 if quick else 800), 1000, 6
+    gs = g[:small, :small].copy()
+    gs_c, gs_e = np_c.asarray(gs), np_e.asarray(gs)
     pairs.append(
         (
-            f"OpenMP critical-section loop {crit[0]} x{crit[1]} + numpy GEMM {size}² x{reps}",
+            f"OpenMP critical-section loop {crit[0]} x{crit[1]} + numpy GEMM {small}² "
+            f"x{small_reps}",
             lambda lib, rp=0: lib.contended_p(*crit, rp),
-            lambda: _gemm(np, g, reps),
-            lambda: _gemm(np_c, g_c, reps),
-            lambda report=_nothing: _gemm(np_e, g_e, reps, report),
+            lambda: _gemm(np, gs, small_reps),
+            lambda: _gemm(np_c, gs_c, small_reps),
+            lambda report=_nothing: _gemm(np_e, gs_e, small_reps, report),
         )
     )
     tune_tasks.append(
@@ -247,10 +252,12 @@ def run(quick: bool) -> dict[str, Any]:
                 call=f"{tmod}:contended",
                 args={"library": lib_path, "n": crit[0], "iters": crit[1]},
             ),
-            vlcs.Task("other", call=f"{tmod}:gemm_series", args={"n": size, "reps": reps}),
+            vlcs.Task("other", call=f"{tmod}:gemm_series", args={"n": small, "reps": small_reps}),
         ]
     )
-    tuned_other.append(lambda mods: partial(_gemm, mods["numpy"], mods["numpy"].asarray(g), reps))
+    tuned_other.append(
+        lambda mods: partial(_gemm, mods["numpy"], mods["numpy"].asarray(gs), small_reps)
+    )
 
     groups = []
     for k, (title, omp_call, other, other_c, other_e) in enumerate(pairs):
