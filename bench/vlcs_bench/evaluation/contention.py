@@ -157,23 +157,17 @@ def run(quick: bool) -> dict[str, Any]:
     # context's own numpy or torch.
     tmod = "vlcs_bench.evaluation.tunable"
     lib_path = str(path)
+
+    def tasks(kernel: str, kernel_args: dict[str, int], other: str, **other_args: int) -> list[Any]:
+        """The pair as vlcs tune runs it: the kernel, and the other side."""
+        return [
+            vlcs.Task("openmp", call=f"{tmod}:{kernel}", args={"library": lib_path, **kernel_args}),
+            vlcs.Task("other", call=f"{tmod}:{other}", args=other_args),
+        ]
+
     tune_tasks = [
-        [
-            vlcs.Task(
-                "openmp",
-                call=f"{tmod}:stencil",
-                args={"library": lib_path, "n": sten[0], "iters": sten[1]},
-            ),
-            vlcs.Task("other", call=f"{tmod}:cholesky_series", args={"n": size, "reps": reps}),
-        ],
-        [
-            vlcs.Task(
-                "openmp",
-                call=f"{tmod}:kmeans",
-                args={"library": lib_path, "points": km[0], "iters": km[3]},
-            ),
-            vlcs.Task("other", call=f"{tmod}:gemm_series", args={"n": size, "reps": reps}),
-        ],
+        tasks("stencil", {"n": sten[0], "iters": sten[1]}, "cholesky_series", n=size, reps=reps),
+        tasks("kmeans", {"points": km[0], "iters": km[3]}, "gemm_series", n=size, reps=reps),
     ]
     tuned_other: list[Any] = [
         lambda mods: partial(_cholesky, mods["numpy"], mods["numpy"].asarray(spd), reps),
@@ -216,14 +210,7 @@ def run(quick: bool) -> dict[str, Any]:
             )
         )
         tune_tasks.append(
-            [
-                vlcs.Task(
-                    "openmp",
-                    call=f"{tmod}:cfd",
-                    args={"library": lib_path, "cells": cells[0], "iters": cells[1]},
-                ),
-                vlcs.Task("other", call=f"{tmod}:mlp_training", args={"steps": steps}),
-            ]
+            tasks("cfd", {"cells": cells[0], "iters": cells[1]}, "mlp_training", steps=steps)
         )
         tuned_other.append(lambda mods: partial(_train_mlp, mods["torch"], steps))
     # A library past its scaling, made plain: a loop whose every term takes
@@ -246,14 +233,9 @@ def run(quick: bool) -> dict[str, Any]:
         )
     )
     tune_tasks.append(
-        [
-            vlcs.Task(
-                "openmp",
-                call=f"{tmod}:contended",
-                args={"library": lib_path, "n": crit[0], "iters": crit[1]},
-            ),
-            vlcs.Task("other", call=f"{tmod}:gemm_series", args={"n": small, "reps": small_reps}),
-        ]
+        tasks(
+            "contended", {"n": crit[0], "iters": crit[1]}, "gemm_series", n=small, reps=small_reps
+        )
     )
     tuned_other.append(
         lambda mods: partial(_gemm, mods["numpy"], mods["numpy"].asarray(gs), small_reps)
