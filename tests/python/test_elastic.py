@@ -8,6 +8,9 @@ Each case runs in a fresh interpreter (its contexts import numpy)."""
 
 from __future__ import annotations
 
+import subprocess
+from pathlib import Path
+
 import pytest
 import vlcs
 from test_imports import needs, needs_two, run_code
@@ -154,15 +157,29 @@ print(json.dumps(out))
     assert shrunk["b_threads"] >= 1 and shrunk["on_cpu1"] == shrunk["b_threads"] + 1, shrunk
 
 
+@pytest.fixture(scope="module")
+def omp_lib(tmp_path_factory) -> str:
+    """tests/c/lib/omp.c built with gcc -fopenmp: omp_probe_contended runs a
+    loop through one critical section, 7-8 times slower on two threads."""
+    out = tmp_path_factory.mktemp("omp") / "libomp_probe.so"
+    src = Path(__file__).resolve().parents[1] / "c" / "lib" / "omp.c"
+    subprocess.run(
+        ["gcc", "-O2", "-fopenmp", "-shared", "-fPIC", str(src), "-o", str(out)], check=True
+    )
+    return str(out)
+
+
 @needs_two
 @needs("scipy")
-def test_a_lend_is_kept_only_where_the_reported_progress_rises():
+def test_a_lend_is_kept_only_where_the_reported_progress_rises(omp_lib):
     r = run_code(
         TWO_ELASTIC
+        + f"LIB = {omp_lib!r}\n"
         + """
-import time
+import ctypes, time
 with b:
     import numpy as np, scipy.linalg
+omp = b.load(LIB)  # after set_elastic: its libgomp sizes teams by b's CPUs
 x = np.random.default_rng(0).random((300, 300)) + 300 * np.eye(300)
 def until_judged(unit):
     # units reported one by one until a window on b's home was measured:
@@ -173,13 +190,15 @@ def until_judged(unit):
         unit()
         vlcs.progress()
     return {**b.progress_info(), "cpus": b.cpus, "lent": a.lent_cpus}
-def python_loop():
-    s = 0
-    for i in range(100000):
-        s += i
+teams = []
+def contended():
+    total = ctypes.c_double()
+    teams.append(omp.omp_probe_contended(ctypes.c_long(20000), ctypes.byref(total)))
 out = {}
 with b:
-    out["python"] = until_judged(python_loop)
+    out["openmp"] = until_judged(contended)
+    contended()
+out["teams"] = [teams[0], teams[-1]]
 out["after"] = b.progress_info()["most_cpus"]
 solved = []
 with b:
@@ -203,9 +222,10 @@ out["units"] = b.progress_info()["units"]
 print(json.dumps(out))
 """
     )
-    py, sp = r["python"], r["scipy"]
-    # one Python thread gained nothing from CPU 1's neighbour: given back
-    assert py["most_cpus"] == 1 and py["cpus"] == [1] and py["lent"] == [], py
+    omp, sp = r["openmp"], r["scipy"]
+    # the critical section ran slower on a team of two: the lend went back
+    assert omp["most_cpus"] == 1 and omp["cpus"] == [1] and omp["lent"] == [], omp
+    assert r["teams"] == [2, 1], "a team of two on the lend, of one after"
     assert r["after"] == 0  # leaving forgets the verdict
     # scipy's OpenBLAS ran two threads on the lend and its rate rose: kept
     assert sp["most_cpus"] == 0 and sp["cpus"] == [0, 1] and sp["lent"] == [0], sp
@@ -214,7 +234,7 @@ print(json.dumps(out))
     assert r["base"] == {"pools": True, "affinity": [0, 1], "solve": True}
     assert len(r["errors"]) == 3 and "whole number >= 0" in r["errors"][0]
     # units add up across the two works; the refused reports added none
-    assert r["units"] == sp["units"] > py["units"] > 0
+    assert r["units"] == sp["units"] > omp["units"] > 0
 
 
 @needs_two
