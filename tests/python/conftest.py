@@ -92,3 +92,16 @@ def prog_lines(stdout: str) -> dict[int, str]:
         assert m.group(2) == str(i) and m.group(3) == str(i), line
         seen[i] = line
     return seen
+
+
+@pytest.fixture(scope="session")
+def omp_lib(tmp_path_factory) -> str:
+    """tests/c/lib/omp.c built with gcc -fopenmp: its omp_probe_contended
+    runs a loop through one critical section, 7-8 times slower on a team of
+    two than on one (a lend that hurts, for the tests of judged lends)."""
+    out = tmp_path_factory.mktemp("omp") / "libomp_probe.so"
+    src = ROOT / "tests" / "c" / "lib" / "omp.c"
+    subprocess.run(
+        ["gcc", "-O2", "-fopenmp", "-shared", "-fPIC", str(src), "-o", str(out)], check=True
+    )
+    return str(out)

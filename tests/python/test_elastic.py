@@ -8,9 +8,6 @@ Each case runs in a fresh interpreter (its contexts import numpy)."""
 
 from __future__ import annotations
 
-import subprocess
-from pathlib import Path
-
 import pytest
 import vlcs
 from test_imports import needs, needs_two, run_code
@@ -155,18 +152,6 @@ print(json.dumps(out))
     shrunk = r["shrunk"]
     assert shrunk["cpus"] == [1] and shrunk["same"]
     assert shrunk["b_threads"] >= 1 and shrunk["on_cpu1"] == shrunk["b_threads"] + 1, shrunk
-
-
-@pytest.fixture(scope="module")
-def omp_lib(tmp_path_factory) -> str:
-    """tests/c/lib/omp.c built with gcc -fopenmp: omp_probe_contended runs a
-    loop through one critical section, 7-8 times slower on two threads."""
-    out = tmp_path_factory.mktemp("omp") / "libomp_probe.so"
-    src = Path(__file__).resolve().parents[1] / "c" / "lib" / "omp.c"
-    subprocess.run(
-        ["gcc", "-O2", "-fopenmp", "-shared", "-fPIC", str(src), "-o", str(out)], check=True
-    )
-    return str(out)
 
 
 @needs_two
