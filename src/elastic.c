@@ -319,14 +319,11 @@ static void judge(vlcs_ctx *c)
 static void progress_add(vlcs_ctx *c, uint64_t n)
 {
     struct ctx_elastic *e = &c->el;
-    uint64_t units = __atomic_add_fetch(&e->units, n, __ATOMIC_RELAXED);
+    __atomic_add_fetch(&e->units, n, __ATOMIC_RELAXED);
     if (!__atomic_load_n(&e->active, __ATOMIC_RELAXED))
         return;
     uint64_t opened = __atomic_load_n(&e->window_ns, __ATOMIC_ACQUIRE);
     uint64_t retry = __atomic_load_n(&e->retry_ns, __ATOMIC_RELAXED);
-    if (opened != 0 && retry == 0 &&
-        units - __atomic_load_n(&e->window_units, __ATOMIC_RELAXED) < SETTLE_UNITS)
-        return;
     uint64_t now = now_ns();
     if (opened != 0 && now - opened < WINDOW_NS && (retry == 0 || now < retry))
         return;
