@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import ctypes
 import os
-import sys
 import time
 from functools import partial
 from pathlib import Path
@@ -66,6 +65,22 @@ def spd_matrix(np: Any, size: int) -> Any:
     generator's first draw)."""
     g = np.random.default_rng(0).random((size, size))
     return g @ g.T + size * np.eye(size)
+
+
+def _numpy_in(ctx: Any) -> Any:
+    """The context's own numpy."""
+    with ctx:
+        import numpy
+
+    return numpy
+
+
+def _torch_in(ctx: Any) -> Any:
+    """The context's own torch."""
+    with ctx:
+        import torch
+
+    return torch
 
 
 def _cholesky(np: Any, m: Any, reps: int, report: Any = _nothing) -> float:
@@ -170,8 +185,8 @@ def run(quick: bool) -> dict[str, Any]:
         tasks("kmeans", {"points": km[0], "iters": km[3]}, "gemm_series", n=size, reps=reps),
     ]
     tuned_other: list[Any] = [
-        lambda mods: partial(_cholesky, mods["numpy"], mods["numpy"].asarray(spd), reps),
-        lambda mods: partial(_gemm, mods["numpy"], mods["numpy"].asarray(g), reps),
+        lambda c: partial(_cholesky, (n_t := _numpy_in(c)), n_t.asarray(spd), reps),
+        lambda c: partial(_gemm, (n_t := _numpy_in(c)), n_t.asarray(g), reps),
     ]
 
     pairs: list[tuple[str, Any, Any, Any, Any]] = [
@@ -212,7 +227,7 @@ def run(quick: bool) -> dict[str, Any]:
         tune_tasks.append(
             tasks("cfd", {"cells": cells[0], "iters": cells[1]}, "mlp_training", steps=steps)
         )
-        tuned_other.append(lambda mods: partial(_train_mlp, mods["torch"], steps))
+        tuned_other.append(lambda c: partial(_train_mlp, _torch_in(c), steps))
     # A library past its scaling, made plain: a loop whose every term takes
     # one critical section runs slower on two threads than on one, so a
     # lend of the GEMMs' CPU slows it (what lends judged by progress are
@@ -237,9 +252,7 @@ def run(quick: bool) -> dict[str, Any]:
             "contended", {"n": crit[0], "iters": crit[1]}, "gemm_series", n=small, reps=small_reps
         )
     )
-    tuned_other.append(
-        lambda mods: partial(_gemm, mods["numpy"], mods["numpy"].asarray(gs), small_reps)
-    )
+    tuned_other.append(lambda c: partial(_gemm, (n_t := _numpy_in(c)), n_t.asarray(gs), small_reps))
 
     groups = []
     for k, (title, omp_call, other, other_c, other_e) in enumerate(pairs):
@@ -278,17 +291,7 @@ def run(quick: bool) -> dict[str, Any]:
         else:
             t_omp, t_other = vlcs.VLC.from_plan(plan, "openmp"), vlcs.VLC.from_plan(plan, "other")
             t_lib = _bind(t_omp.load(lib_path))
-            mods: dict[str, Any] = {}
-            with t_other:
-                import numpy as np_t
-
-                mods["numpy"] = np_t
-                if "torch" in sys.modules:
-                    import torch as torch_t
-
-                    mods["torch"] = torch_t
-
-            call_t = tuned_other[k](mods)
+            call_t = tuned_other[k](t_other)  # imports what the pair needs into t_other
 
             def tuned(
                 omp_call=omp_call, t_omp=t_omp, t_lib=t_lib, t_other=t_other, call=call_t

@@ -40,8 +40,9 @@ def cholesky_series(n: int, reps: int) -> float:
 def gemm_series(n: int, reps: int) -> float:
     import numpy as np
 
-    a = np.random.default_rng(0).random((n, n))
-    return float(sum((a @ a)[0, 0] for _ in range(reps)))
+    from vlcs_bench.evaluation.contention import _gemm
+
+    return _gemm(np, np.random.default_rng(0).random((n, n)), reps)
 
 
 def mlp_training(steps: int) -> float:
