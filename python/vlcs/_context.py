@@ -45,7 +45,17 @@ from vlcs._isolation import threads as _threads
 from vlcs._isolation import views as _views
 from vlcs._isolation.extension import python_service
 from vlcs._isolation.linkmap import namespace_files, namespace_objects, namespace_root
-from vlcs._lib import c_string, check, enter_binding, fail, forged_files, last_error, lib
+from vlcs._lib import (
+    IN_OWN_PYTHON,
+    c_string,
+    check,
+    enter_binding,
+    fail,
+    forged_files,
+    host_lib,
+    last_error,
+    lib,
+)
 
 if TYPE_CHECKING:
     import concurrent.futures
@@ -847,7 +857,8 @@ def current() -> VLC | None:
 def progress(units: int = 1) -> None:
     """Report ``units`` more iterations done in the calling thread's context
     (see VLC.progress); outside every context it does nothing, so a library
-    may report whoever calls it.
+    may report whoever calls it.  In a task of a context's own Python
+    (``python="own"``) it reports to that context.
 
     >>> import vlcs
     >>> ctx = vlcs.VLC(cpus="0", elastic="0")
@@ -858,7 +869,11 @@ def progress(units: int = 1) -> None:
     >>> vlcs.progress()  # in the base: nothing
     >>> ctx.close()
     """
-    check(lib().vlcs_ctx_progress(None, _units(units)))
+    n = _units(units)
+    if IN_OWN_PYTHON and not lib().vlcs_current():
+        host_lib().vlcs_ctx_progress(None, n)  # its task's context, not one made here
+    else:
+        check(lib().vlcs_ctx_progress(None, n))
 
 
 def _units(units: int) -> int:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import ctypes
 import functools
 import os
+import sys
 import threading
 
 from vlcs import _errors
@@ -152,6 +153,29 @@ def lib() -> ctypes.CDLL:
                 _lib = handle
                 _errors._read_limit = handle.vlcs_errlimit
     return _lib
+
+
+# what vlcs._own_runtime gives a context's own Python before anything imports vlcs
+_host_given = sys.modules.get("_vlcs_host")
+IN_OWN_PYTHON = _host_given is not None
+_host: ctypes.CDLL | None = None
+
+
+def host_lib() -> ctypes.CDLL | None:
+    """In a context's own Python (``python="own"``), the libvlcs of the
+    Python that made the context, whose contexts this Python's tasks run
+    in; None elsewhere.  lib() is the namespace's own copy there, and
+    contexts made in that Python are that copy's (their extension modules
+    bind the C API of the Python that made them): only what concerns the
+    context a task runs in goes to the host's."""
+    global _host
+    if _host is None and _host_given is not None:
+        path, address = _host_given.libvlcs
+        host = ctypes.CDLL(path, handle=address)
+        f = host.vlcs_ctx_progress
+        f.restype, f.argtypes = _SIGNATURES["vlcs_ctx_progress"]
+        _host = host
+    return _host
 
 
 def c_string(value: Any, what: str, *, path: bool = False) -> bytes:

@@ -159,7 +159,10 @@ class Runtime:
                 else:
                     ctx.setenv(name, value)
             environ = _context_environ(ctx) if ctx.mode == "copies" else None
-            given_now = (sys.executable, runtime_library(), environ, restore)
+            # Its vlcs reports progress to this libvlcs (vlcs._lib.host_lib):
+            # its tasks' context is this one's, not its own copy's.
+            host = (lib()._name, lib()._handle)
+            given_now = (sys.executable, runtime_library(), environ, restore, host)
             boot = (
                 f"_vlcs_given = {given_now!r}\n"
                 f"import marshal as _m\nexec(_m.loads({_bootstrap_code()!r}))\ndel _m\n"

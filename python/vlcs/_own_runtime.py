@@ -40,9 +40,14 @@ if "functools" not in sys.modules:
         del sys.modules["functools"], _vlcs_stub
 else:
     import _pickle as pickle
-_vlcs_executable, _vlcs_libpython, _vlcs_environ, _vlcs_restore = _vlcs_given
+_vlcs_executable, _vlcs_libpython, _vlcs_environ, _vlcs_restore, _vlcs_libvlcs = _vlcs_given
 del _vlcs_given
 sys.executable = _vlcs_executable
+# the host's libvlcs (path, handle), for vlcs._lib.host_lib
+_vlcs_host = type(sys)("_vlcs_host")
+_vlcs_host.libvlcs = _vlcs_libvlcs
+sys.modules["_vlcs_host"] = _vlcs_host
+del _vlcs_host, _vlcs_libvlcs
 
 
 class _VlcsPythonapi:

@@ -223,6 +223,51 @@ print(json.dumps(out))
 
 
 @needs_two
+def test_a_task_in_a_python_of_its_own_reports_progress_to_its_context(omp_lib):
+    r = run_code(
+        TWO_ELASTIC.replace('name="b")', 'name="b", python="own")')
+        + f"LIB = {omp_lib!r}\n"
+        + """
+def task(lib):
+    # runs in b's own Python: its vlcs and libvlcs are that runtime's, its
+    # reports must reach b all the same.  It runs until the lend it got on
+    # entering went back (a team of one on b's home; the deadline only
+    # bounds a failure) and says what it saw.
+    import ctypes, os, time
+    import vlcs
+    omp = ctypes.CDLL(lib)
+    omp.omp_probe_contended.argtypes = [ctypes.c_long, ctypes.POINTER(ctypes.c_double)]
+    total = ctypes.c_double()
+    teams, cpus, units = [], [], 0
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        teams.append(omp.omp_probe_contended(20000, ctypes.byref(total)))
+        cpus.append(sorted(os.sched_getaffinity(0)))
+        vlcs.progress()
+        units += 1
+        if teams[-1] == 1 and teams[0] == 2:
+            break
+    return {"teams": [teams[0], teams[-1]], "cpus": [cpus[0], cpus[-1]], "units": units}
+out = b.submit(task, LIB).result()
+out["b"] = b.progress_info()
+out["a_units"] = a.progress_info()["units"]
+out["base"] = {
+    "pools": sorted((p["internal_api"], p["num_threads"]) for p in threadpool_info()) == base_pools,
+    "affinity": sorted(os.sched_getaffinity(0)),
+}
+print(json.dumps(out))
+"""
+    )
+    # on the lend the critical section ran a team of two, slower; b's
+    # reports from its own Python judged it, and the lend went back
+    assert r["teams"] == [2, 1] and r["cpus"] == [[0, 1], [1]], r
+    # every report counted in b (leaving forgot its verdict), none in a
+    assert r["b"]["units"] == r["units"] > 1 and r["b"]["most_cpus"] == 0, r
+    assert r["a_units"] == 0
+    assert r["base"] == {"pools": True, "affinity": [0, 1]}
+
+
+@needs_two
 def test_submitted_tasks_make_a_context_busy():
     a = vlcs.VLC(cpus="0", elastic="0-1", name="ea")
     b = vlcs.VLC(cpus="1", elastic="0-1", name="eb")
