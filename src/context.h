@@ -134,23 +134,24 @@ struct ctx_elastic {
     unsigned pools_gen; /* families_generation() pool_resize was found with; 0: stale */
 
     /* Whether lends pay, judged from the progress its threads report
-     * (vlcs_ctx_progress).  units, window_units, window_ns and retry_ns
-     * are read without a lock by the reporting threads (__atomic); the
-     * rest is elastic.c's, under elastic_lock(). */
-    uint64_t units;        /* progress reported, in all */
-    uint64_t window_units; /* units when the measuring window opened */
-    uint64_t window_ns;    /* CLOCK_MONOTONIC when it opened; 0: none open */
-    uint64_t retry_ns;     /* when a refused lend is tried again; 0: none refused */
-    int window_cpus;       /* the CPUs it ran on through the window */
-    bool window_settled;   /* a window has closed since they changed */
-    int known_cpus;        /* the CPUs of the last window measured, before any lend since */
-    double known_rate;     /* its units per second */
-    int untried_cpus;      /* a lend measured before any rate on fewer CPUs was: its CPUs */
-    double untried_rate;   /* and its rate, judged once its home's is known */
-    double last_rate;      /* the last window's rate, and its CPUs (vlcs_ctx_get_progress) */
+     * (vlcs_ctx_progress).  units, window_units, window_ns, window_wait_ns
+     * and retry_ns are read without a lock by the reporting threads
+     * (__atomic); the rest is elastic.c's, under elastic_lock(). */
+    uint64_t units;          /* progress reported, in all */
+    uint64_t window_units;   /* units when the measuring window opened */
+    uint64_t window_ns;      /* CLOCK_MONOTONIC when it opened; 0: none open */
+    uint64_t window_wait_ns; /* how long after that a report may judge it */
+    uint64_t retry_ns;       /* when a refused lend is tried again; 0: none refused */
+    int window_cpus;         /* the CPUs it ran on through the window */
+    bool window_settled;     /* a window has closed since they changed */
+    int known_cpus;          /* the CPUs of the last window measured, before any lend since */
+    double known_rate;       /* its units per second */
+    int untried_cpus;        /* a lend measured before any rate on fewer CPUs was: its CPUs */
+    double untried_rate;     /* and its rate, judged once its home's is known */
+    double last_rate;        /* the last window's rate, and its CPUs (vlcs_ctx_get_progress) */
     int last_cpus;
-    int most;              /* the most CPUs lends may bring it to; 0: its bound's */
-    uint64_t backoff_ns;   /* the wait before the next retry */
+    int most;                /* the most CPUs lends may bring it to; 0: its bound's */
+    uint64_t backoff_ns;     /* the wait before the next retry */
 };
 
 /* Its GPUs (gpu.c). */

@@ -178,8 +178,12 @@ static void rebalance(const vlcs_ctx *cause, const char *why)
 /* A lend pays when it raises the rate by this much: less is within the
  * noise of one window against the next. */
 #define PAYS 1.05
-/* ... and fails at once, in its settling window, when it halves the rate. */
+/* ... and fails at once, in its settling window, when it halves the rate:
+ * judged first after one unit and 10 ms, then again at the window's end.
+ * Each millisecond more on such a lend costs more than the lend can give,
+ * and a lend that pays does not run at half the rate for its first unit. */
 #define FAILS 0.5
+#define FAILS_EARLY_NS UINT64_C(10000000)
 #define RETRY_FIRST_NS UINT64_C(2000000000)
 #define RETRY_MOST_NS UINT64_C(64000000000)
 
@@ -206,11 +210,13 @@ static void trace_verdict(const vlcs_ctx *c, int cpus, double rate, double gain,
         (void)!write(STDERR_FILENO, line, (size_t)n < sizeof line ? (size_t)n : sizeof line - 1);
 }
 
-/* With elastic_mutex held: the next window of c opens now. */
-static void window_open(vlcs_ctx *c, uint64_t units, uint64_t now, int cpus)
+/* With elastic_mutex held: the next window of c opens now; reports judge
+ * it from `wait` on. */
+static void window_open(vlcs_ctx *c, uint64_t units, uint64_t now, int cpus, uint64_t wait)
 {
     c->el.window_cpus = cpus;
     __atomic_store_n(&c->el.window_units, units, __ATOMIC_RELAXED);
+    __atomic_store_n(&c->el.window_wait_ns, wait, __ATOMIC_RELAXED);
     __atomic_store_n(&c->el.window_ns, now, __ATOMIC_RELEASE);
 }
 
@@ -269,25 +275,30 @@ static void judge(vlcs_ctx *c)
         return;
     }
     int cpus = mask_count(&ctx_view(c)->mask);
+    bool lent = e->known_cpus > 0 && cpus > e->known_cpus;
     uint64_t opened = __atomic_load_n(&e->window_ns, __ATOMIC_ACQUIRE);
     if (opened == 0 || cpus != e->window_cpus) {
-        window_open(c, units, now, cpus);
+        window_open(c, units, now, cpus, lent ? FAILS_EARLY_NS : WINDOW_NS);
         e->window_settled = false;
         return;
     }
     uint64_t done = units - __atomic_load_n(&e->window_units, __ATOMIC_RELAXED);
+    uint64_t took = now - opened;
     bool settling = !e->window_settled;
-    if (settling ? done < SETTLE_UNITS || now - opened < SETTLE_NS
-                 : done < WINDOW_UNITS || now - opened < WINDOW_NS)
+    if (settling ? done < SETTLE_UNITS || took < (lent ? FAILS_EARLY_NS : SETTLE_NS)
+                 : done < WINDOW_UNITS || took < WINDOW_NS)
         return;
-    double rate = (double)done * 1e9 / (double)(now - opened);
-    window_open(c, units, now, cpus);
-    e->window_settled = true;
+    double rate = (double)done * 1e9 / (double)took;
     /* A settling window is not what the CPUs are worth, unless a lend
-     * halved the rate already: settling costs far less than that, and each
-     * window more on such a lend costs more than the lend can give. */
-    bool lent = e->known_cpus > 0 && cpus > e->known_cpus;
-    if (settling && !(lent && rate < e->known_rate * FAILS))
+     * halved the rate already: settling costs far less than that. */
+    bool failed = lent && rate < e->known_rate * FAILS;
+    if (settling && !failed && took < SETTLE_NS) { /* judged early: it settles out its time */
+        __atomic_store_n(&e->window_wait_ns, SETTLE_NS, __ATOMIC_RELAXED);
+        return;
+    }
+    window_open(c, units, now, cpus, WINDOW_NS);
+    e->window_settled = true;
+    if (settling && !failed)
         return;
     e->last_rate = rate;
     e->last_cpus = cpus;
@@ -323,9 +334,10 @@ static void progress_add(vlcs_ctx *c, uint64_t n)
     if (!__atomic_load_n(&e->active, __ATOMIC_RELAXED))
         return;
     uint64_t opened = __atomic_load_n(&e->window_ns, __ATOMIC_ACQUIRE);
+    uint64_t wait = __atomic_load_n(&e->window_wait_ns, __ATOMIC_RELAXED);
     uint64_t retry = __atomic_load_n(&e->retry_ns, __ATOMIC_RELAXED);
     uint64_t now = now_ns();
-    if (opened != 0 && now - opened < WINDOW_NS && (retry == 0 || now < retry))
+    if (opened != 0 && now - opened < wait && (retry == 0 || now < retry))
         return;
     elastic_lock();
     judge(c);
