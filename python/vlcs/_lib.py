@@ -443,8 +443,8 @@ def room() -> dict[str, dict[str, int | None]]:
     mapped.
 
     >>> import vlcs
-    >>> r = vlcs.room()
-    >>> r["memory_maps"]["used"] <= r["memory_maps"]["limit"]
+    >>> maps = vlcs.room()["memory_maps"]
+    >>> maps["used"] <= maps["limit"]
     True
     """
     out: dict[str, dict[str, int | None]] = {}
