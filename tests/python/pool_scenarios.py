@@ -195,7 +195,7 @@ def sklearn_case() -> dict:
     same best parameters and scores; loky still works after the contexts
     imported their own scikit-learn (and loky)."""
     import joblib  # imported after vlcs: registered by the import hook
-    import numpy as np  # noqa: F401
+    import numpy as np
     from sklearn.datasets import make_classification
     from sklearn.model_selection import GridSearchCV
     from sklearn.svm import SVC
@@ -206,7 +206,10 @@ def sklearn_case() -> dict:
     with joblib.parallel_config(backend="vlcs", n_jobs=2):
         g_vlcs = GridSearchCV(SVC(), grid, n_jobs=2).fit(x, y)
         with joblib.parallel_config(backend="vlcs", n_jobs=2):
-            who = joblib.Parallel()(joblib.delayed(pool_tasks.where)() for _ in range(4))
+            flags = np.zeros(4, dtype=np.int64)  # each pair of tasks runs on both workers
+            who = joblib.Parallel(batch_size=1)(
+                joblib.delayed(pool_tasks.where_paired)(flags, i) for i in range(4)
+            )
     from vlcs._pools import joblib_backend as _joblib
 
     pools = list(_joblib._pools.values())

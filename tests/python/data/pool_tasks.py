@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import sys
 import time
+from typing import Any
 
 CALLS = 0  # per copy of this module: per context
 
@@ -29,6 +30,18 @@ def where(*_: object) -> dict:
         "numpy": id(numpy) if numpy is not None else None,
         "env": os.environ.get("POOL_TEST"),
     }
+
+
+def where_paired(flags: Any, i: int) -> dict:
+    """where(), once task i ^ 1 has started too (flags: an array each task
+    marks, which arrives as a view of the caller's): a pool of two workers
+    runs tasks 2k and 2k + 1 one each, where one quick worker could take
+    them all (the GIL's switch interval lets the partner's worker run)."""
+    flags[i] = 1
+    deadline = time.monotonic() + 60  # bounds a failure only
+    while not flags[i ^ 1] and time.monotonic() < deadline:
+        pass
+    return where()
 
 
 def count() -> int:
