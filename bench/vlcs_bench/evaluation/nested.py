@@ -7,8 +7,14 @@ import subprocess
 from typing import Any
 
 from vlcs_bench.evaluation._harness import Strategy, measure, ncpus, say, summarise, timed_runs
-from vlcs_bench.evaluation._tasks import on_threads, same_sizes, split_cpus, tuned_partition
-from vlcs_bench.evaluation.contention import _fastest
+from vlcs_bench.evaluation._tasks import (
+    on_threads,
+    progress_reporters,
+    same_sizes,
+    split_cpus,
+    tuned_partition,
+)
+from vlcs_bench.evaluation.contention import _fastest, _nothing
 from vlcs_bench.programs import launch
 
 TITLE = "Nested parallelism (paper Fig. 9)"
@@ -25,10 +31,14 @@ def _big(np: Any, a: Any) -> float:
     return float((a @ a).trace())
 
 
-def _small(np: Any, xs: list[Any]) -> float:
+def _small(np: Any, xs: list[Any], report: Any = _nothing) -> float:
+    """The small products; `report` is called after every 64 of them
+    (vlcs.progress where the lends are judged)."""
     total = 0.0
-    for x in xs:
+    for i, x in enumerate(xs, 1):
         total += float((x @ x)[0, 0])
+        if i % 64 == 0:
+            report()
     return total
 
 
@@ -78,10 +88,15 @@ def _python(quick: bool) -> dict[str, Any]:
         fs = small_ctx.submit(_small, np_small, xs_small)
         return [fb.result(), fs.result()]
 
-    def elastic() -> list[float]:
+    def elastic(report: Any = _nothing) -> list[float]:
         fb = big_el.submit(_big, np_big_el, a_big_el)
-        fs = small_el.submit(_small, np_small_el, xs_small_el)
+        fs = small_el.submit(_small, np_small_el, xs_small_el, report)
         return [fb.result(), fs.result()]
+
+    # The same, the small products reporting their progress: a lend of the
+    # large GEMM's CPUs that does not speed them up goes back (the large
+    # GEMM is one call, with nothing to report until it ends).
+    report, _ = progress_reporters()
 
     # The partition vlcs tune finds on this machine; where it is not the
     # static one above, contexts of its own run it.
@@ -134,6 +149,10 @@ def _python(quick: bool) -> dict[str, Any]:
             Strategy(static, contexts),
             *tuned_rows,
             Strategy(lent, elastic),
+            Strategy(
+                f"vlcs elastic contexts ({cb} | {cs}, lends judged by progress)",
+                lambda: elastic(report),
+            ),
         ],
         repeats=timed_runs(quick),
         timeline=lent,
