@@ -15,12 +15,14 @@
 #      own`, a pool of one worker per CPU whose numpy tasks are timed by
 #      phase, to find what makes own Pythons wait for each other there) in
 #      quick mode (VLCS_NODE_FULL=1: full), one command each, so that a case
-#      cut short by the deadline leaves the others' reports;
+#      cut short by the deadline leaves the others' reports, and with
+#      VLCS_TRACE=elastic, whose verdicts on lends judged by progress are
+#      gathered in verdicts.txt;
 #   3. `vlcs doctor --json` and `vlcs.room()`.
 # Everything goes to $OUT (the device runner's folder, which brings back 8
-# files: machine.txt, summary.txt and node.tar.gz holding the rest) or else
-# bench/results/node-DATE/; summary.txt lists what ran, its exit status
-# and its time.  VLCS_NODE_PYTHON names the interpreter (default python3).
+# files: machine.txt, summary.txt, verdicts.txt and node.tar.gz holding the
+# rest) or else bench/results/node-DATE/; summary.txt lists what ran, its
+# exit status and its time.  VLCS_NODE_PYTHON names the interpreter (default python3).
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
@@ -90,12 +92,16 @@ for n in "${each[@]}"; do
     if [ "$n" = own ]; then # N Python tasks on one worker per CPU, timed by phase
         step own 150 "$py" -m vlcs bench own $mode --json
     else
-        step "case$n" 300 "$py" -m vlcs bench all $mode --cases "$n" --out "$out/case$n"
+        # VLCS_TRACE=elastic: every lend and every verdict on one, on stderr
+        step "case$n" 300 env VLCS_TRACE=elastic "$py" -m vlcs bench all $mode --cases "$n" --out "$out/case$n"
     fi
 done
+# the verdicts on judged lends (a rate with and without the lend), for the
+# summary: which lends paid there and which went back
+grep -h "units/s" "$out"/case*.err > "$out/verdicts.txt" 2>/dev/null
 
 step doctor 60 "$py" -m vlcs doctor --json
 step room 30 "$py" -c 'import json, vlcs; print(json.dumps(vlcs.room()))'
 mkdir -p "$final"
-cp "$out/machine.txt" "$out/summary.txt" "$final/"
+cp "$out/machine.txt" "$out/summary.txt" "$out/verdicts.txt" "$final/"
 tar czf "$final/node.tar.gz" -C "$out" .
