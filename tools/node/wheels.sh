@@ -7,7 +7,8 @@
 #   run(command="tools/node/run.sh dist/node", carry=["dist/node"])
 set -eu
 root=$(cd "$(dirname "$0")/../.." && pwd)
-dir=$root/${1:-dist/node}
+dir=${1:-dist/node}
+[ "${dir#/}" = "$dir" ] && dir=$root/$dir # relative: to the checkout
 py=${VLCS_WHEEL_PYTHON:-$root/.venv-3.12/bin/python}
 if [ ! -x "$py" ]; then
     echo "tools/node/wheels.sh: no $py; run ./run test once (it makes .venv-3.12), or set VLCS_WHEEL_PYTHON" >&2
