@@ -316,10 +316,8 @@ VLCS_API int vlcs_ctx_set_elastic(vlcs_ctx *c, const char *bound, unsigned weigh
  * back is tried whole again after 2 s, then 4, 8, ... up to 64 s.  A
  * context lent CPUs before any rate of it was known runs one window on its
  * home first, to judge the lend against.  A context that turns idle
- * forgets all this.  Until its code reports, an elastic context is judged
- * by the OpenMP regions it starts (libgomp's, seen as each team is sized);
- * one that does neither is lent what the plan gives it.
- * VLCS_TRACE=elastic prints each verdict.
+ * forgets all this; one that reports nothing is lent what the plan gives
+ * it.  VLCS_TRACE=elastic prints each verdict.
  *
  * @return 0, or -1 with vlcs_error() set (VLCS_E_INVALID: c is not a context).
  */
@@ -328,8 +326,8 @@ VLCS_API int vlcs_ctx_progress(vlcs_ctx *c, unsigned long long units);
 /** What vlcs_ctx_get_progress() reads. */
 typedef struct vlcs_progress {
     unsigned long long units; /* progress reported in all */
-    double rate;              /* units (OpenMP regions, until the first report) per second in
-                                 the last window measured since it turned busy; 0: none yet */
+    double rate;              /* units per second in the last window measured since it turned
+                                 busy; 0: none yet */
     int rate_cpus;            /* the CPUs it ran on through that window */
     int most_cpus;            /* the most CPUs lends may bring it to now; 0: no limit but its bound */
 } vlcs_progress_t;

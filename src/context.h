@@ -134,15 +134,11 @@ struct ctx_elastic {
     unsigned pools_gen; /* families_generation() pool_resize was found with; 0: stale */
 
     /* Whether lends pay, judged from the progress its threads report
-     * (vlcs_ctx_progress) or, until they report any, from the OpenMP
-     * regions its code starts.  units, measured, reported, window_units,
-     * window_ns, window_wait_ns and retry_ns are read without a lock by the
-     * reporting threads (__atomic); the rest is elastic.c's, under
-     * elastic_lock(). */
+     * (vlcs_ctx_progress).  units, window_units, window_ns, window_wait_ns
+     * and retry_ns are read without a lock by the reporting threads
+     * (__atomic); the rest is elastic.c's, under elastic_lock(). */
     uint64_t units;          /* progress reported, in all */
-    uint64_t measured;       /* what the windows count: units, or regions until a report */
-    bool reported;           /* its code reported progress: regions count no more */
-    uint64_t window_units;   /* measured when the window opened */
+    uint64_t window_units;   /* units when the measuring window opened */
     uint64_t window_ns;      /* CLOCK_MONOTONIC when it opened; 0: none open */
     uint64_t window_wait_ns; /* how long after that a report may judge it */
     uint64_t retry_ns;       /* when a refused lend is tried again; 0: none refused */

@@ -204,9 +204,8 @@ static void trace_verdict(const vlcs_ctx *c, int cpus, double rate, double gain,
     if (gain > 0)
         snprintf(compared, sizeof compared, "%.2fx its rate on %d", gain, c->el.known_cpus);
     char line[512];
-    const char *unit = __atomic_load_n(&c->el.reported, __ATOMIC_RELAXED) ? "units" : "OpenMP regions";
-    int n = snprintf(line, sizeof line, "vlcs elastic %ld.%06ld: context '%s' on %d CPUs: %.4g %s/s, %s: %s\n",
-                     (long)ts.tv_sec, ts.tv_nsec / 1000, c->name, cpus, rate, unit, compared, what);
+    int n = snprintf(line, sizeof line, "vlcs elastic %ld.%06ld: context '%s' on %d CPUs: %.4g units/s, %s: %s\n",
+                     (long)ts.tv_sec, ts.tv_nsec / 1000, c->name, cpus, rate, compared, what);
     if (n > 0)
         (void)!write(STDERR_FILENO, line, (size_t)n < sizeof line ? (size_t)n : sizeof line - 1);
 }
@@ -267,7 +266,7 @@ static void judge(vlcs_ctx *c)
     if (!e->active)
         return;
     uint64_t now = now_ns();
-    uint64_t units = __atomic_load_n(&e->measured, __ATOMIC_RELAXED);
+    uint64_t units = __atomic_load_n(&e->units, __ATOMIC_RELAXED);
     uint64_t retry = __atomic_load_n(&e->retry_ns, __ATOMIC_RELAXED);
     if (retry != 0 && now >= retry) {
         __atomic_store_n(&e->retry_ns, 0, __ATOMIC_RELAXED);
@@ -326,12 +325,14 @@ static void judge(vlcs_ctx *c)
     verdict(c, cpus, rate, now);
 }
 
-/* n more measured units of an elastic context.  Lock-free unless a window
- * may close or a retry is due: an atomic add and a clock read. */
+/* Lock-free unless a window may close or a retry is due: a report costs an
+ * atomic add and a clock read. */
 static void progress_add(vlcs_ctx *c, uint64_t n)
 {
     struct ctx_elastic *e = &c->el;
-    __atomic_add_fetch(&e->measured, n, __ATOMIC_RELAXED);
+    __atomic_add_fetch(&e->units, n, __ATOMIC_RELAXED);
+    if (!__atomic_load_n(&e->active, __ATOMIC_RELAXED))
+        return;
     uint64_t opened = __atomic_load_n(&e->window_ns, __ATOMIC_ACQUIRE);
     uint64_t wait = __atomic_load_n(&e->window_wait_ns, __ATOMIC_RELAXED);
     uint64_t retry = __atomic_load_n(&e->retry_ns, __ATOMIC_RELAXED);
@@ -343,25 +344,17 @@ static void progress_add(vlcs_ctx *c, uint64_t n)
     elastic_unlock();
 }
 
-/* With elastic_mutex held: the windows measured so far are dropped (their
- * units were another kind), what they concluded stays. */
-static void progress_restart(vlcs_ctx *c)
-{
-    struct ctx_elastic *e = &c->el;
-    __atomic_store_n(&e->window_ns, 0, __ATOMIC_RELEASE);
-    e->known_cpus = 0;
-    e->last_cpus = 0;
-    e->last_rate = 0;
-    e->untried_cpus = 0;
-}
-
 /* With elastic_mutex held: what was learnt of c's lends is forgotten (it
  * turned idle, its bound changed, or it stopped being elastic). */
 static void progress_forget(vlcs_ctx *c)
 {
     struct ctx_elastic *e = &c->el;
-    progress_restart(c);
+    __atomic_store_n(&e->window_ns, 0, __ATOMIC_RELEASE);
     __atomic_store_n(&e->retry_ns, 0, __ATOMIC_RELAXED);
+    e->known_cpus = 0;
+    e->last_cpus = 0;
+    e->last_rate = 0;
+    e->untried_cpus = 0;
     e->most = 0;
     e->backoff_ns = 0;
 }
@@ -455,15 +448,10 @@ void elastic_loaded(vlcs_ctx *c, void *handle)
     elastic_unlock();
 }
 
-/* libgomp reads the load average as each region starts (dynamic teams, see
- * the top of this file): a context whose code reports nothing is judged by
- * the rate of its OpenMP regions. */
 int elastic_loadavg(vlcs_ctx *c, double *avg, int n)
 {
     if (!__atomic_load_n(&c->el.active, __ATOMIC_RELAXED))
         return -2;
-    if (!__atomic_load_n(&c->el.reported, __ATOMIC_RELAXED))
-        progress_add(c, 1);
     if (n < 0)
         return -1;
     if (n > 3)
@@ -610,22 +598,8 @@ VLCS_API int vlcs_ctx_progress(vlcs_ctx *h, unsigned long long units)
     } else if ((c = ctx_get(h, "reporting progress")) == NULL) {
         return -1;
     }
-    if (units == 0)
-        return 0;
-    struct ctx_elastic *e = &c->el;
-    __atomic_add_fetch(&e->units, units, __ATOMIC_RELAXED);
-    if (!__atomic_load_n(&e->active, __ATOMIC_RELAXED))
-        return 0;
-    if (!__atomic_load_n(&e->reported, __ATOMIC_ACQUIRE)) {
-        /* its own units from now on: windows of regions are not theirs */
-        elastic_lock();
-        if (!e->reported) {
-            progress_restart(c);
-            __atomic_store_n(&e->reported, true, __ATOMIC_RELEASE);
-        }
-        elastic_unlock();
-    }
-    progress_add(c, units);
+    if (units > 0)
+        progress_add(c, units);
     return 0;
 }
 

@@ -440,9 +440,7 @@ class VLC:
         progress keeps a lend only where its rate rises by 5 % or more
         with it; what did not pay goes back to idle owners or to other
         borrowers, and is tried again after 2 s, then 4, up to 64 s.  Inside
-        the context, ``vlcs.progress()`` reports without the object.  Until
-        its code reports, an elastic context is judged by the OpenMP regions
-        it starts (docs/elastic.md).
+        the context, ``vlcs.progress()`` reports without the object.
 
         >>> import vlcs
         >>> ctx = vlcs.VLC(cpus="0", elastic="0")
@@ -456,11 +454,10 @@ class VLC:
 
     def progress_info(self) -> dict[str, Any]:
         """What vlcs measured of the progress reported (see progress):
-        ``units`` in all; ``rate``, units (OpenMP regions, until the first
-        report) per second in the last window measured since the context
-        last turned busy (0.0 before the first), on ``rate_cpus`` CPUs; and
-        ``most_cpus``, the most CPUs lends may bring it to now (0: no limit
-        but its bound)."""
+        ``units`` in all; ``rate``, units per second in the last window
+        measured since the context last turned busy (0.0 before the first),
+        on ``rate_cpus`` CPUs; and ``most_cpus``, the most CPUs lends may
+        bring it to now (0: no limit but its bound)."""
         from vlcs._lib import Progress
 
         p = Progress()

@@ -1,8 +1,7 @@
 /* Elastic lends judged by the progress a context reports: OpenBLAS, which
  * runs faster on the lend, keeps it; an OpenMP loop that a larger team runs
  * 7-8 times slower (one critical section) gives it back; leaving forgets
- * the verdict; a context that reports nothing is judged by its OpenMP
- * regions until it reports; bad input is refused.  (A single thread's loop, which gains
+ * the verdict; bad input is refused.  (A single thread's loop, which gains
  * nothing, is too close to the VM's noise in 30 ms windows to be a test.)
  * Run alone (RUN_SERIAL): another test on the other CPU would change what
  * a lend is worth. */
@@ -106,36 +105,6 @@ int main(void)
     CHECK_EQ(0, vlcs_ctx_get_progress(b, &p), "read");
     CHECK(p.most_cpus == 0 && p.rate_cpus == 0 && p.units > 6,
           "leaving forgets the verdict and the rate, the next work is judged afresh; units stay");
-
-    /* The same loop in a context whose code reports nothing: its OpenMP
-     * regions are its units, and the lend goes back all the same. */
-    vlcs_ctx *r = vlcs_ctx_create("regions");
-    CHECK_EQ(0, vlcs_ctx_set_cpus(r, "1"), "set");
-    CHECK_EQ(0, vlcs_ctx_set_elastic(r, "0-1", 0), "elastic");
-    contended = SYM(must_load(r, OMP_LIB), contended_fn, "omp_probe_contended");
-    CHECK_EQ(0, vlcs_enter(r), "enter r");
-    contended_unit(NULL);
-    CHECK_EQ(2, team_seen, "on the lend, a team of two");
-    double deadline = now() + 60; /* bounds a failure only */
-    do {
-        contended_unit(NULL);
-        CHECK_EQ(0, vlcs_ctx_get_progress(r, &p), "read");
-    } while (p.rate_cpus != 1 && now() < deadline);
-    CHECK(p.rate_cpus == 1 && p.rate > 0, "regions measured on r's home within 60 s");
-    CHECK_EQ(1, p.most_cpus, "judged by its regions: r holds itself to 1 CPU");
-    CHECK_STR("1", CURRENT(r), "r gave the lend back");
-    CHECK_EQ(0, (int)p.units, "regions are not reported units");
-    contended_unit(NULL);
-    CHECK_EQ(1, team_seen, "a team of one again");
-    /* Once its code reports, the reports are its units: the windows of
-     * regions are dropped, their verdict stands. */
-    CHECK_EQ(0, vlcs_ctx_progress(NULL, 1), "report");
-    CHECK_EQ(0, vlcs_ctx_get_progress(r, &p), "read");
-    CHECK(p.units == 1 && p.rate_cpus == 0 && p.most_cpus == 1,
-          "units 1, no window yet, still held to 1 CPU (%llu, %d, %d)", p.units, p.rate_cpus,
-          p.most_cpus);
-    CHECK_EQ(0, vlcs_leave(), "leave r");
-    CHECK_EQ(0, vlcs_ctx_destroy(r), "destroy r");
 
     /* Bad input, and reports that mean nothing. */
     CHECK_EQ(0, vlcs_ctx_progress(NULL, 1), "in the base a report does nothing");
