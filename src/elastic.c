@@ -277,16 +277,16 @@ static void judge(vlcs_ctx *c)
     int cpus = mask_count(&ctx_view(c)->mask);
     bool lent = e->known_cpus > 0 && cpus > e->known_cpus;
     uint64_t opened = __atomic_load_n(&e->window_ns, __ATOMIC_ACQUIRE);
-    if (opened == 0 || cpus != e->window_cpus) {
-        window_open(c, units, now, cpus, lent ? FAILS_EARLY_NS : WINDOW_NS);
+    if (opened == 0 || cpus != e->window_cpus) { /* a settling window */
+        window_open(c, units, now, cpus, lent ? FAILS_EARLY_NS : SETTLE_NS);
         e->window_settled = false;
         return;
     }
     uint64_t done = units - __atomic_load_n(&e->window_units, __ATOMIC_RELAXED);
     uint64_t took = now - opened;
     bool settling = !e->window_settled;
-    if (settling ? done < SETTLE_UNITS || took < (lent ? FAILS_EARLY_NS : SETTLE_NS)
-                 : done < WINDOW_UNITS || took < WINDOW_NS)
+    if (done < (settling ? SETTLE_UNITS : WINDOW_UNITS) ||
+        took < __atomic_load_n(&e->window_wait_ns, __ATOMIC_RELAXED))
         return;
     double rate = (double)done * 1e9 / (double)took;
     /* A settling window is not what the CPUs are worth, unless a lend
