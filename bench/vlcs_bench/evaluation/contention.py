@@ -67,12 +67,13 @@ def spd_matrix(np: Any, size: int) -> Any:
     return g @ g.T + size * np.eye(size)
 
 
-def _numpy_in(ctx: Any) -> Any:
-    """The context's own numpy."""
+def _on_numpy_in(ctx: Any, fn: Any, m: Any, reps: int) -> Any:
+    """fn(np, m, reps) as a call of no arguments, np the context's own numpy
+    and m a copy of the operand in it."""
     with ctx:
         import numpy
 
-    return numpy
+    return partial(fn, numpy, numpy.asarray(m), reps)
 
 
 def _torch_in(ctx: Any) -> Any:
@@ -185,8 +186,8 @@ def run(quick: bool) -> dict[str, Any]:
         tasks("kmeans", {"points": km[0], "iters": km[3]}, "gemm_series", n=size, reps=reps),
     ]
     tuned_other: list[Any] = [
-        lambda c: partial(_cholesky, (n_t := _numpy_in(c)), n_t.asarray(spd), reps),
-        lambda c: partial(_gemm, (n_t := _numpy_in(c)), n_t.asarray(g), reps),
+        lambda c: _on_numpy_in(c, _cholesky, spd, reps),
+        lambda c: _on_numpy_in(c, _gemm, g, reps),
     ]
 
     pairs: list[tuple[str, Any, Any, Any, Any]] = [
@@ -252,7 +253,7 @@ def run(quick: bool) -> dict[str, Any]:
             "contended", {"n": crit[0], "iters": crit[1]}, "gemm_series", n=small, reps=small_reps
         )
     )
-    tuned_other.append(lambda c: partial(_gemm, (n_t := _numpy_in(c)), n_t.asarray(gs), small_reps))
+    tuned_other.append(lambda c: _on_numpy_in(c, _gemm, gs, small_reps))
 
     groups = []
     for k, (title, omp_call, other, other_c, other_e) in enumerate(pairs):
