@@ -23,6 +23,7 @@
 #include "copies_env.h"
 #include "copy_origins.h"
 #include "copy_owners.h"
+#include "dl_why.h"
 #include "elf_copy.h"
 #include "elf_read.h"
 #include "elf_search.h"
@@ -94,7 +95,6 @@ static void raise_fd_limit(void)
 }
 
 static void *copy_dlopen(vlcs_ctx *c, const char *file, int mode, const void *caller);
-static const char *dl_error(void);
 static int copy_iterate_phdr(vlcs_ctx *c, int (*cb)(struct dl_phdr_info *, size_t, void *),
                              void *data);
 static const char *object_file(vlcs_ctx *c, const void *lm);
@@ -190,7 +190,7 @@ int copies_create(vlcs_ctx *c)
     c->api.env_clear = copy_env_clear;
     c->api.env_block = copy_env_block;
     c->api.dlopen = copy_dlopen;
-    c->api.dl_error = dl_error;
+    c->api.dl_error = dl_why_take;
     c->api.iterate_phdr = copy_iterate_phdr;
     c->api.object_file = object_file;
     if (bind == NULL || bind(&c->api) != 0) {
@@ -271,24 +271,6 @@ static void *copies_load(vlcs_ctx *c, const char *path, bool fresh)
     return h;
 }
 
-/* The failure a copy's dlerror() reports next, as glibc's would. */
-static __thread char dl_why[PATH_MAX + 256];
-static __thread bool dl_why_set;
-
-static void dlerror_set(const char *why)
-{
-    snprintf(dl_why, sizeof dl_why, "%s", why);
-    dl_why_set = true;
-}
-
-static const char *dl_error(void)
-{
-    if (!dl_why_set)
-        return NULL;
-    dl_why_set = false;
-    return dl_why;
-}
-
 /* dlopen called by one of the context's copies: a copy of what it names,
  * found from the caller's original file (its RUNPATH, its $ORIGIN). */
 static void *copy_dlopen(vlcs_ctx *c, const char *file, int mode, const void *caller)
@@ -307,7 +289,7 @@ static void *copy_dlopen(vlcs_ctx *c, const char *file, int mode, const void *ca
         struct elf_names from;
     } *b = malloc(sizeof *b);
     if (b == NULL) {
-        dlerror_set("out of memory");
+        dl_why_set("out of memory");
         return NULL;
     }
     pthread_mutex_lock(&cs->lock);
@@ -328,12 +310,12 @@ static void *copy_dlopen(vlcs_ctx *c, const char *file, int mode, const void *ca
         h = copies_load_tree(c, b->real, base_name(file));
         if (h == NULL) {
             ns_handed_back(); /* what it mapped is gone again */
-            dlerror_set(vlcs_error());
+            dl_why_set(vlcs_error());
         }
     } else {
         snprintf(b->msg, sizeof b->msg,
                  "%s: cannot open shared object file: No such file or directory", file);
-        dlerror_set(b->msg);
+        dl_why_set(b->msg);
     }
     if (have_from)
         elf_names_free(&b->from);

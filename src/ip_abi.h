@@ -20,7 +20,7 @@
 #include <sys/time.h>
 #include <sys/types.h>
 
-#define VLCS_IP_ABI_VERSION 14
+#define VLCS_IP_ABI_VERSION 15
 
 /* Room in the interposer's writable data for the names of a namespace's
  * first objects: libvlcs's copy of the interposer that starts a namespace
@@ -174,6 +174,11 @@ struct vlcs_ip_api {
      * namespace's, or in copy mode the process's; NULL when libc has no
      * such name.  Found without a lookup after the first namespace. */
     void *(*libc_sym)(struct vlcs_ctx *, const char *name);
+
+    /* dlopen with RTLD_GLOBAL by code of a context with a namespace of its
+     * own (glibc has no global scope for it: ../ns_global.c), file named
+     * without '$'; NULL in copy mode, where dlopen above answers. */
+    void *(*dlopen_global)(struct vlcs_ctx *, const char *file, int mode, const void *caller);
 };
 
 /* A variable a program loaded into the namespace holds a copy of (an

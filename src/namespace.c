@@ -13,6 +13,7 @@
 #include "context.h"
 #include "copy_origins.h"
 #include "copies.h"
+#include "dl_why.h"
 #include "elastic.h"
 #include "elf_search.h"
 #include "error.h"
@@ -23,6 +24,7 @@
 #include "hooks.h"
 #include "interposer_path.h"
 #include "keys.h"
+#include "ns_global.h"
 #include "ns_root.h"
 #include "object_syms.h"
 #include "registry.h"
@@ -455,6 +457,8 @@ int ns_create(vlcs_ctx *c)
         c->ns.tls_image_size = base_libc_tls.p_filesz;
     }
     ns_api_fill(c, &c->api);
+    c->api.dlopen_global = ns_global_dlopen;
+    c->api.dl_error = dl_why_take;
     if (bind(&c->api) != 0) {
         /* The right interposer is not where it was looked for. */
         set_error(VLCS_E_NOT_FOUND,
@@ -579,6 +583,7 @@ void ns_teardown(vlcs_ctx *c)
     c->ns.tls_image = NULL;
     c->ns.tls_image_size = 0;
     c->ns.ip_handle = NULL;
+    ns_global_forget(c);
     fork_forget(c);
     ns_forget_given(c);
     /* the namespace's libc is gone: its stream pointers with it, and all

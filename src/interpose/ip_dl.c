@@ -5,10 +5,12 @@
  * glibc keeps a global scope for the base namespace only: dlopen with
  * RTLD_GLOBAL in a dlmopen namespace dereferences that namespace's missing
  * main search list and crashes the process (glibc 2.36, add_to_global_resize).
- * Real libraries do it on their own: oneTBB opens libtbbmalloc that way.
- * The flag is dropped: the library loads into the context as if RTLD_LOCAL,
- * and code that looks its symbols up through the handle works as before;
- * only later libraries can no longer find them in the global scope.
+ * Real libraries do it on their own: oneMKL's libmkl_rt opens its core,
+ * threading and interface libraries that way, oneTBB libtbbmalloc.  Such a
+ * load goes to libvlcs (../ns_global.c), which loads the library and adds it
+ * to the namespace's global scope itself; a name with a '$' (which libvlcs
+ * would expand from its own object), and the table's absence, drop the flag:
+ * the library loads as if RTLD_LOCAL.
  *
  * The call must be a tail call: glibc finds the caller's namespace and its
  * RPATH/RUNPATH from the return address, which a jump leaves untouched.
@@ -19,6 +21,7 @@
 
 #include <dlfcn.h>
 #include <link.h>
+#include <string.h>
 
 typedef void *(*dlopen_fn)(const char *, int);
 
@@ -28,6 +31,9 @@ IP_EXPORT void *dlopen(const char *file, int mode)
     const struct vlcs_ip_api *a = __atomic_load_n(&vlcs_ip, __ATOMIC_ACQUIRE);
     if (a != NULL && a->dlopen != NULL && file != NULL)
         return a->dlopen(a->ctx, file, mode, __builtin_return_address(0));
+    if ((mode & RTLD_GLOBAL) && a != NULL && a->dlopen_global != NULL && file != NULL &&
+        strchr(file, '$') == NULL)
+        return a->dlopen_global(a->ctx, file, mode, __builtin_return_address(0));
     NEXT(dlopen_fn, dlopen);
     return next_dlopen(file, mode & ~RTLD_GLOBAL);
 }

@@ -1,6 +1,9 @@
 /* dlopen called by a library inside a context: into the context's own
  * namespace, searched through the calling library's RUNPATH, and with
- * RTLD_GLOBAL (which crashes glibc inside a dlmopen namespace) working. */
+ * RTLD_GLOBAL (which crashes glibc inside a dlmopen namespace) working as
+ * it does in a process: what a library opens that way is in the global
+ * scope of its context's namespace (libraries loaded later bind to it,
+ * dlsym(RTLD_DEFAULT) finds it), and of no other context nor the base. */
 #define _GNU_SOURCE
 #include "check.h"
 
@@ -9,6 +12,8 @@
 typedef void *(*open_fn)(const char *, int);
 typedef const char *(*err_fn)(void);
 typedef int (*get_fn)(void);
+typedef void *(*mode_fn)(const char *, int);
+typedef void *(*default_fn)(const char *);
 
 int main(void)
 {
@@ -33,6 +38,43 @@ int main(void)
     dlinfo(global, RTLD_DI_LMID, &l_global);
     CHECK_EQ(la, l_local, "the library opened in a is in a's namespace");
     CHECK_EQ(lb, l_global, "the library opened in b is in b's namespace");
+
+    /* The global scope: b opened the library RTLD_GLOBAL, a RTLD_LOCAL.
+     * A plugin that uses its symbols without naming it loads in b only. */
+    const char *(*err_a)(void) = SYM(oa, err_fn, "dlopener_error");
+    const char *(*err_b)(void) = SYM(ob, err_fn, "dlopener_error");
+    void *(*default_a)(const char *) = SYM(oa, default_fn, "dlopener_default");
+    void *(*default_b)(const char *) = SYM(ob, default_fn, "dlopener_default");
+    CHECK(open_a(PLUGIN_SINGLETON_LIB, 0) == NULL, "a: the plugin finds no singleton_bump");
+    CHECK(strstr(err_a(), "singleton_bump") != NULL, "a: dlerror names the symbol: %s", err_a());
+    void *plugin_b = open_b(PLUGIN_SINGLETON_LIB, 0);
+    CHECK(plugin_b != NULL, "b: the plugin binds to the global library: %s", err_b());
+    get_fn plugin_bump = SYM(plugin_b, get_fn, "plugin_bump");
+    get_fn target_bump = SYM(global, get_fn, "singleton_bump");
+    CHECK_EQ(plugin_bump(), 1, "b: the plugin's call reached b's library");
+    CHECK_EQ(target_bump(), 2, "b: the same counter, one copy");
+    CHECK(default_b("singleton_bump") == (void *)target_bump,
+          "b: dlsym(RTLD_DEFAULT) finds the global library");
+    CHECK(default_a("singleton_bump") == NULL, "a: its scope has none");
+    CHECK(dlsym(RTLD_DEFAULT, "singleton_bump") == NULL, "the base's scope has none");
+
+    /* RTLD_NOLOAD | RTLD_GLOBAL makes a's loaded copy global: the plugin
+     * loads in a now, bound to a's copy, whose counter is a's own. */
+    void *(*mode_a)(const char *, int) = SYM(oa, mode_fn, "dlopener_open_mode");
+    CHECK(mode_a("libvlcs_runpath_target.so", RTLD_NOW | RTLD_NOLOAD | RTLD_GLOBAL) == local,
+          "a: promoted: %s", err_a());
+    void *plugin_a = open_a(PLUGIN_SINGLETON_LIB, 0);
+    CHECK(plugin_a != NULL && plugin_a != plugin_b, "a: its own plugin: %s", err_a());
+    CHECK_EQ(SYM(plugin_a, get_fn, "plugin_bump")(), 1, "a: a's counter, not b's");
+    CHECK_EQ(target_bump(), 3, "b's counter unchanged by a");
+    CHECK(default_a("singleton_bump") == dlsym(local, "singleton_bump"),
+          "a: dlsym(RTLD_DEFAULT) finds a's copy");
+    CHECK(dlsym(RTLD_DEFAULT, "singleton_bump") == NULL, "the base's scope still has none");
+
+    /* A global library stays while its context lives: closing the
+     * caller's handle leaves the plugin bound to a mapped library. */
+    dlclose(global);
+    CHECK_EQ(plugin_bump(), 4, "b: the global library is still there");
 
     /* A missing library is an ordinary dlopen error, the context unharmed. */
     CHECK(open_a("libvlcs-no-such-lib.so", 1) == NULL, "missing library");

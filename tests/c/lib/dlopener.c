@@ -14,7 +14,22 @@ void *dlopener_open(const char *name, int global)
     return last;
 }
 
+/* The same with the caller's flags (RTLD_NOLOAD | RTLD_GLOBAL promotes a
+ * library already loaded). */
+void *dlopener_open_mode(const char *name, int mode)
+{
+    last = dlopen(name, mode);
+    return last;
+}
+
 const char *dlopener_error(void) { return dlerror(); }
+
+/* What the namespace's global scope resolves name to (NULL: nothing). */
+void *dlopener_default(const char *name)
+{
+    last = dlsym(RTLD_DEFAULT, name);
+    return last;
+}
 
 /* The file dladdr names for this library: libraries find their own folder
  * so (oneMKL opens its kernels from libmkl_core's). */
