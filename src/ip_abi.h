@@ -179,6 +179,11 @@ struct vlcs_ip_api {
      * own (glibc has no global scope for it: ../ns_global.c), file named
      * without '$'; NULL in copy mode, where dlopen above answers. */
     void *(*dlopen_global)(struct vlcs_ctx *, const char *file, int mode, const void *caller);
+    /* The name the context's code opens (shm_open) and unlinks a
+     * shared-memory object by: name, or in buf (size bytes) one of the
+     * context's own where a library names one object per process
+     * (../own_names.c). */
+    const char *(*own_name)(struct vlcs_ctx *, const char *name, char *buf, size_t size);
 };
 
 /* A variable a program loaded into the namespace holds a copy of (an

@@ -211,12 +211,17 @@ int key_set(pthread_key_t key, const void *value)
 /* ---- which context's libraries created each key --------------------------
  * A namespace that is unloaded deletes the keys its libraries left, whose
  * destructors would be gone (unload.c); a key is recorded with its
- * context when the interposer's pthread_key_create takes it. */
+ * context when the interposer's pthread_key_create takes it.  A key
+ * deleted so stays recorded, retired, while the namespace is loaded: a
+ * library that stays loaded (marked not to be unloaded, as LLVM's OpenMP
+ * is) deletes it again at the process's exit, and ends the process if
+ * that fails. */
 
 struct key_rec {
     vlcs_ctx *ctx;
     pthread_key_t key;
     void (*dtor)(void *);
+    bool retired; /* deleted by unloading */
 };
 
 static pthread_mutex_t keys_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -231,7 +236,7 @@ int ns_key_create(vlcs_ctx *c, pthread_key_t *key, void (*dtor)(void *))
     pthread_mutex_lock(&keys_lock);
     rc = array_grow((void **)&keys, &capkeys, nkeys, sizeof *keys);
     if (rc == 0)
-        keys[nkeys++] = (struct key_rec){c, *key, dtor};
+        keys[nkeys++] = (struct key_rec){c, *key, dtor, false};
     pthread_mutex_unlock(&keys_lock);
     if (rc != 0) {
         key_delete(*key);
@@ -240,19 +245,21 @@ int ns_key_create(vlcs_ctx *c, pthread_key_t *key, void (*dtor)(void *))
     return 0;
 }
 
-/* A key its namespace did not create (or that unloading deleted already)
- * is not the namespace's to delete: the number may be another's now. */
+/* A key its namespace did not create is not the namespace's to delete;
+ * one that unloading deleted already is deleted (0), and not again: the
+ * number may be another's now. */
 int ns_key_delete(vlcs_ctx *c, pthread_key_t key)
 {
-    bool ours = false;
+    bool ours = false, retired = false;
     pthread_mutex_lock(&keys_lock);
-    for (size_t i = 0; i < nkeys && !ours; i++)
+    for (size_t i = 0; i < nkeys && !ours && !retired; i++)
         if (keys[i].ctx == c && keys[i].key == key) {
+            ours = !keys[i].retired;
+            retired = keys[i].retired;
             keys[i] = keys[--nkeys];
-            ours = true;
         }
     pthread_mutex_unlock(&keys_lock);
-    return ours ? key_delete(key) : EINVAL;
+    return ours ? key_delete(key) : retired ? 0 : EINVAL;
 }
 
 /* The keys of c, copied: destructors may create or delete keys. */
@@ -261,7 +268,7 @@ static size_t keys_of(vlcs_ctx *c, struct key_rec *out, size_t cap)
     size_t n = 0;
     pthread_mutex_lock(&keys_lock);
     for (size_t i = 0; i < nkeys && n < cap; i++)
-        if (keys[i].ctx == c)
+        if (keys[i].ctx == c && !keys[i].retired)
             out[n++] = keys[i];
     pthread_mutex_unlock(&keys_lock);
     return n;
@@ -292,13 +299,21 @@ void keys_run_destructors_here(vlcs_ctx *c)
 void keys_delete_of(vlcs_ctx *c)
 {
     pthread_mutex_lock(&keys_lock);
-    for (size_t i = 0; i < nkeys;) {
-        if (keys[i].ctx == c) {
+    for (size_t i = 0; i < nkeys; i++)
+        if (keys[i].ctx == c && !keys[i].retired) {
             key_delete(keys[i].key);
-            keys[i] = keys[--nkeys];
-        } else {
-            i++;
+            keys[i].retired = true;
         }
-    }
+    pthread_mutex_unlock(&keys_lock);
+}
+
+void keys_forget_retired(vlcs_ctx *c)
+{
+    pthread_mutex_lock(&keys_lock);
+    for (size_t i = 0; i < nkeys;)
+        if (keys[i].ctx == c && keys[i].retired)
+            keys[i] = keys[--nkeys];
+        else
+            i++;
     pthread_mutex_unlock(&keys_lock);
 }

@@ -16,6 +16,9 @@ HIDDEN int ns_key_delete(vlcs_ctx *c, pthread_key_t key);
  * then c's keys deleted (no thread's exit runs their destructors). */
 HIDDEN void keys_run_destructors_here(vlcs_ctx *c);
 HIDDEN void keys_delete_of(vlcs_ctx *c);
+/* c's namespace is gone: the keys it deleted are no longer its (until
+ * then a library of it that deletes one again is told 0). */
+HIDDEN void keys_forget_retired(vlcs_ctx *c);
 HIDDEN int key_create(pthread_key_t *key, void (*dtor)(void *));
 HIDDEN int key_delete(pthread_key_t key);
 HIDDEN void *key_get(pthread_key_t key);

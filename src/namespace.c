@@ -27,6 +27,7 @@
 #include "ns_global.h"
 #include "ns_root.h"
 #include "object_syms.h"
+#include "own_names.h"
 #include "registry.h"
 #include "room.h"
 #include "service.h"
@@ -154,6 +155,7 @@ void ns_api_fill(vlcs_ctx *c, struct vlcs_ip_api *a)
     a->sig_timer_thread = exec_timer_thread;
     a->sig_timer_made = exec_timer_made;
     a->libc_sym = libc_sym;
+    a->own_name = own_name;
 }
 
 /* glibc maps a new namespace's objects (or copy mode's copies) where
@@ -584,6 +586,7 @@ void ns_teardown(vlcs_ctx *c)
     c->ns.tls_image_size = 0;
     c->ns.ip_handle = NULL;
     ns_global_forget(c);
+    keys_forget_retired(c);
     fork_forget(c);
     ns_forget_given(c);
     /* the namespace's libc is gone: its stream pointers with it, and all

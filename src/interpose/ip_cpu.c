@@ -120,18 +120,12 @@ IP_EXPORT int getloadavg(double loadavg[], int nelem)
     return next_getloadavg(loadavg, nelem);
 }
 
-/* syscall(2) from a context's library: made here, in this copy's code, so
- * that strict mode's filters (which cover a context's code, and in copy
- * mode not the process's libc) see whose call it is. */
 #if defined(__x86_64__)
 #include <stdarg.h>
-IP_EXPORT long syscall(long nr, ...)
+
+/* The kernel's answer to a raw call, errno set as libc's syscall() sets it. */
+static long raw(long nr, long a1, long a2, long a3, long a4, long a5, long a6)
 {
-    va_list ap;
-    va_start(ap, nr);
-    long a1 = va_arg(ap, long), a2 = va_arg(ap, long), a3 = va_arg(ap, long);
-    long a4 = va_arg(ap, long), a5 = va_arg(ap, long), a6 = va_arg(ap, long);
-    va_end(ap);
     long rc;
     register long r10 __asm__("r10") = a4;
     register long r8 __asm__("r8") = a5;
@@ -144,6 +138,36 @@ IP_EXPORT long syscall(long nr, ...)
         errno = (int)-rc;
         return -1;
     }
+    return rc;
+}
+
+/* syscall(2) from a context's library: made here, in this copy's code, so
+ * that strict mode's filters (which cover a context's code, and in copy
+ * mode not the process's libc) see whose call it is.  The affinity calls
+ * get the context's view as libc's wrappers above do: LLVM's and Intel's
+ * OpenMP read the mask so (and their CPU count from sysconf), and a mask
+ * wider than the count fails their start. */
+IP_EXPORT long syscall(long nr, ...)
+{
+    va_list ap;
+    va_start(ap, nr);
+    long a1 = va_arg(ap, long), a2 = va_arg(ap, long), a3 = va_arg(ap, long);
+    long a4 = va_arg(ap, long), a5 = va_arg(ap, long), a6 = va_arg(ap, long);
+    va_end(ap);
+    const struct vlcs_ip_api *a = vlcs_ip;
+    if (a != NULL && nr == SYS_sched_setaffinity && a3 != 0) {
+        cpu_set_t clamped[16]; /* 8192 CPUs */
+        size_t size = (size_t)a2, csize = size < sizeof clamped ? size : sizeof clamped;
+        if (a->clamp_mask(a->ctx, size, (const cpu_set_t *)a3, csize, clamped) != 0) {
+            errno = EINVAL;
+            return -1;
+        }
+        return raw(nr, a1, (long)csize, (long)clamped, a4, a5, a6);
+    }
+    long rc = raw(nr, a1, a2, a3, a4, a5, a6);
+    /* the kernel wrote rc bytes of the mask */
+    if (nr == SYS_sched_getaffinity && rc > 0 && a != NULL && is_self((pid_t)a1))
+        a->filter_mask(a->ctx, (size_t)rc, (cpu_set_t *)a3);
     return rc;
 }
 #endif

@@ -1,5 +1,6 @@
 /*
- * ip_files.c - the open family, for the files that describe CPUs.
+ * ip_files.c - the open family, for the files that describe CPUs; shm_open
+ * and shm_unlink, for the objects a library names after its process.
  *
  * Opens of the files libvlcs forges (the table in src/view.c: /proc/cpuinfo,
  * /proc/self/status, /sys/devices/system/cpu/{online,present,possible})
@@ -24,6 +25,8 @@ typedef int (*openat_fn)(int, const char *, int, ...);
 typedef int (*open2_fn)(const char *, int);
 typedef int (*openat2_fn)(int, const char *, int);
 typedef FILE *(*fopen_fn)(const char *, const char *);
+typedef int (*shm_open_fn)(const char *, int, mode_t);
+typedef int (*shm_unlink_fn)(const char *);
 
 
 /* Cheap prefix test (the rows of libvlcs's table of forged files) so
@@ -138,4 +141,26 @@ IP_EXPORT FILE *fopen64(const char *path, const char *mode)
     FILE *f = fopen_common(path, mode, next_fopen64);
     ip_run_opened(f);
     return f;
+}
+
+/* A name of the context's own where a library makes one object per
+ * process (libvlcs's own_names.c: OpenMP runtimes' registrations). */
+static const char *own(const char *name, char *buf, size_t size)
+{
+    const struct vlcs_ip_api *a = vlcs_ip;
+    return a != NULL && a->own_name != NULL ? a->own_name(a->ctx, name, buf, size) : name;
+}
+
+IP_EXPORT int shm_open(const char *name, int flags, mode_t mode)
+{
+    char buf[256];
+    NEXT(shm_open_fn, shm_open);
+    return next_shm_open(own(name, buf, sizeof buf), flags, mode);
+}
+
+IP_EXPORT int shm_unlink(const char *name)
+{
+    char buf[256];
+    NEXT(shm_unlink_fn, shm_unlink);
+    return next_shm_unlink(own(name, buf, sizeof buf));
 }
