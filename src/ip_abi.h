@@ -52,9 +52,13 @@ struct vlcs_ip_api {
     /* CPU view.  filter_mask() intersects a mask the kernel returned for a
      * thread of this process with the context's CPUs (the whole context set
      * if the intersection is empty).  clamp_mask() intersects a requested
-     * mask with the context's CPUs; it returns -1 if nothing is left. */
+     * mask with the context's CPUs; it returns -1 if nothing is left.  The
+     * _self ones are for the calling thread's own mask: a mask it read and
+     * sets again unchanged is set as the kernel gave it. */
     void (*filter_mask)(struct vlcs_ctx *, size_t, cpu_set_t *);
     int (*clamp_mask)(struct vlcs_ctx *, size_t, const cpu_set_t *, size_t, cpu_set_t *);
+    void (*filter_self)(struct vlcs_ctx *, size_t, cpu_set_t *);
+    int (*clamp_self)(struct vlcs_ctx *, size_t, const cpu_set_t *, size_t, cpu_set_t *);
     long (*ncpus)(struct vlcs_ctx *);
     /* getloadavg(): -2 to ask the kernel, else what to return (elastic
      * contexts answer 0 so that OpenMP's dynamic teams follow vlcs). */

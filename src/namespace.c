@@ -123,6 +123,8 @@ void ns_api_fill(vlcs_ctx *c, struct vlcs_ip_api *a)
     a->malloc_usable_size = malloc_usable_size;
     a->filter_mask = view_filter_mask;
     a->clamp_mask = view_clamp_mask;
+    a->filter_self = view_filter_self;
+    a->clamp_self = view_clamp_self;
     a->ncpus = view_ncpus;
     a->loadavg = elastic_loadavg;
     a->open_forged = view_open_forged;

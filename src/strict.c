@@ -265,7 +265,7 @@ static long answer(vlcs_ctx *c, long nr, const long a[6])
     case SYS_sched_getaffinity: {
         long rc = raw_syscall(nr, a[0], a[1], a[2], 0, 0, 0);
         if (rc > 0 && c != NULL && is_self(a[0]))
-            view_filter_mask(c, (size_t)rc, (cpu_set_t *)a[2]);
+            view_filter_self(c, (size_t)rc, (cpu_set_t *)a[2]);
         return rc;
     }
     case SYS_sched_setaffinity: {
@@ -275,7 +275,7 @@ static long answer(vlcs_ctx *c, long nr, const long a[6])
         size_t in = (size_t)a[1] < sizeof want ? (size_t)a[1] : sizeof want;
         if (copy_in((const void *)a[2], want, in) != (long)in)
             return -EFAULT;
-        if (view_clamp_mask(c, in, want, in, clamped) != 0)
+        if ((is_self(a[0]) ? view_clamp_self : view_clamp_mask)(c, in, want, in, clamped) != 0)
             return -EINVAL;
         return raw_syscall(nr, a[0], (long)in, (long)clamped, 0, 0, 0);
     }

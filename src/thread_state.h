@@ -28,6 +28,13 @@ struct tstate {
     vmask cur;          /* affinity as last set or read by this thread */
     atomic_bool moved;  /* set_cpus moved the thread: cur is stale */
     unsigned ns_ready[NS_SLOTS]; /* by ns_slot: ns_generation + 1 when its libc set this thread up */
+    /* its last read of its own affinity by a context's code (view.c):
+     * what the kernel said and what the context's view showed */
+    struct {
+        vlcs_ctx *ctx, *in; /* whose code read it; the context the thread was in */
+        int depth;
+        vmask real, seen;
+    } read;
 };
 
 extern HIDDEN _Thread_local struct tstate vlcs_thread_self;

@@ -5,6 +5,7 @@
  */
 #include "common.h"
 #include "view.h"
+#include "thread_state.h"
 #include "context.h"
 #include "cpuset.h"
 #include "rawsys.h"
@@ -82,6 +83,45 @@ int view_clamp_mask(vlcs_ctx *c, size_t size, const cpu_set_t *in, size_t outsiz
         return -1;
     mask_to_cpuset(&m, outsize, out);
     return 0;
+}
+
+/* Whether the thread's last read was by c's code, with the thread in the
+ * same place among contexts as now. */
+static bool read_still_holds(const struct tstate *ts, vlcs_ctx *c)
+{
+    return ts->read.ctx == c && ts->read.depth == ts->depth && ts->read.in == effective(ts);
+}
+
+void view_filter_self(vlcs_ctx *c, size_t size, cpu_set_t *set)
+{
+    struct tstate *ts = tstate();
+    vmask got;
+    mask_from_cpuset(&got, size, set);
+    /* In strict mode a libc wrapper's answer was filtered once already, by
+     * the trap: what the kernel said is the record's. */
+    if (!read_still_holds(ts, c) || !mask_eq(&got, &ts->read.seen))
+        ts->read.real = got;
+    view_filter_mask(c, size, set);
+    mask_from_cpuset(&ts->read.seen, size, set);
+    ts->read.ctx = c;
+    ts->read.in = effective(ts);
+    ts->read.depth = ts->depth;
+}
+
+int view_clamp_self(vlcs_ctx *c, size_t size, const cpu_set_t *in, size_t outsize,
+                    cpu_set_t *out)
+{
+    struct tstate *ts = tstate();
+    if (read_still_holds(ts, c)) {
+        vmask m;
+        mask_from_cpuset(&m, size, in);
+        /* real: in strict mode the wrapper's restored mask reaches the trap */
+        if (mask_eq(&m, &ts->read.seen) || mask_eq(&m, &ts->read.real)) {
+            mask_to_cpuset(&ts->read.real, outsize, out);
+            return 0;
+        }
+    }
+    return view_clamp_mask(c, size, in, outsize, out);
 }
 
 long view_ncpus(vlcs_ctx *c) { return ctx_view(c)->count; }

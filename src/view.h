@@ -17,6 +17,13 @@ HIDDEN int ctx_switch_view(vlcs_ctx *c, const vmask *m);
 HIDDEN void view_filter_mask(vlcs_ctx *c, size_t size, cpu_set_t *set);
 HIDDEN int view_clamp_mask(vlcs_ctx *c, size_t size, const cpu_set_t *in, size_t outsize,
                            cpu_set_t *out);
+/* The same for the calling thread's own mask: a mask it read through the
+ * view and sets again, unchanged and in the same place among contexts, is
+ * set as the kernel gave it (a save and restore around CPU probing, as
+ * oneMKL's, leaves a thread of the base as it was). */
+HIDDEN void view_filter_self(vlcs_ctx *c, size_t size, cpu_set_t *set);
+HIDDEN int view_clamp_self(vlcs_ctx *c, size_t size, const cpu_set_t *in, size_t outsize,
+                           cpu_set_t *out);
 HIDDEN long view_ncpus(vlcs_ctx *c);
 /* A read-only open of a forged file (view.c's table): a file descriptor with
  * c's view; -2 for any other path or mode; -1 with errno on failure. */

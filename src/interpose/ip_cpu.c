@@ -37,7 +37,7 @@ IP_EXPORT int sched_getaffinity(pid_t pid, size_t size, cpu_set_t *mask)
     int rc = next_sched_getaffinity(pid, size, mask);
     const struct vlcs_ip_api *a = vlcs_ip;
     if (rc == 0 && a != NULL && is_self(pid))
-        a->filter_mask(a->ctx, size, mask);
+        a->filter_self(a->ctx, size, mask);
     return rc;
 }
 
@@ -49,7 +49,7 @@ IP_EXPORT int sched_setaffinity(pid_t pid, size_t size, const cpu_set_t *mask)
         return next_sched_setaffinity(pid, size, mask);
     cpu_set_t clamped[16]; /* 8192 CPUs */
     size_t csize = size < sizeof clamped ? size : sizeof clamped;
-    if (a->clamp_mask(a->ctx, size, mask, csize, clamped) != 0) {
+    if ((is_self(pid) ? a->clamp_self : a->clamp_mask)(a->ctx, size, mask, csize, clamped) != 0) {
         errno = EINVAL;
         return -1;
     }
@@ -62,7 +62,7 @@ IP_EXPORT int pthread_getaffinity_np(pthread_t th, size_t size, cpu_set_t *mask)
     int rc = next_pthread_getaffinity_np(th, size, mask);
     const struct vlcs_ip_api *a = vlcs_ip;
     if (rc == 0 && a != NULL)
-        a->filter_mask(a->ctx, size, mask);
+        (pthread_equal(th, pthread_self()) ? a->filter_self : a->filter_mask)(a->ctx, size, mask);
     return rc;
 }
 
@@ -74,7 +74,8 @@ IP_EXPORT int pthread_setaffinity_np(pthread_t th, size_t size, const cpu_set_t 
         return next_pthread_setaffinity_np(th, size, mask);
     cpu_set_t clamped[16];
     size_t csize = size < sizeof clamped ? size : sizeof clamped;
-    if (a->clamp_mask(a->ctx, size, mask, csize, clamped) != 0)
+    if ((pthread_equal(th, pthread_self()) ? a->clamp_self : a->clamp_mask)(a->ctx, size, mask,
+                                                                          csize, clamped) != 0)
         return EINVAL;
     return next_pthread_setaffinity_np(th, csize, clamped);
 }
@@ -158,7 +159,9 @@ IP_EXPORT long syscall(long nr, ...)
     if (a != NULL && nr == SYS_sched_setaffinity && a3 != 0) {
         cpu_set_t clamped[16]; /* 8192 CPUs */
         size_t size = (size_t)a2, csize = size < sizeof clamped ? size : sizeof clamped;
-        if (a->clamp_mask(a->ctx, size, (const cpu_set_t *)a3, csize, clamped) != 0) {
+        if ((is_self((pid_t)a1) ? a->clamp_self : a->clamp_mask)(a->ctx, size,
+                                                                  (const cpu_set_t *)a3, csize,
+                                                                  clamped) != 0) {
             errno = EINVAL;
             return -1;
         }
@@ -167,7 +170,7 @@ IP_EXPORT long syscall(long nr, ...)
     long rc = raw(nr, a1, a2, a3, a4, a5, a6);
     /* the kernel wrote rc bytes of the mask */
     if (nr == SYS_sched_getaffinity && rc > 0 && a != NULL && is_self((pid_t)a1))
-        a->filter_mask(a->ctx, (size_t)rc, (cpu_set_t *)a3);
+        a->filter_self(a->ctx, (size_t)rc, (cpu_set_t *)a3);
     return rc;
 }
 #endif

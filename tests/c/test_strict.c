@@ -69,6 +69,17 @@ int main(int argc, char **argv)
     char online[64];
     CHECK_EQ(0, SYM(lib, online_fn, "raw_cpu_online")(online, sizeof online), "read online");
     CHECK_STR(plain ? (ncpu == 2 ? "0-1" : online) : "1", online, why);
+    /* Context code that saves, probes and restores the mask of a thread of
+     * the base (a library starting on the thread that loads it) leaves the
+     * thread's mask as it was, through libc's wrappers and syscall(2). */
+    for (int how = 0; how < 2; how++) {
+        cpu_set_t before, after;
+        CHECK_EQ(0, sched_getaffinity(0, sizeof before, &before), "mask before");
+        CHECK_EQ(0, SYM(lib, set_fn, "probe_and_restore")(how), "probed and restored");
+        CHECK_EQ(0, sched_getaffinity(0, sizeof after, &after), "mask after");
+        CHECK(CPU_EQUAL(&before, &after), "the base thread's mask is the base's again (%s)",
+              how ? "syscall" : "libc");
+    }
     if (plain) {
         CHECK_EQ(EINVAL, SYM(lib, set_fn, "raw_setaffinity")(0),
                  "syscall(SYS_sched_setaffinity) outside the context's CPUs: EINVAL");

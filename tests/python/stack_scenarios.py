@@ -173,6 +173,22 @@ def torch_job():
     return {"sum": float((torch.ones(3) * 2).sum()), "threads": torch.get_num_threads()}
 
 
+def mkl_job():
+    # mkl-service and mkl_fft bind oneMKL's single library, libmkl_rt, which
+    # opens its core, threading layer and Intel's OpenMP RTLD_GLOBAL
+    import mkl
+    import mkl_fft
+    import numpy as np
+
+    x = np.cos(np.arange(64.0))
+    y = mkl_fft.fft(x)
+    return {
+        "threads": mkl.get_max_threads(),
+        "fft": [_r(v) for v in (y.real[:4].tolist() + y.imag[:4].tolist())],
+        "roundtrip": bool(np.allclose(mkl_fft.ifft(y).real, x)),
+    }
+
+
 TOPS = {
     "pandas": ["pandas", "pyarrow", "numpy"],
     "sklearn": ["sklearn", "numpy", "scipy", "threadpoolctl"],
@@ -186,6 +202,7 @@ TOPS = {
     "mypyc": ["charset_normalizer"],
     "mypyc_imports": ["tomli", "chardet"],
     "torch": ["torch", "numpy"],
+    "mkl": ["mkl", "mkl_fft", "numpy"],
 }
 
 

@@ -5,6 +5,8 @@ real wheel, in a fresh interpreter per package (stack_scenarios.py)."""
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 
 from test_imports import needs, needs_two, run_case
 
@@ -90,6 +92,23 @@ def test_cpu_counts_of_psutil_and_numexpr_follow_the_context():
     assert (r["a"]["psutil"], r["b"]["psutil"], r["base"]["psutil"]) == (1, 1, os.cpu_count())
     assert (r["a"]["numexpr_cores"], r["b"]["numexpr_cores"]) == (1, 1)
     assert r["base"]["numexpr_cores"] == real
+
+
+@needs("mkl", "pip install mkl-service")
+@needs("mkl_fft")
+@needs_two
+def test_intel_mkl_and_its_openmp_in_two_contexts_and_the_base():
+    # libmkl_rt opens its parts RTLD_GLOBAL, and each copy of Intel's OpenMP
+    # registers itself per process: either ended the process before
+    r = stack_case("mkl")
+    same_everywhere(r, "fft", "roundtrip")
+    assert r["base"]["roundtrip"] is True
+    assert (r["a"]["threads"], r["b"]["threads"]) == (1, 1), "MKL sizes itself to its context"
+    plain = subprocess.run(
+        [sys.executable, "-c", "import mkl; print(mkl.get_max_threads())"],
+        capture_output=True, text=True, check=True,
+    )
+    assert r["base"]["threads"] == int(plain.stdout), "the base's MKL as without vlcs"
 
 
 @needs("charset_normalizer", "pip install charset-normalizer")

@@ -86,3 +86,29 @@ int raw_open_name(const char *path, char *out, int size)
     out[n] = '\0';
     return 0;
 }
+
+/* What oneMKL does when it starts: the calling thread's mask saved, the
+ * thread moved onto each CPU of it in turn, the mask put back; through
+ * libc's wrappers (how 0) or syscall(2) (how 1).  0 when every call
+ * succeeded. */
+int probe_and_restore(int how)
+{
+    cpu_set_t saved, one;
+    CPU_ZERO(&saved); /* the kernel writes only its own mask's bytes */
+    long rc = how ? syscall(SYS_sched_getaffinity, 0, sizeof saved, &saved)
+                  : sched_getaffinity(0, sizeof saved, &saved);
+    if (rc < 0)
+        return -1;
+    for (int c = 0; c < CPU_SETSIZE; c++) {
+        if (!CPU_ISSET(c, &saved))
+            continue;
+        CPU_ZERO(&one);
+        CPU_SET(c, &one);
+        rc = how ? syscall(SYS_sched_setaffinity, 0, sizeof one, &one)
+                 : sched_setaffinity(0, sizeof one, &one);
+        if (rc != 0)
+            return -1;
+    }
+    return (int)(how ? syscall(SYS_sched_setaffinity, 0, sizeof saved, &saved)
+                     : sched_setaffinity(0, sizeof saved, &saved));
+}
