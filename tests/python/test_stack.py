@@ -106,7 +106,9 @@ def test_intel_mkl_and_its_openmp_in_two_contexts_and_the_base():
     assert (r["a"]["threads"], r["b"]["threads"]) == (1, 1), "MKL sizes itself to its context"
     plain = subprocess.run(
         [sys.executable, "-c", "import mkl; print(mkl.get_max_threads())"],
-        capture_output=True, text=True, check=True,
+        capture_output=True,
+        text=True,
+        check=True,
     )
     assert r["base"]["threads"] == int(plain.stdout), "the base's MKL as without vlcs"
 
