@@ -234,10 +234,11 @@ static const char *find(const char *file, const void *caller, char *path)
 void *ns_global_dlopen(vlcs_ctx *c, const char *file, int mode, const void *caller)
 {
     int local = mode & ~RTLD_GLOBAL;
+    bool named = strchr(file, '/') == NULL;
     void *h = NULL;
-    if (strchr(file, '/') == NULL) /* loaded under that name already: that object, as ld.so */
+    if (named) /* loaded under that name already: that object, as ld.so */
         h = dlmopen(c->ns.lmid, file, local | RTLD_NOLOAD);
-    if (h == NULL && !(mode & RTLD_NOLOAD)) {
+    if (h == NULL && (!named || !(mode & RTLD_NOLOAD))) {
         char *path = malloc(PATH_MAX);
         h = dlmopen(c->ns.lmid, path != NULL ? find(file, caller, path) : file, local);
         free(path);
