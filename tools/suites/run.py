@@ -45,6 +45,9 @@ SUITES: dict[str, tuple[str, list[str]]] = {
     "h5py-file": ("test", ["h5py.tests.test_file"]),
     "pandas-frame-constructors": ("test", ["pandas.tests.frame.test_constructors"]),
     "sklearn-pipeline": ("test", ["sklearn.tests.test_pipeline"]),
+    # Intel's packages over oneMKL's libmkl_rt and Intel's OpenMP
+    "mkl-fft": ("test", ["mkl_fft.tests"]),
+    "mkl-service": ("test", ["mkl.tests.test_mkl_service"]),
     "numpy-core-multiarray": ("soak", ["numpy._core.tests.test_multiarray"]),
     "numpy-random": ("soak", ["numpy.random"]),
     "scipy-linalg": ("soak", ["scipy.linalg.tests.test_basic"]),
