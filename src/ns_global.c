@@ -62,19 +62,20 @@ struct grown {
  * glibc 2.34-2.43); every link map is larger. */
 #define MAP_SCAN 1024
 /* more objects than a namespace's scope is taken to hold: a guard
- * against reading a count that is not one */
-#define MAX_SCOPE 65536
+ * against reading a count that is not one (and a list that fits a pipe) */
+#define MAX_SCOPE 4096
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static long list_at; /* l_searchlist's offset; 0: not looked for yet, -1: not found */
 static bool warned;
 
 /* size bytes at addr, read by the kernel (a write to a pipe): false where
- * they are not all mapped, instead of a fault. */
+ * they are not all mapped, instead of a fault, or do not fit the pipe
+ * (which never blocks). */
 static bool peek(const void *addr, void *out, size_t size)
 {
     int p[2];
-    if (pipe2(p, O_CLOEXEC) != 0)
+    if (pipe2(p, O_CLOEXEC | O_NONBLOCK) != 0)
         return false;
     bool ok = write(p[1], addr, size) == (ssize_t)size && read(p[0], out, size) == (ssize_t)size;
     close(p[0]);
