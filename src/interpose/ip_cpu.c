@@ -41,15 +41,26 @@ IP_EXPORT int sched_getaffinity(pid_t pid, size_t size, cpu_set_t *mask)
     return rc;
 }
 
+/* A requested mask clamped to the context (the calling thread's own: self)
+ * into clamped (room for 8192 CPUs), its size in *csize; -1: nothing of
+ * the context is left in it. */
+#define CLAMP_ROOM 16
+static int clamp(const struct vlcs_ip_api *a, int self, size_t size, const cpu_set_t *mask,
+                 cpu_set_t clamped[CLAMP_ROOM], size_t *csize)
+{
+    *csize = size < CLAMP_ROOM * sizeof(cpu_set_t) ? size : CLAMP_ROOM * sizeof(cpu_set_t);
+    return (self ? a->clamp_self : a->clamp_mask)(a->ctx, size, mask, *csize, clamped);
+}
+
 IP_EXPORT int sched_setaffinity(pid_t pid, size_t size, const cpu_set_t *mask)
 {
     NEXT(sched_setaff_fn, sched_setaffinity);
     const struct vlcs_ip_api *a = vlcs_ip;
     if (a == NULL || mask == NULL)
         return next_sched_setaffinity(pid, size, mask);
-    cpu_set_t clamped[16]; /* 8192 CPUs */
-    size_t csize = size < sizeof clamped ? size : sizeof clamped;
-    if ((is_self(pid) ? a->clamp_self : a->clamp_mask)(a->ctx, size, mask, csize, clamped) != 0) {
+    cpu_set_t clamped[CLAMP_ROOM];
+    size_t csize;
+    if (clamp(a, is_self(pid), size, mask, clamped, &csize) != 0) {
         errno = EINVAL;
         return -1;
     }
@@ -72,10 +83,9 @@ IP_EXPORT int pthread_setaffinity_np(pthread_t th, size_t size, const cpu_set_t 
     const struct vlcs_ip_api *a = vlcs_ip;
     if (a == NULL)
         return next_pthread_setaffinity_np(th, size, mask);
-    cpu_set_t clamped[16];
-    size_t csize = size < sizeof clamped ? size : sizeof clamped;
-    if ((pthread_equal(th, pthread_self()) ? a->clamp_self : a->clamp_mask)(a->ctx, size, mask,
-                                                                          csize, clamped) != 0)
+    cpu_set_t clamped[CLAMP_ROOM];
+    size_t csize;
+    if (clamp(a, pthread_equal(th, pthread_self()), size, mask, clamped, &csize) != 0)
         return EINVAL;
     return next_pthread_setaffinity_np(th, csize, clamped);
 }
@@ -157,11 +167,10 @@ IP_EXPORT long syscall(long nr, ...)
     va_end(ap);
     const struct vlcs_ip_api *a = vlcs_ip;
     if (a != NULL && nr == SYS_sched_setaffinity && a3 != 0) {
-        cpu_set_t clamped[16]; /* 8192 CPUs */
-        size_t size = (size_t)a2, csize = size < sizeof clamped ? size : sizeof clamped;
-        if ((is_self((pid_t)a1) ? a->clamp_self : a->clamp_mask)(a->ctx, size,
-                                                                  (const cpu_set_t *)a3, csize,
-                                                                  clamped) != 0) {
+        cpu_set_t clamped[CLAMP_ROOM];
+        size_t csize;
+        if (clamp(a, is_self((pid_t)a1), (size_t)a2, (const cpu_set_t *)a3, clamped, &csize) !=
+            0) {
             errno = EINVAL;
             return -1;
         }
