@@ -61,6 +61,26 @@ static vlcs_progress_t until_judged(vlcs_ctx *b, void (*unit)(void *), void *arg
     return p;
 }
 
+/* Inside b, after until_judged: units until a window on the lend was
+ * measured with the lend kept.  One window against one can refuse a lend
+ * that pays where the VM's other CPU is stolen meanwhile (one window in ten
+ * on a bad hour here); vlcs tries a refused lend again after 2 s, then 4,
+ * 8, 16, and that retry is what the user gets.  Returns how many times the
+ * lend was refused on the way. */
+static int until_kept(vlcs_ctx *b, void (*unit)(void *), void *arg, vlcs_progress_t *p)
+{
+    int refusals = p->most_cpus != 0;
+    double deadline = now() + 60;
+    while (!(p->most_cpus == 0 && p->rate_cpus == 2) && now() < deadline) {
+        int was = p->most_cpus;
+        unit(arg);
+        CHECK_EQ(0, vlcs_ctx_progress(NULL, 1), "report");
+        CHECK_EQ(0, vlcs_ctx_get_progress(b, p), "read");
+        refusals += was == 0 && p->most_cpus != 0;
+    }
+    return refusals;
+}
+
 int main(void)
 {
     if (get_nprocs() < 2) {
@@ -82,7 +102,10 @@ int main(void)
         gb[i] = (i % 5) * 0.25;
     }
     vlcs_progress_t p = until_judged(b, blas_unit, blas);
-    CHECK_EQ(0, p.most_cpus, "OpenBLAS's rate rose with the second CPU: no limit");
+    int refusals = until_kept(b, blas_unit, blas, &p);
+    CHECK(p.most_cpus == 0 && p.rate_cpus == 2,
+          "OpenBLAS's rate rose with the second CPU: b keeps the lend, no limit "
+          "(refused %d times in 60 s; the last window %g units/s)", refusals, p.rate);
     CHECK_STR("0-1", CURRENT(b), "b runs on the lend again");
     CHECK(dgemm_right(blas, 300), "the product of a 300x300 dgemm, on the lend");
     CHECK_EQ(0, vlcs_leave(), "leave b");
