@@ -227,7 +227,7 @@ print(json.dumps(out))
     assert r["teams"] == [2, 1], "a team of two on the lend, of one after"
     assert r["after"] == 0  # leaving forgets the verdict
     # scipy's OpenBLAS ran two threads on the lend and its rate rose: kept
-    assert sp["most_cpus"] == 0 and sp["rate_cpus"] == 2 and sp["cpus"] == [0, 1] and sp["lent"] == [0], sp
+    assert (sp["most_cpus"], sp["rate_cpus"], sp["cpus"], sp["lent"]) == (0, 2, [0, 1], [0]), sp
     assert [n for api, n in r["pools"] if api == "openblas"] == [2, 2], r["pools"]
     assert r["right"]
     assert r["base"] == {"pools": True, "affinity": [0, 1], "solve": True}
