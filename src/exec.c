@@ -358,11 +358,14 @@ VLCS_API int vlcs_ctx_exec(vlcs_ctx *ctx, char *const argv[])
         program_close(&p);
         return -1;
     }
+    /* The copy's name, and so its link map's: /proc/PID/fd/N, which a
+     * debugger or profiler opens from its own process and reads the copy
+     * (/proc/self/fd/N would be one of their own descriptors: gdb blocked
+     * reading its own pipe).  The memfd stays open while the copy is
+     * loaded: glibc knows a loaded object by its name, and a reused number
+     * would silently give a later load this one. */
     char fdpath[64];
-    snprintf(fdpath, sizeof fdpath, "/proc/self/fd/%d", fd);
-    /* The memfd stays open while the copy is loaded: glibc knows a loaded
-     * object by its name, and a reused number would silently give a later
-     * load this one. */
+    snprintf(fdpath, sizeof fdpath, "/proc/%d/fd/%d", (int)getpid(), fd);
     pthread_mutex_lock(&c->lock);
     c->loading_program = true;
     c->program_file = p.path;

@@ -153,3 +153,49 @@ def test_children_an_instance_starts_write_to_its_streams(tmp_path):
         assert f"[{i}] child-of-system" in mine and f"[{i}] fork-exec" in mine, r.stdout
         assert f"[{i}] system=0 popen=via-popen" in mine, r.stdout
     assert all(line.startswith("[") for line in r.stdout.splitlines()), r.stdout
+
+
+def test_gdb_attaches_to_instances_and_reads_their_programs():
+    # Each instance's program is a copy loaded from a memfd, and glibc names
+    # it by the path it was loaded from; gdb opens that name from its own
+    # process.  /proc/self/fd/N named one of gdb's own descriptors there (a
+    # pipe, which it read for ever); /proc/PID/fd/N is the copy.
+    gdb = shutil.which("gdb")
+    assert gdb, "gdb is installed by ./run (Debian package gdb)"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "vlcs", "exec", "-n", "2", "--stdin", "all", "--", "cat"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        proc.stdin.write("hello\n")
+        proc.stdin.flush()
+        # both instances are reading their stdin once each echoed the line
+        echoed = sorted(proc.stdout.readline() for _ in range(2))
+        assert echoed == ["[0] hello\n", "[1] hello\n"], echoed
+        out = subprocess.run(
+            [
+                gdb,
+                "-p",
+                str(proc.pid),
+                "-batch",
+                "-ex",
+                "info sharedlibrary",
+                "-ex",
+                "thread apply all bt",
+            ],
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+    finally:
+        proc.stdin.close()
+        rc = proc.wait(timeout=60)
+    assert out.returncode == 0 and "internal-error" not in out.stderr, out.stderr[-3000:]
+    # the two copies of cat, by their descriptors in the process
+    assert out.stdout.count(f"/proc/{proc.pid}/fd/") >= 2, out.stdout[-3000:]
+    # each instance's thread unwound through libvlcs into the program's main
+    assert out.stdout.count("run_main") >= 2, out.stdout[-3000:]
+    assert rc == 0  # the process went on after gdb detached
