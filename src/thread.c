@@ -14,6 +14,7 @@
 #include "elastic.h"
 #include "error.h"
 #include "fault.h"
+#include "gscope.h"
 #include "handles.h"
 #include "hooks.h"
 #include "namespace.h"
@@ -284,6 +285,7 @@ VLCS_API int vlcs_leave(void)
         return -1;
     }
     refresh_if_moved(ts);
+    gscope_clear_self(); /* a lookup of the context's libc may have left it */
     if (tracing_on())
         trace_leave(ts->stack[ts->depth - 1]);
     pop_frame(ts);
