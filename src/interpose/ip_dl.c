@@ -18,6 +18,7 @@
  */
 #define _GNU_SOURCE
 #include "ip.h"
+#include "../gscope.h"
 
 #include <dlfcn.h>
 #include <link.h>
@@ -27,6 +28,7 @@ typedef void *(*dlopen_fn)(const char *, int);
 
 IP_EXPORT void *dlopen(const char *file, int mode)
 {
+    gscope_clear_self();
     /* Copy mode: glibc would load the shared original (see ../ip_abi.h). */
     const struct vlcs_ip_api *a = __atomic_load_n(&vlcs_ip, __ATOMIC_ACQUIRE);
     if (a != NULL && a->dlopen != NULL && file != NULL)
@@ -36,6 +38,26 @@ IP_EXPORT void *dlopen(const char *file, int mode)
         return a->dlopen_global(a->ctx, file, mode, __builtin_return_address(0));
     NEXT(dlopen_fn, dlopen);
     return next_dlopen(file, mode & ~RTLD_GLOBAL);
+}
+
+/* dlsym as libc's, after the caller's mark of a global-scope lookup is
+ * cleared where a failed one left it (../gscope.h).  A tail call, as glibc
+ * finds the caller's object (RTLD_NEXT, RTLD_DEFAULT) from the return
+ * address.  libc's is found by version: a plain lookup of "dlsym" from
+ * here would find this one. */
+typedef void *(*dlsym_fn)(void *, const char *);
+static dlsym_fn next_dlsym;
+__attribute__((constructor)) static void find_dlsym(void)
+{
+    next_dlsym = (dlsym_fn)dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.34");
+    if (next_dlsym == NULL)
+        next_dlsym = (dlsym_fn)dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.2.5");
+}
+
+IP_EXPORT void *dlsym(void *handle, const char *name)
+{
+    gscope_clear_self();
+    return next_dlsym(handle, name);
 }
 
 /* libc's, looked up once when this copy loads: a lookup (dlsym) made when
@@ -66,6 +88,7 @@ typedef int (*dl_iterate_phdr_fn)(iterate_cb, void *);
 
 IP_EXPORT int dl_iterate_phdr(iterate_cb callback, void *data)
 {
+    gscope_clear_self();
     const struct vlcs_ip_api *a = __atomic_load_n(&vlcs_ip, __ATOMIC_ACQUIRE);
     if (a != NULL && a->iterate_phdr != NULL) /* copy mode: the base namespace holds all */
         return a->iterate_phdr(a->ctx, callback, data);
@@ -84,6 +107,7 @@ typedef int (*dladdr1_fn)(const void *, Dl_info *, void **, int);
 
 static int named_by_origin(const void *addr, Dl_info *info, void **extra, int flags)
 {
+    gscope_clear_self();
     NEXT(dladdr1_fn, dladdr1);
     int rc = next_dladdr1(addr, info, extra, flags);
     const struct vlcs_ip_api *a = __atomic_load_n(&vlcs_ip, __ATOMIC_ACQUIRE);
