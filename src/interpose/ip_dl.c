@@ -46,18 +46,26 @@ IP_EXPORT void *dlopen(const char *file, int mode)
  * address.  libc's is found by version: a plain lookup of "dlsym" from
  * here would find this one. */
 typedef void *(*dlsym_fn)(void *, const char *);
-static dlsym_fn next_dlsym;
-__attribute__((constructor)) static void find_dlsym(void)
+static dlsym_fn next_dlsym_cache;
+
+/* Found on the first call, which may come before this copy's constructors
+ * run (another object's constructor looking a name up). */
+static __attribute__((noinline)) dlsym_fn find_dlsym(void)
 {
-    next_dlsym = (dlsym_fn)dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.34");
-    if (next_dlsym == NULL)
-        next_dlsym = (dlsym_fn)dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.2.5");
+    dlsym_fn f = (dlsym_fn)dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.34");
+    if (f == NULL)
+        f = (dlsym_fn)dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.2.5");
+    __atomic_store_n(&next_dlsym_cache, f, __ATOMIC_RELAXED);
+    return f;
 }
 
 IP_EXPORT void *dlsym(void *handle, const char *name)
 {
     gscope_clear_self();
-    return next_dlsym(handle, name);
+    dlsym_fn next = __atomic_load_n(&next_dlsym_cache, __ATOMIC_RELAXED);
+    if (next == NULL)
+        next = find_dlsym();
+    return next(handle, name);
 }
 
 /* libc's, looked up once when this copy loads: a lookup (dlsym) made when
