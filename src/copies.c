@@ -256,7 +256,13 @@ static void *copies_load(vlcs_ctx *c, const char *path, bool fresh)
         return NULL;
     }
     pthread_mutex_lock(&c->cp.set->lock);
-    h = copies_load_tree(c, real, base_name(path));
+    /* A program's run has globals of its own, as a process's: a new copy
+     * each run.  The last run's stays loaded until the context goes, as
+     * its tree's root holds it and the libraries it brought bind their
+     * streams to that root (stdin, stdout, stderr); what they brought
+     * is the context's, as a namespace keeps it. */
+    bool program = c->loading_program && path == c->program_file;
+    h = copies_load_tree(c, real, base_name(path), program);
     pthread_mutex_unlock(&c->cp.set->lock);
     if (h == NULL)
         ns_handed_back(); /* what it mapped is gone again */
@@ -307,7 +313,7 @@ static void *copy_dlopen(vlcs_ctx *c, const char *file, int mode, const void *ca
     struct elf_from chain = {&b->from, from_path};
     if (elf_resolve(file, &chain, have_from ? 1 : 0, b->real) == 0) {
         ns_handed_over(); /* its copies may be mapped where unloaded objects were */
-        h = copies_load_tree(c, b->real, base_name(file));
+        h = copies_load_tree(c, b->real, base_name(file), false);
         if (h == NULL) {
             ns_handed_back(); /* what it mapped is gone again */
             dl_why_set(vlcs_error());

@@ -65,9 +65,10 @@ HIDDEN char *share_with_origin(struct link_map *lm, const struct elf_names *e, i
                                int copy_fd, const struct elf_rename *rn, size_t nrn, bool *ok);
 
 /* The copies of real's tree that the context lacks, made and loaded; the
- * handle of real's copy (shown: its name in errors).  With cs->lock held;
- * NULL with the error set. */
-HIDDEN void *copies_load_tree(vlcs_ctx *c, const char *real, const char *shown);
+ * handle of real's copy (shown: its name in errors).  again: real copied
+ * even if the context has a copy of it.  With cs->lock held; NULL with the
+ * error set. */
+HIDDEN void *copies_load_tree(vlcs_ctx *c, const char *real, const char *shown, bool again);
 
 HIDDEN int copies_create(vlcs_ctx *c); /* with c->lock held */
 

@@ -543,10 +543,10 @@ static void *tree_open(struct tree *t, int root, size_t first)
     return dlopen(cs->copies[first].path, RTLD_NOW | RTLD_NOLOAD);
 }
 
-void *copies_load_tree(vlcs_ctx *c, const char *real, const char *shown)
+void *copies_load_tree(vlcs_ctx *c, const char *real, const char *shown, bool again)
 {
     struct copyset *cs = c->cp.set;
-    int have = find_copy(cs, real);
+    int have = again ? -1 : find_copy(cs, real);
     if (have >= 0)
         return dlopen(cs->copies[have].path, RTLD_NOW | RTLD_NOLOAD);
     struct tree t = {.c = c, .cs = cs, .shown = shown, .why = malloc(WHY_SIZE)};

@@ -45,7 +45,7 @@ static void read_all(int fd, char *buf, size_t size)
 
 /* LLVM's runtime (libomp, exec_prog linked with it) looks names up with
  * dlsym(RTLD_DEFAULT) as it starts, which left each instance's thread
- * marked as looking up (src/gscope.c): the instances' ends, each unloading
+ * marked as looking up (src/gscope.h): the instances' ends, each unloading
  * its program, waited for each other for ever. */
 static void eight_at_once(const char *prog)
 {
@@ -88,10 +88,13 @@ static void eight_at_once(const char *prog)
     CHECK_EQ(1, optind, "the base's optind moved");
 }
 
-static void again_in_one_context(void)
+/* Each run a fresh copy of the program, in either mode: in copy mode the
+ * second run was given the first's copy, its counter going on from 2. */
+static void again_in_one_context(int mode)
 {
-    vlcs_ctx *c = vlcs_ctx_create("again");
+    vlcs_ctx *c = vlcs_ctx_create(mode == VLCS_MODE_COPIES ? "again-copies" : "again");
     CHECK(c != NULL, "create");
+    CHECK(vlcs_ctx_set_mode(c, mode) == 0, "set_mode %d", mode);
     int out[2];
     CHECK(pipe(out) == 0, "pipe");
     CHECK(vlcs_ctx_set_stdio(c, -1, out[1], -1) == 0, "set_stdio");
@@ -250,13 +253,11 @@ static void refusals(void)
 int main(void)
 {
     eight_at_once(EXEC_PROG);
-    again_in_one_context();
+    again_in_one_context(VLCS_MODE_NAMESPACE);
+    again_in_one_context(VLCS_MODE_COPIES);
     closing_its_descriptors();
     exits_in_handlers();
     refusals();
-    /* last: in strict mode every run's program stays loaded, and after
-     * these sixteen runs again_in_one_context's second run was given its
-     * first run's program (its counter went on) */
     eight_at_once(EXEC_PROG_LIBOMP);
     puts("test_exec: ok");
     return 0;
