@@ -137,6 +137,23 @@ static atomic_bool coverage_full;
 
 #define MAX_RANGES 4096
 
+/* Every namespace context's code, walked once from inside dl_iterate_phdr:
+ * its callback runs under the loader's lock that dlclose takes to unlink,
+ * unmap and free an object, so no link map of the chains walked goes
+ * meanwhile (a run of vlcs_ctx_exec unloading its program in another
+ * context freed one under the walk).  The copy-mode contexts' copies are
+ * reached under their copyset's lock, which may not be taken here. */
+static int namespaces_ranges(struct dl_phdr_info *info, size_t size, void *arg)
+{
+    (void)info;
+    (void)size;
+    struct range_table *t = arg;
+    for (vlcs_ctx *c = registry_first(); c; c = registry_next(c))
+        if (c->backend == &ns_backend)
+            t->n += context_ranges(c, t->r + t->n, MAX_RANGES - t->n);
+    return 1;
+}
+
 /* A filter that traps the five syscalls when made from one of the ranges
  * (strict_filter.c builds it).  Returns VLCS_OK or a vlcs_errcode_t with
  * err set. */
@@ -198,8 +215,10 @@ static int cover_new_code(char *err, size_t errsize)
     }
     t->n = 0;
     registry_lock();
+    dl_iterate_phdr(namespaces_ranges, t);
     for (vlcs_ctx *c = registry_first(); c; c = registry_next(c))
-        t->n += context_ranges(c, t->r + t->n, MAX_RANGES - t->n);
+        if (c->backend != &ns_backend) /* copy mode: its copies, under its own lock */
+            t->n += context_ranges(c, t->r + t->n, MAX_RANGES - t->n);
     registry_unlock();
     qsort(t->r, t->n, sizeof t->r[0], range_order);
     struct range_table *old = atomic_load(&ranges);
