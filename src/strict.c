@@ -137,6 +137,12 @@ static atomic_bool coverage_full;
 
 #define MAX_RANGES 4096
 
+static bool in_namespace(const vlcs_ctx *c)
+{
+    const struct ctx_backend *b = c->backend;
+    return b != NULL && b->mode == VLCS_MODE_NAMESPACE;
+}
+
 /* Every namespace context's code, walked once from inside dl_iterate_phdr:
  * its callback runs under the loader's lock that dlclose takes to unlink,
  * unmap and free an object, so no link map of the chains walked goes
@@ -149,7 +155,7 @@ static int namespaces_ranges(struct dl_phdr_info *info, size_t size, void *arg)
     (void)size;
     struct range_table *t = arg;
     for (vlcs_ctx *c = registry_first(); c; c = registry_next(c))
-        if (c->backend == &ns_backend)
+        if (in_namespace(c))
             t->n += context_ranges(c, t->r + t->n, MAX_RANGES - t->n);
     return 1;
 }
@@ -217,7 +223,7 @@ static int cover_new_code(char *err, size_t errsize)
     registry_lock();
     dl_iterate_phdr(namespaces_ranges, t);
     for (vlcs_ctx *c = registry_first(); c; c = registry_next(c))
-        if (c->backend != &ns_backend) /* copy mode: its copies, under its own lock */
+        if (!in_namespace(c)) /* copy mode: its copies, under its own lock */
             t->n += context_ranges(c, t->r + t->n, MAX_RANGES - t->n);
     registry_unlock();
     qsort(t->r, t->n, sizeof t->r[0], range_order);
