@@ -417,8 +417,8 @@ typedef enum vlcs_mode {
     /* renamed copies of its libraries in the base namespace, sharing the
      * process's libc: no limit but static TLS and memory.  What differs is
      * in docs/copy-mode.md (libc's own reads of the environment, such as
-     * TZ, are the process's; strict mode, vlcs_ctx_exec, stdio and global
-     * libraries need a namespace) */
+     * TZ, are the process's; vlcs_ctx_set_stdio for a context's libraries
+     * needs a namespace) */
     VLCS_MODE_COPIES = 2
 } vlcs_mode;
 
