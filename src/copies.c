@@ -78,6 +78,7 @@ static void copyset_free(struct copyset *cs)
     origin_release(cs->ip_origin_fd);
     free(cs->ip_load_name);
     free(cs->global_real);
+    free(cs->opened_global);
     free(cs->copies);
     free(cs->root_fds);
     pthread_mutex_destroy(&cs->lock);
@@ -279,9 +280,33 @@ static void *copies_load(vlcs_ctx *c, const char *path, bool fresh)
 
 /* dlopen called by one of the context's copies: a copy of what it names,
  * found from the caller's original file (its RUNPATH, its $ORIGIN). */
+/* h, a copy the context's code opened RTLD_GLOBAL, joins the context's
+ * global scope: later roots list it, and so its dependencies, as glibc
+ * adds an object's search list to the global scope; with cs->lock held.
+ * Out of memory, it stays local. */
+static void open_global(struct copyset *cs, void *h)
+{
+    struct link_map *lm = NULL;
+    if (dlinfo(h, RTLD_DI_LINKMAP, &lm) != 0 || lm == NULL)
+        return;
+    int found = -1;
+    for (size_t i = 0; i < cs->ncopies && found < 0; i++)
+        if (cs->copies[i].lm == lm)
+            found = (int)i;
+    if (found < 0 || found == cs->global_copy)
+        return;
+    for (size_t k = 0; k < cs->nopened_global; k++)
+        if (cs->opened_global[k] == found)
+            return;
+    if (array_grow((void **)&cs->opened_global, &cs->capopened_global, cs->nopened_global,
+                   sizeof *cs->opened_global) == 0)
+        cs->opened_global[cs->nopened_global++] = found;
+}
+
 static void *copy_dlopen(vlcs_ctx *c, const char *file, int mode, const void *caller)
 {
-    (void)mode; /* RTLD_GLOBAL would put a copy into the base's global scope */
+    /* RTLD_GLOBAL: the copy joins the context's own global scope
+     * (open_global), never the base's */
     struct copyset *cs = c->cp.set;
     if (glibc_scoped(file))
         return glibc_scope(c);
@@ -312,12 +337,18 @@ static void *copy_dlopen(vlcs_ctx *c, const char *file, int mode, const void *ca
     void *h = NULL;
     struct elf_from chain = {&b->from, from_path};
     if (elf_resolve(file, &chain, have_from ? 1 : 0, b->real) == 0) {
-        ns_handed_over(); /* its copies may be mapped where unloaded objects were */
-        h = copies_load_tree(c, b->real, base_name(file), false);
-        if (h == NULL) {
-            ns_handed_back(); /* what it mapped is gone again */
-            dl_why_set(vlcs_error());
+        if ((mode & RTLD_NOLOAD) && find_copy(cs, b->real) < 0) {
+            /* not loaded: glibc's answer, NULL with no error */
+        } else {
+            ns_handed_over(); /* its copies may be mapped where unloaded objects were */
+            h = copies_load_tree(c, b->real, base_name(file), false);
+            if (h == NULL) {
+                ns_handed_back(); /* what it mapped is gone again */
+                dl_why_set(vlcs_error());
+            }
         }
+        if (h != NULL && (mode & RTLD_GLOBAL))
+            open_global(cs, h);
     } else {
         snprintf(b->msg, sizeof b->msg,
                  "%s: cannot open shared object file: No such file or directory", file);

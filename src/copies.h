@@ -40,6 +40,11 @@ struct copyset {
     char *global_real;
     char global_soname[256]; /* the service it stands in for (services_paths) */
     int global_copy; /* index in copies, -1 until loaded */
+    /* the copies its code opened RTLD_GLOBAL, as indices in copies, in
+     * that order: every later root lists them after the global library,
+     * as a process's global scope holds them for every later load */
+    int *opened_global;
+    size_t nopened_global, capopened_global;
 };
 
 /* What libc itself holds (the loader, libc and the libraries that are

@@ -336,8 +336,9 @@ static int tree_root(struct tree *t)
 {
     enum { MAX_SERVICES = 16 };
     struct copyset *cs = t->cs;
-    const char **needed = calloc(t->made + 2 + MAX_SERVICES, sizeof *needed);
-    char (*paths)[FD_PATH_SIZE] = calloc(t->made + 2 + MAX_SERVICES, sizeof *paths);
+    size_t cap = t->made + 2 + cs->nopened_global + MAX_SERVICES;
+    const char **needed = calloc(cap, sizeof *needed);
+    char (*paths)[FD_PATH_SIZE] = calloc(cap, sizeof *paths);
     if (needed == NULL || paths == NULL) {
         free(needed);
         free(paths);
@@ -354,6 +355,11 @@ static int tree_root(struct tree *t)
         snprintf(paths[nn], sizeof *paths, "%s", cs->copies[cs->global_copy].path);
         needed[nn] = paths[nn];
         nn++;
+    }
+    /* then what its code opened RTLD_GLOBAL, in that order */
+    for (size_t k = 0; k < cs->nopened_global; k++, nn++) {
+        snprintf(paths[nn], sizeof *paths, "%s", cs->copies[cs->opened_global[k]].path);
+        needed[nn] = paths[nn];
     }
     size_t nsvc = services_paths(paths + nn, MAX_SERVICES,
                                  cs->global_real != NULL ? cs->global_soname : NULL);

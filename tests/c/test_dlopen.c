@@ -3,7 +3,9 @@
  * RTLD_GLOBAL (which crashes glibc inside a dlmopen namespace) working as
  * it does in a process: what a library opens that way is in the global
  * scope of its context's namespace (libraries loaded later bind to it,
- * dlsym(RTLD_DEFAULT) finds it), and of no other context nor the base. */
+ * dlsym(RTLD_DEFAULT) finds it), and of no other context nor the base.
+ * The same in copy mode, but for dlsym(RTLD_DEFAULT): a library opened
+ * there RTLD_GLOBAL binds the context's later loads, not its lookups. */
 #define _GNU_SOURCE
 #include "check.h"
 
@@ -15,9 +17,12 @@ typedef int (*get_fn)(void);
 typedef void *(*mode_fn)(const char *, int);
 typedef void *(*default_fn)(const char *);
 
-int main(void)
+static void in_mode(int mode)
 {
-    vlcs_ctx *a = vlcs_ctx_create("a"), *b = vlcs_ctx_create("b");
+    int ns = mode == VLCS_MODE_NAMESPACE;
+    vlcs_ctx *a = vlcs_ctx_create(ns ? "a" : "a-copies"), *b = vlcs_ctx_create(ns ? "b" : "b-copies");
+    CHECK(a != NULL && b != NULL, "create");
+    CHECK(vlcs_ctx_set_mode(a, mode) == 0 && vlcs_ctx_set_mode(b, mode) == 0, "mode %d", mode);
     void *oa = must_load(a, DLOPENER_LIB), *ob = must_load(b, DLOPENER_LIB);
     open_fn open_a = SYM(oa, open_fn, "dlopener_open"), open_b = SYM(ob, open_fn, "dlopener_open");
 
@@ -28,16 +33,18 @@ int main(void)
     CHECK(global != NULL, "RTLD_GLOBAL by RUNPATH: %s", SYM(ob, err_fn, "dlopener_error")());
     CHECK(local != global, "each context opened its own copy");
 
-    Lmid_t la = -1, lb = -1;
-    void *ha = vlcs_ctx_load(a, "libc.so.6"), *hb = vlcs_ctx_load(b, "libc.so.6");
-    CHECK(ha && hb, "namespace libcs");
-    dlinfo(ha, RTLD_DI_LMID, &la);
-    dlinfo(hb, RTLD_DI_LMID, &lb);
-    Lmid_t l_local = -2, l_global = -2;
-    dlinfo(local, RTLD_DI_LMID, &l_local);
-    dlinfo(global, RTLD_DI_LMID, &l_global);
-    CHECK_EQ(la, l_local, "the library opened in a is in a's namespace");
-    CHECK_EQ(lb, l_global, "the library opened in b is in b's namespace");
+    if (ns) {
+        Lmid_t la = -1, lb = -1;
+        void *ha = vlcs_ctx_load(a, "libc.so.6"), *hb = vlcs_ctx_load(b, "libc.so.6");
+        CHECK(ha && hb, "namespace libcs");
+        dlinfo(ha, RTLD_DI_LMID, &la);
+        dlinfo(hb, RTLD_DI_LMID, &lb);
+        Lmid_t l_local = -2, l_global = -2;
+        dlinfo(local, RTLD_DI_LMID, &l_local);
+        dlinfo(global, RTLD_DI_LMID, &l_global);
+        CHECK_EQ(la, l_local, "the library opened in a is in a's namespace");
+        CHECK_EQ(lb, l_global, "the library opened in b is in b's namespace");
+    }
 
     /* The global scope: b opened the library RTLD_GLOBAL, a RTLD_LOCAL.
      * A plugin that uses its symbols without naming it loads in b only. */
@@ -53,8 +60,9 @@ int main(void)
     get_fn target_bump = SYM(global, get_fn, "singleton_bump");
     CHECK_EQ(plugin_bump(), 1, "b: the plugin's call reached b's library");
     CHECK_EQ(target_bump(), 2, "b: the same counter, one copy");
-    CHECK(default_b("singleton_bump") == (void *)target_bump,
-          "b: dlsym(RTLD_DEFAULT) finds the global library");
+    if (ns)
+        CHECK(default_b("singleton_bump") == (void *)target_bump,
+              "b: dlsym(RTLD_DEFAULT) finds the global library");
     CHECK(default_a("singleton_bump") == NULL, "a: its scope has none");
     CHECK(dlsym(RTLD_DEFAULT, "singleton_bump") == NULL, "the base's scope has none");
 
@@ -67,8 +75,9 @@ int main(void)
     CHECK(plugin_a != NULL && plugin_a != plugin_b, "a: its own plugin: %s", err_a());
     CHECK_EQ(SYM(plugin_a, get_fn, "plugin_bump")(), 1, "a: a's counter, not b's");
     CHECK_EQ(target_bump(), 3, "b's counter unchanged by a");
-    CHECK(default_a("singleton_bump") == dlsym(local, "singleton_bump"),
-          "a: dlsym(RTLD_DEFAULT) finds a's copy");
+    if (ns)
+        CHECK(default_a("singleton_bump") == dlsym(local, "singleton_bump"),
+              "a: dlsym(RTLD_DEFAULT) finds a's copy");
     CHECK(dlsym(RTLD_DEFAULT, "singleton_bump") == NULL, "the base's scope still has none");
 
     /* A global library stays while its context lives: closing the
@@ -81,6 +90,15 @@ int main(void)
     CHECK(strstr(SYM(oa, err_fn, "dlopener_error")(), "libvlcs-no-such-lib.so") != NULL,
           "dlerror names it");
     CHECK(open_a("libvlcs_runpath_target.so", 1) != NULL, "the context still opens libraries");
+    /* RTLD_NOLOAD of what the context has not loaded: NULL, nothing loaded */
+    CHECK(mode_a(PROBE_LIB, RTLD_NOW | RTLD_NOLOAD) == NULL, "RTLD_NOLOAD: not loaded");
+    CHECK(mode_a(PROBE_LIB, RTLD_NOW | RTLD_NOLOAD) == NULL, "RTLD_NOLOAD loaded nothing");
+}
+
+int main(void)
+{
+    in_mode(VLCS_MODE_NAMESPACE);
+    in_mode(VLCS_MODE_COPIES);
     PASS("dlopen");
     return 0;
 }
