@@ -278,8 +278,6 @@ static void *copies_load(vlcs_ctx *c, const char *path, bool fresh)
     return h;
 }
 
-/* dlopen called by one of the context's copies: a copy of what it names,
- * found from the caller's original file (its RUNPATH, its $ORIGIN). */
 /* h, a copy the context's code opened RTLD_GLOBAL, joins the context's
  * global scope: later roots list it, and so its dependencies, as glibc
  * adds an object's search list to the global scope; with cs->lock held.
@@ -303,6 +301,8 @@ static void open_global(struct copyset *cs, void *h)
         cs->opened_global[cs->nopened_global++] = found;
 }
 
+/* dlopen called by one of the context's copies: a copy of what it names,
+ * found from the caller's original file (its RUNPATH, its $ORIGIN). */
 static void *copy_dlopen(vlcs_ctx *c, const char *file, int mode, const void *caller)
 {
     /* RTLD_GLOBAL: the copy joins the context's own global scope
