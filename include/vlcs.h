@@ -680,7 +680,9 @@ VLCS_API int vlcs_ctx_destroy(vlcs_ctx *c);
  * (a segmentation fault, a failed assert) ends it with 128 + the signal and
  * breaks the context (vlcs_ctx_call).  Signal handlers it installed give way
  * to the process's when it ends.  Any number of threads may run programs at
- * once, each in its own context.
+ * once, each in its own context.  Each run has a fresh copy of the program
+ * (in copy mode the earlier runs' copies stay loaded until the context is
+ * destroyed: a context per run keeps memory flat).
  *
  * The program is a dynamically linked, position-independent executable of
  * this machine, as gcc and Debian build them by default.  Refused before
