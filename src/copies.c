@@ -337,9 +337,8 @@ static void *copy_dlopen(vlcs_ctx *c, const char *file, int mode, const void *ca
     void *h = NULL;
     struct elf_from chain = {&b->from, from_path};
     if (elf_resolve(file, &chain, have_from ? 1 : 0, b->real) == 0) {
-        if ((mode & RTLD_NOLOAD) && find_copy(cs, b->real) < 0) {
-            /* not loaded: glibc's answer, NULL with no error */
-        } else {
+        /* RTLD_NOLOAD of what the context has not loaded: NULL, no error */
+        if (!(mode & RTLD_NOLOAD) || find_copy(cs, b->real) >= 0) {
             ns_handed_over(); /* its copies may be mapped where unloaded objects were */
             h = copies_load_tree(c, b->real, base_name(file), false);
             if (h == NULL) {
