@@ -73,9 +73,14 @@ class _Feed:
         sel = selectors.DefaultSelector()
         try:
             sel.register(self._stop_r, selectors.EVENT_READ)
-            sel.register(0, selectors.EVENT_READ)
+            try:
+                sel.register(0, selectors.EVENT_READ)
+                waits = True
+            except PermissionError:  # a regular file (`< file`): epoll refuses it; reads
+                # of it never block
+                waits = False
             while True:
-                if any(key.fd == self._stop_r for key, _ in sel.select()):
+                if waits and any(key.fd == self._stop_r for key, _ in sel.select()):
                     break  # every instance ended: leave the rest of stdin to the caller
                 data = os.read(0, self.CHUNK)
                 for q in self._queues:

@@ -70,6 +70,11 @@ def test_stdin_goes_to_the_first_instance_unless_all(tmp_path):
     assert sorted(r.stdout.splitlines()) == [f"[{i}] 200000" for i in range(3)], r
     r = vlcs_cmd("exec", "-n", "2", "--stdin", "all", "--", "head", "-n", "1", input=lines)
     assert sorted(r.stdout.splitlines()) == ["[0] 0", "[1] 0"] and r.returncode == 0, r
+    # stdin a file (`< file`), which epoll refuses: each instance read nothing
+    (tmp_path / "in.txt").write_text(lines)
+    with open(tmp_path / "in.txt") as f:
+        r = vlcs_cmd("exec", "-n", "3", "--stdin", "all", "--", "wc", "-l", stdin=f)
+    assert sorted(r.stdout.splitlines()) == [f"[{i}] 200000" for i in range(3)], r
 
 
 @pytest.mark.parametrize(
