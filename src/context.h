@@ -41,6 +41,7 @@ struct envop {
 };
 
 struct tstate;
+struct search_grown;
 
 struct member {
     struct tstate *ts;
@@ -100,7 +101,7 @@ struct ctx_ns {
     char **environ_own; /* what vlcs allocated for it (environ_copy), NULL-terminated */
     char ***environ_slot; /* the namespace libc's __environ */
     void *libc_map; /* its libc (struct link_map *), whose symbols object_sym finds */
-    void *global_lists; /* its root's search lists grown by RTLD_GLOBAL loads (ns_global.c) */
+    struct search_grown *global_lists; /* its root's lists grown by RTLD_GLOBAL (ns_global.c) */
     /* its libc's thread-local data, for a thread glibc's dlmopen missed
      * (thread.c): where the calling thread's errno is, errno's offset in
      * the block, and the initialised part ld.so copies to each thread */

@@ -81,6 +81,8 @@ static void copyset_free(struct copyset *cs)
     free(cs->opened_global);
     free(cs->copies);
     free(cs->root_fds);
+    free(cs->roots);
+    search_lists_free(&cs->grown);
     pthread_mutex_destroy(&cs->lock);
     free(cs);
 }
@@ -170,7 +172,7 @@ int copies_create(vlcs_ctx *c)
      * namespace's: a fault in it (a program's failed assert raises
      * SIGABRT there) is the context's to contain. */
     bool owned = owners_add(path, c) == 0;
-    cs->ip = deep_open(path);
+    cs->ip = deep_open(path, RTLD_NOW);
     struct link_map *lm = NULL;
     bool placed; /* a full copy: its own pages stay where they are not */
     if (cs->ip != NULL && dlinfo(cs->ip, RTLD_DI_LINKMAP, &lm) == 0 && lm != NULL) {
@@ -263,7 +265,7 @@ static void *copies_load(vlcs_ctx *c, const char *path, bool fresh)
      * streams to that root (stdin, stdout, stderr); what they brought
      * is the context's, as a namespace keeps it. */
     bool program = c->loading_program && path == c->program_file;
-    h = copies_load_tree(c, real, base_name(path), program);
+    h = copies_load_tree(c, real, base_name(path), program ? COPIES_AGAIN : 0);
     pthread_mutex_unlock(&c->cp.set->lock);
     if (h == NULL)
         ns_handed_back(); /* what it mapped is gone again */
@@ -279,10 +281,13 @@ static void *copies_load(vlcs_ctx *c, const char *path, bool fresh)
 }
 
 /* h, a copy the context's code opened RTLD_GLOBAL, joins the context's
- * global scope: later roots list it, and so its dependencies, as glibc
- * adds an object's search list to the global scope; with cs->lock held.
- * Out of memory, it stays local. */
-static void open_global(struct copyset *cs, void *h)
+ * global scope: later roots list it, and so its dependencies, and the
+ * earlier roots' search lists gain it and them, as glibc adds an
+ * object's search list to the global scope for every object (so that a
+ * library loaded before it, lazily, binds to it: oneMKL's core to the
+ * layers opened after it, where the base's own copies would be found
+ * next).  With cs->lock held.  Out of memory, it stays local. */
+static void open_global(vlcs_ctx *c, struct copyset *cs, void *h)
 {
     struct link_map *lm = NULL;
     if (dlinfo(h, RTLD_DI_LINKMAP, &lm) != 0 || lm == NULL)
@@ -297,8 +302,17 @@ static void open_global(struct copyset *cs, void *h)
         if (cs->opened_global[k] == found)
             return;
     if (array_grow((void **)&cs->opened_global, &cs->capopened_global, cs->nopened_global,
-                   sizeof *cs->opened_global) == 0)
-        cs->opened_global[cs->nopened_global++] = found;
+                   sizeof *cs->opened_global) != 0)
+        return;
+    cs->opened_global[cs->nopened_global++] = found;
+    static bool warned;
+    if (!search_lists_append(cs->roots, cs->nroots, lm, NULL, NULL, &cs->grown) &&
+        !__atomic_exchange_n(&warned, true, __ATOMIC_RELAXED))
+        fprintf(stderr,
+                "vlcs: %s was opened RTLD_GLOBAL in context '%s', but libraries it loaded before "
+                "do not find its symbols: this C library's link maps are not laid out as vlcs "
+                "reads them\n",
+                base_name(cs->copies[found].origin), c->name);
 }
 
 /* dlopen called by one of the context's copies: a copy of what it names,
@@ -340,14 +354,15 @@ static void *copy_dlopen(vlcs_ctx *c, const char *file, int mode, const void *ca
         /* RTLD_NOLOAD of what the context has not loaded: NULL, no error */
         if (!(mode & RTLD_NOLOAD) || find_copy(cs, b->real) >= 0) {
             ns_handed_over(); /* its copies may be mapped where unloaded objects were */
-            h = copies_load_tree(c, b->real, base_name(file), false);
+            h = copies_load_tree(c, b->real, base_name(file),
+                                 (mode & RTLD_BINDING_MASK) == RTLD_LAZY ? COPIES_LAZY : 0);
             if (h == NULL) {
                 ns_handed_back(); /* what it mapped is gone again */
                 dl_why_set(vlcs_error());
             }
         }
         if (h != NULL && (mode & RTLD_GLOBAL))
-            open_global(cs, h);
+            open_global(c, cs, h);
     } else {
         snprintf(b->msg, sizeof b->msg,
                  "%s: cannot open shared object file: No such file or directory", file);
@@ -523,6 +538,8 @@ static int copies_unload(vlcs_ctx *c, char *why, size_t size)
 {
     struct copyset *cs = c->cp.set;
     ns_handed_back(); /* before: another load may map here as soon as they go */
+    for (size_t i = 0; i < cs->nroots; i++) /* glibc unloads by what it knows */
+        search_list_cut(&cs->roots[i]);
     if (ctx_close_libraries(c, why, size) != 0)
         return -1;
     if (c->drop_opens) /* the last made first: it may hold those before */

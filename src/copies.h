@@ -9,6 +9,7 @@
 #include "common.h"
 #include "context.h"
 #include "elf_read.h"
+#include "search_lists.h"
 #include "service.h"
 
 #include <link.h>
@@ -34,6 +35,10 @@ struct copyset {
     size_t ncopies, capcopies;
     int *root_fds;
     size_t nroots, caproots;
+    /* the roots loaded, as their search lists grow (open_global) */
+    struct search_root *roots;
+    size_t caproot_lists;
+    struct search_grown *grown;
     /* vlcs_ctx_set_global_library (a Python of its own): that library is
      * copied even if it is a service's, and every root lists its copy
      * before the services' forwarders, in place of the one it stands in for */
@@ -42,7 +47,8 @@ struct copyset {
     int global_copy; /* index in copies, -1 until loaded */
     /* the copies its code opened RTLD_GLOBAL, as indices in copies, in
      * that order: every later root lists them after the global library,
-     * as a process's global scope holds them for every later load */
+     * and every earlier root's search list gains them, as a process's
+     * global scope holds them for every load */
     int *opened_global;
     size_t nopened_global, capopened_global;
 };
@@ -62,18 +68,22 @@ HIDDEN int find_soname(struct copyset *cs, const char *soname);
 HIDDEN unsigned long copies_serial(void);
 
 /* dlopen with RTLD_DEEPBIND (past a sanitizer's dlopen, which refuses it). */
-HIDDEN void *deep_open(const char *path);
+HIDDEN void *deep_open(const char *path, int bind);
 /* A loaded copy's read-only pages mapped again from its original, and the
  * copy named after the original's descriptor; the name glibc gave it
  * (freed once the copy is gone); *ok: its code is in place. */
 HIDDEN char *share_with_origin(struct link_map *lm, const struct elf_names *e, int origin_fd,
                                int copy_fd, const struct elf_rename *rn, size_t nrn, bool *ok);
 
+/* copies_load_tree's how */
+enum {
+    COPIES_AGAIN = 1, /* real copied even if the context has a copy of it */
+    COPIES_LAZY = 2,  /* functions bound at their first call (RTLD_LAZY), not at load */
+};
 /* The copies of real's tree that the context lacks, made and loaded; the
- * handle of real's copy (shown: its name in errors).  again: real copied
- * even if the context has a copy of it.  With cs->lock held; NULL with the
- * error set. */
-HIDDEN void *copies_load_tree(vlcs_ctx *c, const char *real, const char *shown, bool again);
+ * handle of real's copy (shown: its name in errors).  how: COPIES_* flags.
+ * With cs->lock held; NULL with the error set. */
+HIDDEN void *copies_load_tree(vlcs_ctx *c, const char *real, const char *shown, int how);
 
 HIDDEN int copies_create(vlcs_ctx *c); /* with c->lock held */
 

@@ -101,7 +101,7 @@ int find_soname(struct copyset *cs, const char *soname)
 /* dlopen with RTLD_DEEPBIND, past a sanitizer's dlopen, which refuses the
  * flag lest the library bind malloc past the sanitizer's: a copy binds the
  * interposer's malloc first, which is the base's, the sanitizer's. */
-void *deep_open(const char *path)
+void *deep_open(const char *path, int bind)
 {
     static void *(*real)(const char *, int);
     void *(*f)(const char *, int) = __atomic_load_n(&real, __ATOMIC_RELAXED);
@@ -111,7 +111,7 @@ void *deep_open(const char *path)
             f = dlopen;
         __atomic_store_n(&real, f, __ATOMIC_RELAXED);
     }
-    return f(path, RTLD_NOW | RTLD_LOCAL | RTLD_DEEPBIND);
+    return f(path, bind | RTLD_LOCAL | RTLD_DEEPBIND);
 }
 
 /* A loaded copy's read-only pages mapped again from its original, and the
@@ -190,6 +190,7 @@ struct tree {
     size_t cap;  /* items allocated: most trees are a few libraries */
     size_t made; /* new copies made */
     bool lazy;   /* copies without their code, constructors run by vlcs */
+    int bind;    /* RTLD_NOW, or RTLD_LAZY as the context's code asked */
 };
 
 /* Room for one more item (zeroed), moving t->items: VLCS_OK, or a code
@@ -509,10 +510,11 @@ static void *tree_open(struct tree *t, int root, size_t first)
     vlcs_ctx *c = t->c;
     struct copyset *cs = t->cs;
     bool joined = tree_join(t);
+    size_t globals = cs->nopened_global;
     char rootpath[FD_PATH_SIZE];
     fd_path(rootpath, sizeof rootpath, root);
     dlerror();
-    void *rh = joined ? deep_open(rootpath) : NULL;
+    void *rh = joined ? deep_open(rootpath, t->bind) : NULL;
     if (rh == NULL || ns_note_handle(c, rh) != 0) {
         if (rh != NULL) {
             dlclose(rh);
@@ -528,7 +530,16 @@ static void *tree_open(struct tree *t, int root, size_t first)
         close(root);
         return NULL;
     }
+    struct link_map *rm = NULL;
+    if (dlinfo(rh, RTLD_DI_LINKMAP, &rm) != 0)
+        rm = NULL;
+    cs->roots[cs->nroots] = (struct search_root){rm, 0};
     cs->root_fds[cs->nroots++] = root; /* open while the copies are loaded */
+    /* what constructors that ran in dlopen opened RTLD_GLOBAL (a copy
+     * loaded whole runs them there), as open_global gives earlier roots */
+    for (size_t k = globals; rm != NULL && k < cs->nopened_global; k++)
+        search_lists_append(&cs->roots[cs->nroots - 1], 1, cs->copies[cs->opened_global[k]].lm,
+                            NULL, NULL, &cs->grown);
     if (!tree_place(t, first, rh) && t->lazy) {
         set_error(VLCS_E_SYSTEM, "Error loading %s into context '%s': its code could not be "
                   "mapped (out of memory?)", t->shown, c->name);
@@ -546,16 +557,17 @@ static void *tree_open(struct tree *t, int root, size_t first)
     }
     if (cs->global_real != NULL && cs->global_copy < 0)
         cs->global_copy = find_copy(cs, cs->global_real);
-    return dlopen(cs->copies[first].path, RTLD_NOW | RTLD_NOLOAD);
+    return dlopen(cs->copies[first].path, t->bind | RTLD_NOLOAD);
 }
 
-void *copies_load_tree(vlcs_ctx *c, const char *real, const char *shown, bool again)
+void *copies_load_tree(vlcs_ctx *c, const char *real, const char *shown, int how)
 {
     struct copyset *cs = c->cp.set;
-    int have = again ? -1 : find_copy(cs, real);
+    int have = how & COPIES_AGAIN ? -1 : find_copy(cs, real);
     if (have >= 0)
         return dlopen(cs->copies[have].path, RTLD_NOW | RTLD_NOLOAD);
-    struct tree t = {.c = c, .cs = cs, .shown = shown, .why = malloc(WHY_SIZE)};
+    struct tree t = {.c = c, .cs = cs, .shown = shown, .why = malloc(WHY_SIZE),
+                     .bind = how & COPIES_LAZY ? RTLD_LAZY : RTLD_NOW};
     if (t.why == NULL || tree_room(&t) != VLCS_OK) {
         free(t.why);
         set_error(VLCS_E_SYSTEM, "Error loading %s into context '%s': out of memory", shown, c->name);
@@ -595,7 +607,8 @@ void *copies_load_tree(vlcs_ctx *c, const char *real, const char *shown, bool ag
     if (root < 0)
         goto out;
     if (array_grow((void **)&cs->copies, &cs->capcopies, cs->ncopies + t.made, sizeof *cs->copies) ||
-        array_grow((void **)&cs->root_fds, &cs->caproots, cs->nroots + 1, sizeof *cs->root_fds)) {
+        array_grow((void **)&cs->root_fds, &cs->caproots, cs->nroots + 1, sizeof *cs->root_fds) ||
+        array_grow((void **)&cs->roots, &cs->caproot_lists, cs->nroots + 1, sizeof *cs->roots)) {
         close(root);
         set_error(VLCS_E_SYSTEM, "Error loading %s into context '%s': out of memory", shown, c->name);
         goto out;

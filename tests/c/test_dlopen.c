@@ -4,8 +4,9 @@
  * it does in a process: what a library opens that way is in the global
  * scope of its context's namespace (libraries loaded later bind to it,
  * dlsym(RTLD_DEFAULT) finds it), and of no other context nor the base.
- * The same in copy mode, but for dlsym(RTLD_DEFAULT): a library opened
- * there RTLD_GLOBAL binds the context's later loads, not its lookups. */
+ * The same in copy mode.  And oneMKL's order, in both: a library loaded
+ * lazily first calls into one its caller opens RTLD_GLOBAL after it, and
+ * reaches the context's copy, even where the base has one of its own. */
 #define _GNU_SOURCE
 #include "check.h"
 
@@ -60,9 +61,8 @@ static void in_mode(int mode)
     get_fn target_bump = SYM(global, get_fn, "singleton_bump");
     CHECK_EQ(plugin_bump(), 1, "b: the plugin's call reached b's library");
     CHECK_EQ(target_bump(), 2, "b: the same counter, one copy");
-    if (ns)
-        CHECK(default_b("singleton_bump") == (void *)target_bump,
-              "b: dlsym(RTLD_DEFAULT) finds the global library");
+    CHECK(default_b("singleton_bump") == (void *)target_bump,
+          "b: dlsym(RTLD_DEFAULT) finds the global library");
     CHECK(default_a("singleton_bump") == NULL, "a: its scope has none");
     CHECK(dlsym(RTLD_DEFAULT, "singleton_bump") == NULL, "the base's scope has none");
 
@@ -75,9 +75,8 @@ static void in_mode(int mode)
     CHECK(plugin_a != NULL && plugin_a != plugin_b, "a: its own plugin: %s", err_a());
     CHECK_EQ(SYM(plugin_a, get_fn, "plugin_bump")(), 1, "a: a's counter, not b's");
     CHECK_EQ(target_bump(), 3, "b's counter unchanged by a");
-    if (ns)
-        CHECK(default_a("singleton_bump") == dlsym(local, "singleton_bump"),
-              "a: dlsym(RTLD_DEFAULT) finds a's copy");
+    CHECK(default_a("singleton_bump") == dlsym(local, "singleton_bump"),
+          "a: dlsym(RTLD_DEFAULT) finds a's copy");
     CHECK(dlsym(RTLD_DEFAULT, "singleton_bump") == NULL, "the base's scope still has none");
 
     /* A global library stays while its context lives: closing the
@@ -95,10 +94,47 @@ static void in_mode(int mode)
     CHECK(mode_a(PROBE_LIB, RTLD_NOW | RTLD_NOLOAD) == NULL, "RTLD_NOLOAD loaded nothing");
 }
 
+/* The plugin loaded lazily, then the library it calls opened RTLD_GLOBAL
+ * (as libmkl_rt opens libmkl_core first, then the layers it calls): the
+ * plugin's first call binds to the context's copy.  *base_calls: the
+ * base's own copy's counter, which no context's call may move. */
+static void lazy_then_global(int mode, const char *name, get_fn base_bump, int *base_calls)
+{
+    vlcs_ctx *c = vlcs_ctx_create(name);
+    CHECK(c != NULL && vlcs_ctx_set_mode(c, mode) == 0, "%s: create", name);
+    void *o = must_load(c, DLOPENER_LIB);
+    mode_fn open_mode = SYM(o, mode_fn, "dlopener_open_mode");
+    err_fn err = SYM(o, err_fn, "dlopener_error");
+    void *plugin = open_mode(PLUGIN_SINGLETON_LIB, RTLD_LAZY);
+    CHECK(plugin != NULL, "%s: the plugin loads lazily, its symbol not yet bound: %s", name, err());
+    void *target = open_mode("libvlcs_runpath_target.so", RTLD_LAZY | RTLD_GLOBAL);
+    CHECK(target != NULL, "%s: the library it calls: %s", name, err());
+    int first = SYM(plugin, get_fn, "plugin_bump")();
+    CHECK(first == 1, "%s: the plugin's call reached the context's copy: %d", name, first);
+    int then = SYM(target, get_fn, "singleton_bump")();
+    CHECK(then == 2, "%s: the same counter, one copy: %d", name, then);
+    if (base_bump != NULL) {
+        int in_base = base_bump();
+        CHECK(in_base == ++*base_calls, "%s: the base's copy untouched: %d", name, in_base);
+    }
+}
+
 int main(void)
 {
     in_mode(VLCS_MODE_NAMESPACE);
     in_mode(VLCS_MODE_COPIES);
+    /* first with nothing in the base's global scope, then with the base's
+     * own copy there: a copy's lookups that miss its own libraries go on
+     * to the base's global scope */
+    int base_calls = 0;
+    lazy_then_global(VLCS_MODE_NAMESPACE, "lazy-ns", NULL, &base_calls);
+    lazy_then_global(VLCS_MODE_COPIES, "lazy-copies", NULL, &base_calls);
+    void *base = dlopen(SINGLETON_LIB, RTLD_NOW | RTLD_GLOBAL);
+    CHECK(base != NULL, "the base's own copy: %s", dlerror());
+    get_fn base_bump = SYM(base, get_fn, "singleton_bump");
+    CHECK_EQ(base_bump(), ++base_calls, "the base's copy counts");
+    lazy_then_global(VLCS_MODE_NAMESPACE, "lazy-ns-2", base_bump, &base_calls);
+    lazy_then_global(VLCS_MODE_COPIES, "lazy-copies-2", base_bump, &base_calls);
     PASS("dlopen");
     return 0;
 }

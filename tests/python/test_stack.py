@@ -8,11 +8,12 @@ import os
 import subprocess
 import sys
 
+import pytest
 from test_imports import needs, needs_two, run_case
 
 
-def stack_case(name: str) -> dict:
-    r = run_case(name, "stack_scenarios.py")
+def stack_case(name: str, **env: str) -> dict:
+    r = run_case(name, "stack_scenarios.py", **env)
     # Common to every package: each owner its own copy, the base untouched by
     # the contexts' imports, and the same answers everywhere.
     assert r["base_saw_before"] == [], "the contexts' imports showed in the base's sys.modules"
@@ -97,10 +98,13 @@ def test_cpu_counts_of_psutil_and_numexpr_follow_the_context():
 @needs("mkl", "pip install mkl-service")
 @needs("mkl_fft")
 @needs_two
-def test_intel_mkl_and_its_openmp_in_two_contexts_and_the_base():
+@pytest.mark.parametrize("mode", ["namespace", "copies"])
+def test_intel_mkl_and_its_openmp_in_two_contexts_and_the_base(mode):
     # libmkl_rt opens its parts RTLD_GLOBAL, and each copy of Intel's OpenMP
-    # registers itself per process: either ended the process before
-    r = stack_case("mkl")
+    # registers itself per process: either ended the process before.  In
+    # copy mode its core, opened first, binds lazily to the layers opened
+    # after it ("Cannot load libmkl_core.so.3" ended the process there).
+    r = stack_case("mkl", VLCS_MODE=mode)
     same_everywhere(r, "fft", "roundtrip")
     assert r["base"]["roundtrip"] is True
     assert (r["a"]["threads"], r["b"]["threads"]) == (1, 1), "MKL sizes itself to its context"
