@@ -189,6 +189,26 @@ def mkl_job():
     }
 
 
+def mpi_job():
+    # mpi4py over the system's Open MPI: each owner's MPI_Init starts a
+    # singleton of its own copy, whose components (plugins Open MPI opens
+    # itself) bind to that copy's libraries
+    import numpy as np
+    from mpi4py import MPI
+
+    x = np.arange(8.0)
+    y = np.empty_like(x)
+    MPI.COMM_SELF.Allreduce(x, y, op=MPI.SUM)
+    z = MPI.COMM_WORLD.allreduce(3, op=MPI.SUM)
+    return {
+        "library": MPI.Get_library_version().split(",")[0],
+        "world": MPI.COMM_WORLD.Get_size(),
+        "sum": y.tolist(),
+        "allreduce": z,
+        "initialized": MPI.Is_initialized(),
+    }
+
+
 TOPS = {
     "pandas": ["pandas", "pyarrow", "numpy"],
     "sklearn": ["sklearn", "numpy", "scipy", "threadpoolctl"],
@@ -203,6 +223,7 @@ TOPS = {
     "mypyc_imports": ["tomli", "chardet"],
     "torch": ["torch", "numpy"],
     "mkl": ["mkl", "mkl_fft", "numpy"],
+    "mpi": ["mpi4py", "numpy"],
 }
 
 

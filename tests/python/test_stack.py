@@ -117,6 +117,18 @@ def test_intel_mkl_and_its_openmp_in_two_contexts_and_the_base(mode):
     assert r["base"]["threads"] == int(plain.stdout), "the base's MKL as without vlcs"
 
 
+@needs("mpi4py")
+@needs_two
+@pytest.mark.parametrize("mode", ["namespace", "copies"])
+def test_mpi4py_over_open_mpi_in_two_contexts_and_the_base(mode):
+    r = stack_case("mpi", VLCS_MODE=mode)
+    same_everywhere(r)
+    assert r["base"]["library"].startswith("Open MPI"), r["base"]["library"]
+    assert r["base"]["world"] == 1 and r["base"]["allreduce"] == 3
+    assert r["base"]["sum"] == [float(i) for i in range(8)]
+    assert r["base"]["initialized"] is True
+
+
 @needs("charset_normalizer", "pip install charset-normalizer")
 def test_mypyc_compiled_package():
     r = stack_case("mypyc")
