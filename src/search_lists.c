@@ -107,8 +107,9 @@ static bool member(const struct members *ms, const struct link_map *m)
 }
 
 /* The search list at offset at of map: it starts with map and names
- * objects of its namespace, each once.  Read whole into *s (list
- * malloc'd, the caller frees it) when it does. */
+ * objects each once (of its namespace, where ms is not NULL: while the
+ * offset is a guess).  Read whole into *s (list malloc'd, the caller
+ * frees it) when it does. */
 static bool read_list(const struct members *ms, struct link_map *map, long at, struct scope *s)
 {
     struct scope head;
@@ -124,7 +125,7 @@ static bool read_list(const struct members *ms, struct link_map *map, long at, s
         bool twice = false;
         for (unsigned j = 0; j < i && !twice; j++)
             twice = copy[j] == copy[i];
-        if (twice || !member(ms, copy[i])) {
+        if (twice || (ms != NULL && !member(ms, copy[i]))) {
             free(copy);
             return false;
         }
@@ -186,15 +187,21 @@ static int read_locked(struct dl_phdr_info *info, size_t size, void *arg)
     (void)info;
     (void)size;
     struct reading *r = arg;
-    struct members ms;
-    if (!members_of(r->roots[0].map, &ms))
-        return 1;
-    for (size_t i = 0; i < r->n && list_at <= 0; i++)
-        list_at = find_list_at(&ms, r->roots[i].map);
+    /* The offset is found once, from lists checked against the objects
+     * of their namespace (a walk of thousands in copy mode): lists read
+     * at it after are the roots' own. */
+    struct members ms = {NULL, 0}, *check = NULL;
+    if (list_at <= 0) {
+        if (!members_of(r->roots[0].map, &ms))
+            return 1;
+        check = &ms;
+        for (size_t i = 0; i < r->n && list_at <= 0; i++)
+            list_at = find_list_at(check, r->roots[i].map);
+    }
     size_t done = 0;
-    bool ok = list_at > 0 && read_list(&ms, r->add, list_at, &r->theirs);
+    bool ok = list_at > 0 && read_list(check, r->add, list_at, &r->theirs);
     for (; ok && done < r->n; done++)
-        ok = read_list(&ms, r->roots[done].map, list_at, &r->mine[done]);
+        ok = read_list(check, r->roots[done].map, list_at, &r->mine[done]);
     if (!ok) {
         while (done-- > 0)
             free(r->mine[done].list);
