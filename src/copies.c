@@ -82,6 +82,7 @@ static void copyset_free(struct copyset *cs)
     free(cs->copies);
     free(cs->root_fds);
     free(cs->roots);
+    free(cs->global_refs);
     search_lists_free(&cs->grown);
     pthread_mutex_destroy(&cs->lock);
     free(cs);
@@ -302,11 +303,16 @@ static void open_global(vlcs_ctx *c, struct copyset *cs, void *h)
         if (cs->opened_global[k] == found)
             return;
     if (array_grow((void **)&cs->opened_global, &cs->capopened_global, cs->nopened_global,
-                   sizeof *cs->opened_global) != 0)
+                   sizeof *cs->opened_global) != 0 ||
+        array_grow((void **)&cs->global_refs, &cs->capglobal_refs, cs->nopened_global,
+                   sizeof *cs->global_refs) != 0)
         return;
+    /* held until every root is unloaded: one whose list names it must not
+     * outlive it (a destructor's lazy binding would read it freed) */
+    cs->global_refs[cs->nopened_global] = dlopen(cs->copies[found].path, RTLD_LAZY | RTLD_NOLOAD);
     cs->opened_global[cs->nopened_global++] = found;
     static bool warned;
-    if (!search_lists_append(cs->roots, cs->nroots, lm, NULL, NULL, &cs->grown) &&
+    if (!search_lists_append(cs->roots, cs->nroot_maps, lm, NULL, NULL, &cs->grown) &&
         !__atomic_exchange_n(&warned, true, __ATOMIC_RELAXED))
         fprintf(stderr,
                 "vlcs: %s was opened RTLD_GLOBAL in context '%s', but libraries it loaded before "
@@ -538,13 +544,17 @@ static int copies_unload(vlcs_ctx *c, char *why, size_t size)
 {
     struct copyset *cs = c->cp.set;
     ns_handed_back(); /* before: another load may map here as soon as they go */
-    for (size_t i = 0; i < cs->nroots; i++) /* glibc unloads by what it knows */
-        search_list_cut(&cs->roots[i]);
     if (ctx_close_libraries(c, why, size) != 0)
         return -1;
     if (c->drop_opens) /* the last made first: it may hold those before */
         for (size_t i = cs->ncopies; i-- > 0;)
             drop_opens(reopen_copy, c, cs->copies[i].path);
+    /* the roots are gone: what their grown lists named may go now */
+    for (size_t k = cs->nopened_global; k-- > 0;)
+        if (cs->global_refs[k] != NULL) {
+            dlclose(cs->global_refs[k]);
+            cs->global_refs[k] = NULL;
+        }
     /* Anything still loaded is held by someone else: its memfd stays. */
     char left[512] = "";
     size_t nleft = 0, used = 0;

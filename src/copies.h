@@ -35,9 +35,10 @@ struct copyset {
     size_t ncopies, capcopies;
     int *root_fds;
     size_t nroots, caproots;
-    /* the roots loaded, as their search lists grow (open_global) */
-    struct search_root *roots;
-    size_t caproot_lists;
+    /* the roots' link maps (NULL where not known), whose search lists
+     * grow (open_global), and the lists made for them */
+    struct link_map **roots;
+    size_t nroot_maps, caproot_maps;
     struct search_grown *grown;
     /* vlcs_ctx_set_global_library (a Python of its own): that library is
      * copied even if it is a service's, and every root lists its copy
@@ -51,6 +52,10 @@ struct copyset {
      * global scope holds them for every load */
     int *opened_global;
     size_t nopened_global, capopened_global;
+    /* a reference to each of those, as earlier roots' lists name them and
+     * what they need: given back once every root is unloaded */
+    void **global_refs;
+    size_t capglobal_refs;
 };
 
 /* What libc itself holds (the loader, libc and the libraries that are

@@ -530,16 +530,16 @@ static void *tree_open(struct tree *t, int root, size_t first)
         close(root);
         return NULL;
     }
-    struct link_map *rm = NULL;
-    if (dlinfo(rh, RTLD_DI_LINKMAP, &rm) != 0)
-        rm = NULL;
-    cs->roots[cs->nroots] = (struct search_root){rm, 0};
     cs->root_fds[cs->nroots++] = root; /* open while the copies are loaded */
-    /* what constructors that ran in dlopen opened RTLD_GLOBAL (a copy
-     * loaded whole runs them there), as open_global gives earlier roots */
-    for (size_t k = globals; rm != NULL && k < cs->nopened_global; k++)
-        search_lists_append(&cs->roots[cs->nroots - 1], 1, cs->copies[cs->opened_global[k]].lm,
-                            NULL, NULL, &cs->grown);
+    struct link_map *rm = NULL;
+    if (dlinfo(rh, RTLD_DI_LINKMAP, &rm) == 0 && rm != NULL) {
+        cs->roots[cs->nroot_maps++] = rm;
+        /* what constructors that ran in dlopen opened RTLD_GLOBAL (a copy
+         * loaded whole runs them there), as open_global gives earlier roots */
+        for (size_t k = globals; k < cs->nopened_global; k++)
+            search_lists_append(&rm, 1, cs->copies[cs->opened_global[k]].lm, NULL, NULL,
+                                &cs->grown);
+    }
     if (!tree_place(t, first, rh) && t->lazy) {
         set_error(VLCS_E_SYSTEM, "Error loading %s into context '%s': its code could not be "
                   "mapped (out of memory?)", t->shown, c->name);
@@ -608,7 +608,7 @@ void *copies_load_tree(vlcs_ctx *c, const char *real, const char *shown, int how
         goto out;
     if (array_grow((void **)&cs->copies, &cs->capcopies, cs->ncopies + t.made, sizeof *cs->copies) ||
         array_grow((void **)&cs->root_fds, &cs->caproots, cs->nroots + 1, sizeof *cs->root_fds) ||
-        array_grow((void **)&cs->roots, &cs->caproot_lists, cs->nroots + 1, sizeof *cs->roots)) {
+        array_grow((void **)&cs->roots, &cs->caproot_maps, cs->nroot_maps + 1, sizeof *cs->roots)) {
         close(root);
         set_error(VLCS_E_SYSTEM, "Error loading %s into context '%s': out of memory", shown, c->name);
         goto out;

@@ -56,9 +56,8 @@ static bool pin_in(struct link_map *m, void *c) { return pin(((vlcs_ctx *)c)->ns
  * where the lists cannot be read. */
 static bool add(vlcs_ctx *c, void *h)
 {
-    struct search_root root = {NULL, 0};
-    struct link_map *map = NULL;
-    if (dlinfo(c->ns.ip_handle, RTLD_DI_LINKMAP, &root.map) != 0 || root.map == NULL ||
+    struct link_map *root = NULL, *map = NULL;
+    if (dlinfo(c->ns.ip_handle, RTLD_DI_LINKMAP, &root) != 0 || root == NULL ||
         dlinfo(h, RTLD_DI_LINKMAP, &map) != 0 || map == NULL)
         return false;
     return search_lists_append(&root, 1, map, pin_in, c, &c->ns.global_lists);

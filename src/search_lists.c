@@ -172,7 +172,7 @@ static long find_list_at(const struct members *ms, struct link_map *root)
 
 /* The lists to grow and the one to add, read under ld.so's lock. */
 struct reading {
-    const struct search_root *roots;
+    struct link_map *const *roots;
     size_t n;
     struct link_map *add;
     struct scope *mine; /* n of them */
@@ -192,16 +192,16 @@ static int read_locked(struct dl_phdr_info *info, size_t size, void *arg)
      * at it after are the roots' own. */
     struct members ms = {NULL, 0}, *check = NULL;
     if (list_at <= 0) {
-        if (!members_of(r->roots[0].map, &ms))
+        if (!members_of(r->roots[0], &ms))
             return 1;
         check = &ms;
         for (size_t i = 0; i < r->n && list_at <= 0; i++)
-            list_at = find_list_at(check, r->roots[i].map);
+            list_at = find_list_at(check, r->roots[i]);
     }
     size_t done = 0;
     bool ok = list_at > 0 && read_list(check, r->add, list_at, &r->theirs);
     for (; ok && done < r->n; done++)
-        ok = read_list(check, r->roots[done].map, list_at, &r->mine[done]);
+        ok = read_list(check, r->roots[done], list_at, &r->mine[done]);
     if (!ok) {
         while (done-- > 0)
             free(r->mine[done].list);
@@ -214,7 +214,7 @@ static int read_locked(struct dl_phdr_info *info, size_t size, void *arg)
 }
 
 /* root's list made mine and those of theirs it lacks that keep takes. */
-static void grow(struct search_root *root, const struct scope *mine, const struct scope *theirs,
+static void grow(struct link_map *root, const struct scope *mine, const struct scope *theirs,
                  bool (*keep)(struct link_map *, void *), void *arg, struct search_grown **grown)
 {
     struct search_grown *g = malloc(sizeof *g + (mine->n + theirs->n) * sizeof(struct link_map *));
@@ -233,18 +233,16 @@ static void grow(struct search_root *root, const struct scope *mine, const struc
         free(g);
         return;
     }
-    if (root->was == 0)
-        root->was = mine->n;
     /* glibc's order: a lookup reads the count, then the list, so the
      * longer list goes in first */
-    struct scope *s = (struct scope *)((char *)root->map + list_at);
+    struct scope *s = (struct scope *)((char *)root + list_at);
     __atomic_store_n(&s->list, g->maps, __ATOMIC_RELEASE);
     __atomic_store_n(&s->n, n, __ATOMIC_RELEASE);
     g->prev = *grown;
     *grown = g;
 }
 
-bool search_lists_append(struct search_root *roots, size_t n, struct link_map *add,
+bool search_lists_append(struct link_map *const *roots, size_t n, struct link_map *add,
                          bool (*keep)(struct link_map *m, void *arg), void *arg,
                          struct search_grown **grown)
 {
@@ -257,7 +255,7 @@ bool search_lists_append(struct search_root *roots, size_t n, struct link_map *a
     dl_iterate_phdr(read_locked, &r);
     if (r.ok) {
         for (size_t i = 0; i < n; i++) {
-            grow(&roots[i], &r.mine[i], &r.theirs, keep, arg, grown);
+            grow(roots[i], &r.mine[i], &r.theirs, keep, arg, grown);
             free(r.mine[i].list);
         }
         free(r.theirs.list);
@@ -265,18 +263,6 @@ bool search_lists_append(struct search_root *roots, size_t n, struct link_map *a
     pthread_mutex_unlock(&lock);
     free(r.mine);
     return r.ok;
-}
-
-void search_list_cut(struct search_root *root)
-{
-    pthread_mutex_lock(&lock);
-    /* the array stays, as a lookup may be reading it: its first objects
-     * are the ones glibc put there */
-    if (root->was > 0)
-        __atomic_store_n(&((struct scope *)((char *)root->map + list_at))->n, root->was,
-                         __ATOMIC_RELEASE);
-    root->was = 0;
-    pthread_mutex_unlock(&lock);
 }
 
 void search_lists_free(struct search_grown **grown)

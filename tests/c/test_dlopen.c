@@ -117,6 +117,14 @@ static void lazy_then_global(int mode, const char *name, get_fn base_bump, int *
         int in_base = base_bump();
         CHECK(in_base == ++*base_calls, "%s: the base's copy untouched: %d", name, in_base);
     }
+    /* Closed by the host, as a plugin host closes its plugins: copy mode
+     * unloads every copy (the one its earlier roots' lists named last); a
+     * namespace keeps what its code opened itself, and strict mode every
+     * context's code, saying so. */
+    CHECK(dlclose(plugin) == 0 && dlclose(target) == 0, "%s: closed", name);
+    int rc = vlcs_ctx_destroy(c);
+    int unloads = mode == VLCS_MODE_COPIES && !vlcs_strict_active();
+    CHECK(rc == (unloads ? 0 : 1), "%s: destroyed: %d (%s)", name, rc, vlcs_error());
 }
 
 int main(void)
