@@ -17,9 +17,8 @@ struct search_grown;
  * dlsym(RTLD_DEFAULT) from them finds them.  keep (NULL: all) says which
  * may be appended: glibc does not know they are in those lists, so the
  * caller keeps them loaded while the roots are.  The lists made go on
- * *grown.  False where a list
- * cannot be read (glibc's link maps are not laid out as this file reads
- * them): nothing is appended then. */
+ * *grown.  False where a list cannot be read (glibc's link maps are not
+ * laid out as this file reads them): nothing is appended then. */
 HIDDEN bool search_lists_append(struct link_map *const *roots, size_t n, struct link_map *add,
                                 bool (*keep)(struct link_map *m, void *arg), void *arg,
                                 struct search_grown **grown);
