@@ -17,6 +17,7 @@
 #include "exec_streams.h"
 #include "forwarder.h"
 #include "handles.h"
+#include "program_vars.h"
 #include "registry.h"
 #include "room.h"
 #include "service.h"
@@ -373,11 +374,26 @@ static int tree_root(struct tree *t)
             nn++;
         }
     /* a context that runs programs: its libraries' stdin, stdout and
-     * stderr are its own, defined first (exec_streams.c) */
-    static const char *const streams[3] = {"stdin", "stdout", "stderr"};
-    void *const vars[3] = {&t->c->cp.std[0], &t->c->cp.std[1], &t->c->cp.std[2]};
-    int root = forwarder_root_vars(needed, nn, streams, vars, t->c->cp.std_made ? 3 : 0, t->why,
-                                   WHY_SIZE);
+     * stderr are its own, defined first (exec_streams.c); glibc's other
+     * variables that the program holds are the program's copies, which
+     * glibc's code uses (program_vars.c) */
+    struct root_var vars[3 + 24];
+    size_t nvars = 0;
+    if (t->c->cp.std_made) {
+        static const char *const streams[3] = {"stdin", "stdout", "stderr"};
+        for (int k = 0; k < 3; k++)
+            vars[nvars++] = (struct root_var){streams[k], &t->c->cp.std[k], sizeof(FILE *)};
+    }
+    const struct program_var *pv;
+    size_t npv = program_vars(&pv);
+    for (size_t k = 0; k < npv && nvars < sizeof vars / sizeof *vars; k++) {
+        bool defined = false;
+        for (size_t j = 0; j < nvars && !defined; j++)
+            defined = strcmp(vars[j].name, pv[k].name) == 0;
+        if (!defined)
+            vars[nvars++] = (struct root_var){pv[k].name, pv[k].addr, pv[k].size};
+    }
+    int root = forwarder_root_vars(needed, nn, vars, nvars, t->why, WHY_SIZE);
     free(needed);
     free(paths);
     if (root < 0) {

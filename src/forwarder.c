@@ -15,6 +15,7 @@
 #include "forwarder.h"
 #include "context.h"
 #include "copies.h"
+#include "object_syms.h"
 
 #include <elf.h>
 #include <errno.h>
@@ -155,35 +156,6 @@ static int write_memfd(const char *name, unsigned char *img, size_t size, char *
     return fd;
 }
 
-/* Number of entries in a loaded object's .dynsym, from its hash table. */
-static size_t dynsym_count(const ElfW(Dyn) *dyn)
-{
-    const Elf32_Word *sysv = NULL, *gnu = NULL;
-    for (; dyn->d_tag != DT_NULL; dyn++) {
-        if (dyn->d_tag == DT_HASH)
-            sysv = (const Elf32_Word *)dyn->d_un.d_ptr;
-        else if (dyn->d_tag == DT_GNU_HASH)
-            gnu = (const Elf32_Word *)dyn->d_un.d_ptr;
-    }
-    if (sysv)
-        return sysv[1];
-    if (gnu == NULL)
-        return 0;
-    /* GNU hash: the highest symbol index reached through any bucket's chain. */
-    Elf32_Word nbuckets = gnu[0], symoffset = gnu[1], bloom = gnu[2];
-    const Elf32_Word *buckets = gnu + 4 + bloom * (sizeof(ElfW(Addr)) / 4);
-    const Elf32_Word *chain = buckets + nbuckets;
-    Elf32_Word last = 0;
-    for (Elf32_Word b = 0; b < nbuckets; b++)
-        if (buckets[b] > last)
-            last = buckets[b];
-    if (last < symoffset)
-        return symoffset;
-    while (!(chain[last - symoffset] & 1))
-        last++;
-    return last + 1;
-}
-
 bool fwd_name_wanted(const char *name, const char *prefixes)
 {
     if (prefixes == NULL)
@@ -236,7 +208,7 @@ int forwarder_create(void *handle, const struct fwd_spec *spec, char *soname_out
         snprintf(err, errsize, "it has no soname, so dependants could not find a stand-in");
         return -VLCS_E_INVALID;
     }
-    size_t count = dynsym_count(lm->l_ld), n = 0;
+    size_t count = object_symbol_count(lm), n = 0;
     struct fwd_sym *syms = calloc(count ? count : 1, sizeof *syms);
     if (syms == NULL) {
         snprintf(err, errsize, "out of memory");
@@ -295,20 +267,20 @@ int forwarder_create(void *handle, const struct fwd_spec *spec, char *soname_out
  * modules, plugins) bind to it. */
 int forwarder_root(const char *const *needed, size_t n, char *err, size_t errsize)
 {
-    return forwarder_root_vars(needed, n, NULL, NULL, 0, err, errsize);
+    return forwarder_root_vars(needed, n, NULL, 0, err, errsize);
 }
 
-int forwarder_root_vars(const char *const *needed, size_t n, const char *const *names,
-                        void *const *vars, size_t nvars, char *err, size_t errsize)
+int forwarder_root_vars(const char *const *needed, size_t n, const struct root_var *vars,
+                        size_t nvars, char *err, size_t errsize)
 {
-    struct fwd_sym syms[8];
+    struct fwd_sym syms[32];
     if (nvars > sizeof syms / sizeof *syms) {
         snprintf(err, errsize, "a root defines at most %zu variables",
                  sizeof syms / sizeof *syms);
         return -VLCS_E_INVALID;
     }
     for (size_t i = 0; i < nvars; i++)
-        syms[i] = (struct fwd_sym){names[i], (uintptr_t)vars[i], STT_OBJECT, sizeof(void *)};
+        syms[i] = (struct fwd_sym){vars[i].name, (uintptr_t)vars[i].addr, STT_OBJECT, vars[i].size};
     size_t size = 0;
     unsigned char *img = build("vlcs-namespace-root", syms, nvars, needed, n, &size);
     return write_memfd("vlcs-root", img, size, err, errsize);

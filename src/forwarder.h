@@ -29,11 +29,16 @@ HIDDEN int forwarder_create(void *handle, const struct fwd_spec *spec, char *son
 /* A symbol-less object whose DT_NEEDED are `needed`, as a memfd, or
  * -VLCS_E_* with err set. */
 HIDDEN int forwarder_root(const char *const *needed, size_t n, char *err, size_t errsize);
-/* The same, defining nvars pointer-sized variables: names[i] at vars[i]
- * (an address of the process's), found before any definition of its
- * dependencies' by what is loaded under it. */
-HIDDEN int forwarder_root_vars(const char *const *needed, size_t n, const char *const *names,
-                               void *const *vars, size_t nvars, char *err, size_t errsize);
+/* A variable a root defines: name at addr (an address of the process's). */
+struct root_var {
+    const char *name;
+    void *addr;
+    size_t size;
+};
+/* The same, defining the nvars variables, found before any definition of
+ * its dependencies' by what is loaded under it. */
+HIDDEN int forwarder_root_vars(const char *const *needed, size_t n, const struct root_var *vars,
+                               size_t nvars, char *err, size_t errsize);
 /* What makes a namespace's first object from the paths it needs. */
 typedef int (*root_maker)(const char *const *needed, size_t n, char *err, size_t errsize);
 /* One made by `make`, once per list of paths: a new descriptor of it. */

@@ -121,6 +121,50 @@ static bool tables_cached(const struct link_map *lm)
     return last.ok;
 }
 
+size_t object_symbol_count(const struct link_map *lm)
+{
+    const uint32_t *sysv = NULL, *gnu = NULL;
+    for (const ElfW(Dyn) *d = lm->l_ld; d != NULL && d->d_tag != DT_NULL; d++) {
+        if (d->d_tag == DT_HASH)
+            sysv = at(lm, d->d_un.d_ptr);
+        else if (d->d_tag == DT_GNU_HASH)
+            gnu = at(lm, d->d_un.d_ptr);
+    }
+    if (sysv != NULL)
+        return sysv[1]; /* nchain */
+    if (gnu == NULL)
+        return 0;
+    /* GNU hash: past the highest index any bucket's chain reaches */
+    const uint32_t nbuckets = gnu[0], symoffset = gnu[1], bloom_size = gnu[2];
+    const uint32_t *buckets = (const uint32_t *)((const ElfW(Addr) *)(gnu + 4) + bloom_size);
+    const uint32_t *chain = buckets + nbuckets;
+    uint32_t last = 0;
+    for (uint32_t b = 0; b < nbuckets; b++)
+        if (buckets[b] > last)
+            last = buckets[b];
+    if (last < symoffset)
+        return symoffset;
+    while ((chain[last - symoffset] & 1) == 0)
+        last++;
+    return (size_t)last + 1;
+}
+
+size_t object_names_at(struct link_map *lm, ElfW(Addr) value, const char **names, size_t cap)
+{
+    struct tables t;
+    if (lm == NULL || !tables_of(lm, &t))
+        return 0;
+    size_t n = 0, count = object_symbol_count(lm);
+    for (size_t i = 1; i < count && n < cap; i++) {
+        const ElfW(Sym) *s = &t.symtab[i];
+        unsigned bind = ELF64_ST_BIND(s->st_info);
+        if (s->st_value == value && s->st_shndx != SHN_UNDEF && ELF64_ST_TYPE(s->st_info) == STT_OBJECT &&
+            (bind == STB_GLOBAL || bind == STB_WEAK) && (t.versym == NULL || (t.versym[i] & 0x8000) == 0))
+            names[n++] = t.strtab + s->st_name;
+    }
+    return n;
+}
+
 bool object_tls_offset(struct link_map *lm, const char *name, size_t *offset)
 {
     bool plain = false;

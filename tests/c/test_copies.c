@@ -31,6 +31,7 @@ static int N = N_SAN;
 typedef int (*int_fn)(void);
 typedef int *(*addr_fn)(void);
 typedef const char *(*getenv_fn)(const char *);
+typedef char **(*environ_fn)(void);
 typedef void *(*open_fn)(const char *, int);
 typedef const char *(*err_fn)(void);
 typedef int (*region_fn)(unsigned long *);
@@ -159,6 +160,20 @@ int main(int argc, char **argv)
         snprintf(val, sizeof val, "value-%d", i);
         CHECK_STR(val, ((getenv_fn)sym(x[i].probe, "probe_getenv"))("VLCS_COPY_TEST"), "getenv");
         CHECK_STR(val, vlcs_ctx_getenv(x[i].c, "VLCS_COPY_TEST"), "vlcs_ctx_getenv");
+        /* environ read directly: the namespace libc's, the context's
+         * variables; in copy mode the process's, which this program holds
+         * in its own data (R_X86_64_COPY, as Debian's python3): libc's
+         * own storage, found first in a copy's tree, stays NULL */
+        char **seen = ((environ_fn)sym(x[i].probe, "probe_environ"))();
+        if (vlcs_ctx_mode(x[i].c) == VLCS_MODE_COPIES) {
+            CHECK(seen == environ, "context %d: environ is the process's (%p)", i, (void *)seen);
+        } else {
+            snprintf(buf, sizeof buf, "VLCS_COPY_TEST=%s", val);
+            int has = 0;
+            for (char **e = seen; e != NULL && *e != NULL && !has; e++)
+                has = strcmp(*e, buf) == 0;
+            CHECK(has, "context %d: environ is its namespace's, with its variable", i);
+        }
         /* libgomp's copy sized by its context's variable and CPUs */
         int want = i % 3 == 0 ? 3 : 2;
         CHECK_EQ(want, ((int_fn)sym(x[i].omp, "omp_probe_max_threads"))(), "OMP_NUM_THREADS");

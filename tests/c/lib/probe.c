@@ -82,6 +82,8 @@ int probe_read_line(const char *path, const char *key, char *out, size_t size)
 }
 
 const char *probe_getenv(const char *name) { return getenv(name); }
+/* environ as a library reads it directly (LLVM's OpenMP, Open MPI) */
+char **probe_environ(void) { return environ; }
 
 /* Threads this library creates: where they may run. */
 struct seen { int count; int has[4]; int rc; };
