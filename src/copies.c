@@ -82,7 +82,6 @@ static void copyset_free(struct copyset *cs)
     free(cs->copies);
     free(cs->root_fds);
     free(cs->roots);
-    free(cs->global_refs);
     search_lists_free(&cs->grown);
     pthread_mutex_destroy(&cs->lock);
     free(cs);
@@ -300,17 +299,15 @@ static void open_global(vlcs_ctx *c, struct copyset *cs, void *h)
     if (found < 0 || found == cs->global_copy)
         return;
     for (size_t k = 0; k < cs->nopened_global; k++)
-        if (cs->opened_global[k] == found)
+        if (cs->opened_global[k].copy == found)
             return;
     if (array_grow((void **)&cs->opened_global, &cs->capopened_global, cs->nopened_global,
-                   sizeof *cs->opened_global) != 0 ||
-        array_grow((void **)&cs->global_refs, &cs->capglobal_refs, cs->nopened_global,
-                   sizeof *cs->global_refs) != 0)
+                   sizeof *cs->opened_global) != 0)
         return;
     /* held until every root is unloaded: one whose list names it must not
      * outlive it (a destructor's lazy binding would read it freed) */
-    cs->global_refs[cs->nopened_global] = dlopen(cs->copies[found].path, RTLD_LAZY | RTLD_NOLOAD);
-    cs->opened_global[cs->nopened_global++] = found;
+    cs->opened_global[cs->nopened_global++] = (struct opened_global){
+        found, dlopen(cs->copies[found].path, RTLD_LAZY | RTLD_NOLOAD)};
     static bool warned;
     if (!search_lists_append(cs->roots, cs->nroot_maps, lm, NULL, NULL, &cs->grown) &&
         !__atomic_exchange_n(&warned, true, __ATOMIC_RELAXED))
@@ -551,9 +548,9 @@ static int copies_unload(vlcs_ctx *c, char *why, size_t size)
             drop_opens(reopen_copy, c, cs->copies[i].path);
     /* the roots are gone: what their grown lists named may go now */
     for (size_t k = cs->nopened_global; k-- > 0;)
-        if (cs->global_refs[k] != NULL) {
-            dlclose(cs->global_refs[k]);
-            cs->global_refs[k] = NULL;
+        if (cs->opened_global[k].ref != NULL) {
+            dlclose(cs->opened_global[k].ref);
+            cs->opened_global[k].ref = NULL;
         }
     /* Anything still loaded is held by someone else: its memfd stays. */
     char left[512] = "";

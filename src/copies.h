@@ -35,8 +35,8 @@ struct copyset {
     size_t ncopies, capcopies;
     int *root_fds;
     size_t nroots, caproots;
-    /* the roots' link maps (NULL where not known), whose search lists
-     * grow (open_global), and the lists made for them */
+    /* the roots' link maps, whose search lists grow (open_global), and
+     * the lists made for them */
     struct link_map **roots;
     size_t nroot_maps, caproot_maps;
     struct search_grown *grown;
@@ -46,16 +46,16 @@ struct copyset {
     char *global_real;
     char global_soname[256]; /* the service it stands in for (services_paths) */
     int global_copy; /* index in copies, -1 until loaded */
-    /* the copies its code opened RTLD_GLOBAL, as indices in copies, in
-     * that order: every later root lists them after the global library,
-     * and every earlier root's search list gains them, as a process's
-     * global scope holds them for every load */
-    int *opened_global;
+    /* the copies its code opened RTLD_GLOBAL, in that order: every later
+     * root lists them after the global library, and every earlier root's
+     * search list gains them, as a process's global scope holds them for
+     * every load */
+    struct opened_global {
+        int copy;  /* index in copies */
+        void *ref; /* held, as earlier roots' lists name it and what it
+                    * needs: given back once every root is unloaded */
+    } *opened_global;
     size_t nopened_global, capopened_global;
-    /* a reference to each of those, as earlier roots' lists name them and
-     * what they need: given back once every root is unloaded */
-    void **global_refs;
-    size_t capglobal_refs;
 };
 
 /* What libc itself holds (the loader, libc and the libraries that are

@@ -360,7 +360,7 @@ static int tree_root(struct tree *t)
     }
     /* then what its code opened RTLD_GLOBAL, in that order */
     for (size_t k = 0; k < cs->nopened_global; k++, nn++) {
-        snprintf(paths[nn], sizeof *paths, "%s", cs->copies[cs->opened_global[k]].path);
+        snprintf(paths[nn], sizeof *paths, "%s", cs->copies[cs->opened_global[k].copy].path);
         needed[nn] = paths[nn];
     }
     size_t nsvc = services_paths(paths + nn, MAX_SERVICES,
@@ -553,7 +553,7 @@ static void *tree_open(struct tree *t, int root, size_t first)
         /* what constructors that ran in dlopen opened RTLD_GLOBAL (a copy
          * loaded whole runs them there), as open_global gives earlier roots */
         for (size_t k = globals; k < cs->nopened_global; k++)
-            search_lists_append(&rm, 1, cs->copies[cs->opened_global[k]].lm, NULL, NULL,
+            search_lists_append(&rm, 1, cs->copies[cs->opened_global[k].copy].lm, NULL, NULL,
                                 &cs->grown);
     }
     if (!tree_place(t, first, rh) && t->lazy) {

@@ -28,9 +28,7 @@ struct tables {
     const ElfW(Half) *versym;
 };
 
-/* Where the dynamic section points: glibc has added the load address on
- * most machines, not where the section is read-only (RISC-V, MIPS). */
-static const void *at(const struct link_map *lm, ElfW(Addr) p)
+const void *object_dyn_ptr(const struct link_map *lm, ElfW(Addr) p)
 {
     return (const void *)(p < lm->l_addr ? p + lm->l_addr : p);
 }
@@ -41,16 +39,16 @@ static bool tables_of(const struct link_map *lm, struct tables *t)
     for (const ElfW(Dyn) *d = lm->l_ld; d != NULL && d->d_tag != DT_NULL; d++)
         switch (d->d_tag) {
         case DT_SYMTAB:
-            t->symtab = at(lm, d->d_un.d_ptr);
+            t->symtab = object_dyn_ptr(lm, d->d_un.d_ptr);
             break;
         case DT_STRTAB:
-            t->strtab = at(lm, d->d_un.d_ptr);
+            t->strtab = object_dyn_ptr(lm, d->d_un.d_ptr);
             break;
         case DT_GNU_HASH:
-            t->gnu_hash = at(lm, d->d_un.d_ptr);
+            t->gnu_hash = object_dyn_ptr(lm, d->d_un.d_ptr);
             break;
         case DT_VERSYM:
-            t->versym = at(lm, d->d_un.d_ptr);
+            t->versym = object_dyn_ptr(lm, d->d_un.d_ptr);
             break;
         }
     return t->symtab != NULL && t->strtab != NULL && t->gnu_hash != NULL;
@@ -126,9 +124,9 @@ size_t object_symbol_count(const struct link_map *lm)
     const uint32_t *sysv = NULL, *gnu = NULL;
     for (const ElfW(Dyn) *d = lm->l_ld; d != NULL && d->d_tag != DT_NULL; d++) {
         if (d->d_tag == DT_HASH)
-            sysv = at(lm, d->d_un.d_ptr);
+            sysv = object_dyn_ptr(lm, d->d_un.d_ptr);
         else if (d->d_tag == DT_GNU_HASH)
-            gnu = at(lm, d->d_un.d_ptr);
+            gnu = object_dyn_ptr(lm, d->d_un.d_ptr);
     }
     if (sysv != NULL)
         return sysv[1]; /* nchain */
@@ -158,8 +156,10 @@ size_t object_names_at(struct link_map *lm, ElfW(Addr) value, const char **names
     for (size_t i = 1; i < count && n < cap; i++) {
         const ElfW(Sym) *s = &t.symtab[i];
         unsigned bind = ELF64_ST_BIND(s->st_info);
-        if (s->st_value == value && s->st_shndx != SHN_UNDEF && ELF64_ST_TYPE(s->st_info) == STT_OBJECT &&
-            (bind == STB_GLOBAL || bind == STB_WEAK) && (t.versym == NULL || (t.versym[i] & 0x8000) == 0))
+        bool shown = bind == STB_GLOBAL || bind == STB_WEAK;
+        bool default_version = t.versym == NULL || (t.versym[i] & 0x8000) == 0;
+        if (s->st_value == value && s->st_shndx != SHN_UNDEF &&
+            ELF64_ST_TYPE(s->st_info) == STT_OBJECT && shown && default_version)
             names[n++] = t.strtab + s->st_name;
     }
     return n;

@@ -12,6 +12,10 @@
 
 struct link_map;
 
+/* Where lm's dynamic section points with p: glibc has added the load
+ * address on most machines, not where the section is read-only (RISC-V,
+ * MIPS). */
+HIDDEN const void *object_dyn_ptr(const struct link_map *lm, ElfW(Addr) p);
 /* name as dlsym finds it in lm, loaded in namespace lmid (its default
  * version), or NULL. */
 HIDDEN void *object_sym(Lmid_t lmid, struct link_map *lm, const char *name);

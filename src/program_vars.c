@@ -28,13 +28,6 @@ static struct program_var vars[MAX_VARS];
 static size_t nvars;
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 
-/* As object_syms.c: glibc has added the load address to most pointers of
- * the dynamic section. */
-static const void *at(const struct link_map *lm, ElfW(Addr) p)
-{
-    return (const void *)(p < lm->l_addr ? p + lm->l_addr : p);
-}
-
 static bool glibc_library(const struct link_map *lm)
 {
     const char *base = lm->l_name != NULL ? base_name(lm->l_name) : "";
@@ -85,7 +78,7 @@ static void find(void)
     for (const ElfW(Dyn) *d = main->l_ld; d != NULL && d->d_tag != DT_NULL; d++)
         switch (d->d_tag) {
         case DT_RELA:
-            rela = at(main, d->d_un.d_ptr);
+            rela = object_dyn_ptr(main, d->d_un.d_ptr);
             break;
         case DT_RELASZ:
             relasz = d->d_un.d_val;
@@ -94,10 +87,10 @@ static void find(void)
             relaent = d->d_un.d_val;
             break;
         case DT_SYMTAB:
-            symtab = at(main, d->d_un.d_ptr);
+            symtab = object_dyn_ptr(main, d->d_un.d_ptr);
             break;
         case DT_STRTAB:
-            strtab = at(main, d->d_un.d_ptr);
+            strtab = object_dyn_ptr(main, d->d_un.d_ptr);
             break;
         }
     if (rela != NULL && symtab != NULL && strtab != NULL && relaent == sizeof(ElfW(Rela)))
