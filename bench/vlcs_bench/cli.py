@@ -51,7 +51,9 @@ def _bench_python(args: argparse.Namespace) -> int:
 def _bench_imports(args: argparse.Namespace) -> int:
     from vlcs_bench import module_table
 
-    result = module_table.run(repeats=args.repeats, instructions=args.instructions)
+    result = module_table.run(
+        repeats=args.repeats, instructions=args.instructions, quick=args.quick
+    )
     print(json.dumps(result, indent=2) if args.json else module_table.report(result))
     return 0
 
@@ -231,7 +233,7 @@ def add_bench_arguments(b: argparse.ArgumentParser) -> None:
     b.add_argument(
         "--quick",
         action="store_true",
-        help="all, own, scale: smaller sizes (all: ~5 min on 2 cores)",
+        help="all, own, scale, imports: smaller sizes (all: ~6 min on 2 cores)",
     )
     b.add_argument(
         "--instructions",

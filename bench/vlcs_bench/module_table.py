@@ -298,25 +298,30 @@ def grid_search(repeats: int = 3) -> dict[str, Any]:
     }
 
 
-def run(repeats: int = 5, progress: bool = True, instructions: bool = False) -> dict[str, Any]:
+def run(
+    repeats: int = 5, progress: bool = True, instructions: bool = False, quick: bool = False
+) -> dict[str, Any]:
     """repeats: fresh interpreters per CPython for the reads (each cell is
     its best: a cell moves by about 0.15 between runs on a noisy 2-core VM),
     and per side for GridSearchCV (at most 3); instructions: each read's
-    instructions counted too (see count_instructions())."""
+    instructions counted too (see count_instructions()); quick: a tenth of
+    the loops per read and one GridSearchCV per side, which says that every
+    read runs in every state (a check, not figures)."""
 
     def say(msg: str) -> None:
         if progress:
             print(f"vlcs bench imports: {msg}", file=sys.stderr, flush=True)
 
-    result: dict[str, Any] = {"goal": GOAL, "pythons": []}
+    number, repeat = (2000, 3) if quick else (20000, 7)
+    result: dict[str, Any] = {"goal": GOAL, "quick": quick, "pythons": []}
     for py in pythons():
         say(f"module-table reads on {py}, {repeats} fresh interpreters...")
-        entry = {"interpreter": py, **reads(py, rounds=repeats)}
+        entry = {"interpreter": py, **reads(py, number=number, repeat=repeat, rounds=repeats)}
         if instructions:
             say(f"module-table reads on {py}, counted by callgrind...")
             entry["instructions"] = count_instructions(py)
         result["pythons"].append(entry)
-    grid = min(repeats, 3)
+    grid = 1 if quick else min(repeats, 3)
     say(f"GridSearchCV plainly and inside a context, {grid} fresh interpreters each...")
     result["grid_search"] = grid_search(grid)
     return result
@@ -337,7 +342,8 @@ def _over_goal(op: str, r: dict[str, Any]) -> str:
 
 def report(result: dict[str, Any]) -> str:
     lines = [
-        "vlcs bench imports: module-table reads (best of repeats, ns; ratio to no context)",
+        "vlcs bench imports: module-table reads (best of repeats, ns; ratio to no context)"
+        + (" -- quick: a check that every read runs, not figures" if result.get("quick") else ""),
         f"goal: base <= {GOAL['base']}x, context <= {GOAL['context']}x "
         f"(base only for {', '.join(sorted(_BASE_GOAL_ONLY))}: a context's own view)",
         "",

@@ -71,9 +71,10 @@ def test_bench_shim_json_schema_and_call_bound():
 
 
 def test_bench_imports_json_schema_on_every_python_and_grid_search():
-    r = vlcs_cmd("bench", "imports", "--repeats", "1", "--json")
+    r = vlcs_cmd("bench", "imports", "--repeats", "1", "--quick", "--json")
     assert r.returncode == 0, r.stderr
     result = json.loads(r.stdout)
+    assert result["quick"] is True
     assert result["goal"] == {"base": 1.2, "context": 2.0}
     assert result["pythons"], "at least this interpreter"
     for entry in result["pythons"]:

@@ -65,6 +65,20 @@ def timed_runs(quick: bool) -> int:
     return 1 if quick else 5
 
 
+def bound_runs() -> int:
+    """How many runs a makespan bound's parts take the fastest of: three in
+    full mode (one slow run on a noisy machine would raise a bound past what
+    a strategy reached), one in quick mode, which checks and does not
+    measure (the bound is never above the baseline's time either way)."""
+    return 1 if QUICK else 3
+
+
+def bound_runs_text() -> str:
+    """bound_runs() as a report's notes say it."""
+    n = bound_runs()
+    return "one run" if n == 1 else f"the fastest of {n} runs"
+
+
 def measure(
     title: str,
     strategies: list[Strategy],

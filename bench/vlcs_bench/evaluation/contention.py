@@ -13,6 +13,8 @@ from vlcs_bench._build import build
 from vlcs_bench.evaluation._harness import (
     Strategy,
     baseline_row,
+    bound_runs,
+    bound_runs_text,
     measure,
     ncpus,
     say,
@@ -125,10 +127,10 @@ def _train_mlp(torch: Any, steps: int, report: Any = _nothing) -> float:
     return round(float(loss.detach()), 4)
 
 
-def _fastest(call: Any, runs: int = 3) -> float:
-    """The shortest of `runs` timed calls, in seconds."""
+def _fastest(call: Any) -> float:
+    """The shortest of bound_runs() timed calls, in seconds."""
     best = float("inf")
-    for _ in range(runs):
+    for _ in range(bound_runs()):
         t = time.perf_counter()
         call()
         best = min(best, time.perf_counter() - t)
@@ -321,7 +323,7 @@ def run(quick: bool) -> dict[str, Any]:
         # torch call is twice as slow): each task's work measured on one core
         # (in its one-CPU context), spread over every core, and no shorter
         # than the longer task alone on its faster of one core or every core.
-        # Each part is the fastest of three runs: a bound from one slow run on
+        # Each part is the fastest of three runs in full mode: a bound from one slow run on
         # a noisy machine could exceed sequential, which is itself a schedule.
         t_omp_s = _fastest(lambda omp_call=omp_call: omp_call(base))
         t_blas = _fastest(other)
@@ -330,7 +332,7 @@ def run(quick: bool) -> dict[str, Any]:
         ideal = max((w_omp + w_blas) / n, min(t_omp_s, w_omp), min(t_blas, w_blas))
         set_ideal(grp, min(ideal, baseline_row(grp)["min_s"]))
         grp["note"] = (
-            f"Fastest of 3 runs alone with all cores: OpenMP kernel {t_omp_s:.2f} s, other "
+            f"Alone with all cores ({bound_runs_text()}): OpenMP kernel {t_omp_s:.2f} s, other "
             f"library's part {t_blas:.2f} s; on one core {w_omp:.2f} s and {w_blas:.2f} s. "
             "Where both scale perfectly sequential already reaches the bound; a partition "
             "wins only where a library leaves cores idle or the two fight over them. " + tuning

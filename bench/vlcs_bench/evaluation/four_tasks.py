@@ -9,6 +9,7 @@ from typing import Any
 from vlcs_bench.evaluation._harness import (
     Strategy,
     baseline_row,
+    bound_runs_text,
     measure,
     ncpus,
     say,
@@ -163,7 +164,7 @@ def run(quick: bool) -> dict[str, Any]:
     ideal = max(work / n, max(min(a, h) for a, h in zip(alone_all, alone_home, strict=True)))
     set_ideal(group, min(ideal, baseline_row(group)["min_s"]))
     group["note"] = (
-        "Fastest of 3 runs alone, with all cores / on its home: "
+        f"Alone ({bound_runs_text()}), with all cores / on its home: "
         + ", ".join(
             f"{name} {a:.2f} / {h:.2f} s"
             for name, a, h in zip(names, alone_all, alone_home, strict=True)

@@ -132,7 +132,7 @@ def _python(quick: bool) -> dict[str, Any]:
 
     # The makespan lower bound: the work measured on one core each, spread
     # over every core, but no shorter than the large GEMM with every core.
-    # Each part is the fastest of three runs (as in case 4): one slow run on
+    # Each part is the fastest of three runs in full mode (as in case 4): one slow run on
     # a noisy machine would put the bound above what a strategy reached.
     with threadpool_limits(limits=1, user_api="blas"):
         w_big = _fastest(lambda: _big(np, a))

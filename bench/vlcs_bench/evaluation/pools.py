@@ -80,7 +80,7 @@ def _inputs(workload: str, quick: bool, tmp: str) -> tuple[Any, list[tuple[Any, 
         )
         cs = [float(c) for c in np.logspace(-3, 2, 12 if quick else 120)]
         return grid_child, [(x, y, cs[0::2]), (x, y, cs[1::2])]
-    gib = 0.25 if quick else 1.0
+    gib = 1 / 16 if quick else 1.0
     n = int(gib * 2**30) // 8
     return data_task, [(np.full(n, float(i + 1)),) for i in range(2)]
 
@@ -193,7 +193,7 @@ def run(quick: bool, only: tuple[str, ...] = ()) -> dict[str, Any]:
     from vlcs_bench.evaluation._harness import _same, ncpus, say, summarise, table
 
     repeats = 1 if quick else 5  # quick: a check that every job runs, not figures
-    size = "256 MiB" if quick else "1 GiB"
+    size = "64 MiB" if quick else "1 GiB"
     workloads = {
         "h5py": "h5py: two jobs writing and reading 8 gzip datasets",
         "eigsh": "scipy eigsh: two sparse solves, k=6",
