@@ -103,12 +103,13 @@ static bool initializing(PyObject *module)
     return truth != 0;
 }
 
-/* An import statement of a context's module, answered from the context's
- * table where every module it names is there already (a function-level
- * import, after the first): what the Python door answers then, without
- * running it.  NULL with no error set: the door decides. */
+/* An import statement answered from an owner's table (the storage for the
+ * base) where every module it names is there already and complete (a
+ * function-level import, after the first): what the door answers then,
+ * without running it.  NULL with no error set: the door decides, and
+ * waits for a module another thread is executing. */
 static PyObject *import_from_table(PyObject *table, PyObject *name, PyObject *globals,
-                                   PyObject *fromlist, int level, bool base)
+                                   PyObject *fromlist, int level)
 {
     PyObject *absname = absolute_name(name, globals, level);
     if (absname == NULL)
@@ -120,7 +121,7 @@ static PyObject *import_from_table(PyObject *table, PyObject *name, PyObject *gl
     module = PyDict_GetItemWithError(table, absname); /* borrowed; the storage's for the base */
     if (module == NULL)
         goto done;
-    if (base && initializing(module)) { /* CPython waits for the thread importing it */
+    if (initializing(module)) { /* CPython waits for the thread importing it */
         module = NULL;
         goto done;
     }
@@ -173,7 +174,7 @@ static PyObject *import_from_table(PyObject *table, PyObject *name, PyObject *gl
     PyObject *head = PyUnicode_Substring(absname, 0, PyUnicode_GET_LENGTH(absname) - cut);
     module = head ? PyDict_GetItemWithError(table, head) : NULL;
     Py_XDECREF(head);
-    if (module != NULL && base && initializing(module))
+    if (module != NULL && initializing(module))
         module = NULL; /* import a.b of a being imported: CPython waits for a too */
     Py_XINCREF(module);
 done:
@@ -189,7 +190,7 @@ static PyObject *import_as_base(PyObject *name, PyObject *globals, PyObject *loc
                                 PyObject *fromlist, int level)
 {
     PyObject *module =
-        import_from_table(PyImport_GetModuleDict(), name, globals, fromlist, level, true);
+        import_from_table(PyImport_GetModuleDict(), name, globals, fromlist, level);
     return module != NULL ? module : import_for_base(name, globals, locals, fromlist, level);
 }
 
@@ -252,7 +253,7 @@ static PyObject *door_import(PyObject *mod, PyObject *const *args, Py_ssize_t na
         return import_as_base(name, globals, locals, fromlist, level); /* a base module's */
     if (s != NULL && s->kind == OWNED && s->modules != NULL) {
         /* a context's module: its table, where it has all it names */
-        PyObject *module = import_from_table(s->modules, name, globals, fromlist, level, false);
+        PyObject *module = import_from_table(s->modules, name, globals, fromlist, level);
         if (module != NULL)
             return module;
     }
@@ -292,8 +293,8 @@ static PyObject *door_import_module(PyObject *mod, PyObject *const *args, Py_ssi
             PyObject *module = PyDict_GetItemWithError(table, name); /* borrowed */
             if (module == NULL && PyErr_Occurred())
                 return NULL;
-            if (module == NULL || module == Py_None)
-                goto slow;
+            if (module == NULL || module == Py_None || initializing(module))
+                goto slow; /* the door waits for a module another thread executes */
             return Py_NewRef(module);
         }
         if (answer != STORAGE)

@@ -42,8 +42,11 @@ def load(owner: Owner, name: str) -> Any:
     """The context owner's module called name (absolute), imported if needed.
     A failed import leaves the owner's table as it was before."""
     m = owner.modules.get(name)
-    if m is not None:
+    if m is not None and not _initializing(m):
         return m
+    # Being executed: by this thread (a circular import) it is answered as
+    # it stands, once the lock is taken again; by another, the lock waits
+    # for it to finish, as CPython's import waits on the module's lock.
     with _owners.lock:
         depth = getattr(_owners.tls, "depth", 0)
         before = dict(owner.modules) if depth == 0 else None
@@ -56,6 +59,14 @@ def load(owner: Owner, name: str) -> Any:
             raise
         finally:
             _owners.tls.depth = depth
+
+
+def _initializing(module: Any) -> bool:
+    """Whether module is still being executed (its spec says so)."""
+    try:
+        return bool(getattr(getattr(module, "__spec__", None), "_initializing", False))
+    except Exception:
+        return True  # the import decides, and says what is wrong
 
 
 def _forget_new(owner: Owner, before: dict[str, Any]) -> None:

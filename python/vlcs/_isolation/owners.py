@@ -116,6 +116,25 @@ BASE = Owner("base")
 
 lock = threading.RLock()
 tls = threading.local()
+# A fork copies the lock as it is.  Held by another thread, importing for a
+# context, it would be held for good in the child, which has no such thread,
+# and the child's first import into a context would wait forever: the child
+# gets it free.  Held by the forking thread, it stays held, as that thread
+# goes on with its import there (CPython treats its import lock alike).
+_held_at_fork = False
+
+
+def _before_fork() -> None:
+    global _held_at_fork
+    _held_at_fork = lock._is_owned()  # type: ignore[attr-defined]
+
+
+def _after_fork_in_child() -> None:
+    if not _held_at_fork:
+        lock._at_fork_reinit()  # type: ignore[attr-defined]
+
+
+os.register_at_fork(before=_before_fork, after_in_child=_after_fork_in_child)
 # id(module.__dict__) -> owner, for every module in an owner's table; the
 # tables keep the modules (and so the ids) alive.
 owner_of: dict[int, Owner] = {}
