@@ -83,6 +83,21 @@ def test_not_installed_is_a_usage_error():
     assert r.returncode == 2
 
 
+def test_a_distribution_name_is_checked_as_what_it_provides(tmp_path):
+    # what pip installs (scikit-learn, pillow) is often not what Python
+    # imports (sklearn, PIL): a distribution that is installed is checked as
+    # its top-level package
+    env = _package(tmp_path, "vlcs_distpkg", "VALUE = 2\n")
+    info = tmp_path / "vlcs_dist_name-1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: vlcs-dist-name\nVersion: 1.0\n")
+    (info / "top_level.txt").write_text("vlcs_distpkg\n")
+    r = vlcs_cmd("check", "vlcs-dist-name", "--json", env=env)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "vlcs-dist-name is imported as vlcs_distpkg" in r.stderr
+    assert [(e["package"], e["ok"]) for e in json.loads(r.stdout)] == [("vlcs_distpkg", True)]
+
+
 def test_crash_in_the_child_is_a_failure_not_the_end(tmp_path):
     env = _package(
         tmp_path,

@@ -38,6 +38,30 @@ def pip_name(pkg: str) -> str:
     return PIP_NAMES.get(pkg) or PIP_NAMES.get(pkg.partition(".")[0]) or pkg.partition(".")[0]
 
 
+def import_names(dist: str) -> list[str]:
+    """The top-level packages an installed distribution provides, for a
+    name given to ``vlcs check`` that is what pip installs rather than
+    what Python imports ([] when no distribution has that name; its
+    private modules, such as ``_cffi_backend``, left out).
+
+    >>> import_names("no-such-distribution")
+    []
+    """
+    import importlib.metadata
+    import re
+
+    def norm(n: str) -> str:
+        return re.sub(r"[-_.]+", "-", n).lower()
+
+    want = norm(dist)
+    found = [
+        top
+        for top, dists in importlib.metadata.packages_distributions().items()
+        if any(norm(d) == want for d in dists) and not top.startswith("_")
+    ]
+    return sorted(found)
+
+
 def installed(pkg: str) -> bool:
     """Whether pkg can be imported in the base (found, not imported)."""
     try:

@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from vlcs.check.packages import installed, pip_name
+from vlcs.check.packages import import_names, installed, pip_name
 from vlcs.check.verdicts import _share_names, _verdict
 
 DEFAULT_TIMEOUT = 300.0
@@ -155,6 +155,19 @@ _PUBLIC_KEYS = (
 )
 
 
+def _import_names_of(packages: Sequence[str]) -> list[str]:
+    """packages, each name that is not importable but is an installed
+    distribution's (scikit-learn, pillow) replaced by what it provides
+    (sklearn, PIL), with a line saying so."""
+    out: list[str] = []
+    for p in packages:
+        names = [] if installed(p) else import_names(p)
+        if names:
+            print(f"vlcs check: {p} is imported as {', '.join(names)}", file=sys.stderr)
+        out.extend(n for n in (names or [p]) if n not in out)
+    return out
+
+
 def run(
     packages: Sequence[str],
     as_json: bool = False,
@@ -169,6 +182,7 @@ def run(
     if timeout <= 0:
         print(f"vlcs check: --timeout takes seconds > 0; got {timeout}", file=sys.stderr)
         return 2
+    packages = _import_names_of(packages)
     missing = [p for p in packages if not installed(p)]
     if missing:
         for p in missing:
