@@ -10,9 +10,9 @@ from __future__ import annotations
 from test_imports import needs, run_code
 
 # gate: what the slow module blocks on.  slowmod: sets `entered`, then waits
-# until the test says go (gate.go), then defines X.
+# in gate.go_when until gate.ready() holds or release is set, then defines X.
 _GATE = """
-import sys, threading, time
+import threading, time
 entered = threading.Event()
 release = threading.Event()
 def go_when(ready):
@@ -126,8 +126,7 @@ pid = os.fork()
 if pid == 0:
     signal.alarm(60)  # a hung child dies (SIGALRM) rather than wait for ever
     with b:
-        import json as _j, colorsys  # a context's first import in the child
-        import fastmod
+        import fastmod  # a context's first import in the child
     os._exit(0 if fastmod.Y == 7 else 3)
 code = os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
 gate.release.set()
